@@ -1,0 +1,98 @@
+"""Building kernels from kernels/ with -D JIT parameters; each program built once per device.
+
+    prg = build(ctx, "conv_dgrad/02_naive.cl", {"KH": 3, "KW": 3, "STRIDE": 1, "ACT": "ACT_RELU"})
+    k = kernel(prg, "conv_dgrad")
+
+``#include "course.h"`` resolves to kernels/common/. A failed build raises KernelBuildError with
+the compiler's log and the source lines it points at.
+"""
+from __future__ import annotations
+
+import re
+import warnings
+from pathlib import Path
+
+import pyopencl as cl
+
+ROOT = Path(__file__).resolve().parent.parent
+KERNELS = ROOT / "kernels"
+COMMON = KERNELS / "common"
+
+
+class KernelBuildError(RuntimeError):
+    """The OpenCL compiler rejected a kernel; the message holds the log and the offending lines."""
+
+
+def kernel_path(relpath: str) -> Path:
+    path = KERNELS / relpath
+    if not path.is_file():
+        raise FileNotFoundError(f"No kernel file kernels/{relpath}")
+    return path
+
+
+def kernel_source(relpath: str) -> str:
+    """The text of a kernel file (what notebooks show)."""
+    return kernel_path(relpath).read_text()
+
+
+def options(defines: dict | None) -> list[str]:
+    """Compiler options: the include path for kernels/common and one -DNAME=VALUE per define."""
+    opts = [f"-I{COMMON}"]
+    for name, value in sorted((defines or {}).items()):
+        if isinstance(value, bool):
+            value = int(value)
+        opts.append(f"-D{name}={value}")
+    return opts
+
+
+def _offending_lines(log: str, source: str, context: int = 1) -> str:
+    lines = source.splitlines()
+    shown = []
+    for m in re.finditer(r"<source>:(\d+):(\d+)|\.cl:(\d+):(\d+)|^(?:.*?):(\d+):(\d+): (?:error|warning)",
+                         log, re.M):
+        n = int(next(g for g in m.groups() if g is not None))
+        if n in shown or not 1 <= n <= len(lines):
+            continue
+        shown.append(n)
+    out = []
+    for n in shown[:5]:
+        for i in range(max(1, n - context), min(len(lines), n + context) + 1):
+            out.append(f"{'>' if i == n else ' '} {i:4d} | {lines[i - 1]}")
+        out.append("")
+    return "\n".join(out)
+
+
+_programs: dict = {}
+
+
+def build(ctx: cl.Context, relpath: str, defines: dict | None = None, source: str | None = None) -> cl.Program:
+    """Build kernels/``relpath`` (or ``source``, named ``relpath``) with ``defines``; cached."""
+    text = source if source is not None else kernel_source(relpath)
+    opts = options(defines)
+    key = (ctx.int_ptr, text, tuple(opts))
+    prg = _programs.get(key)
+    if prg is None:
+        try:
+            with warnings.catch_warnings():
+                # A non-empty but successful build log is not news to a learner.
+                warnings.simplefilter("ignore", cl.CompilerWarning)
+                prg = cl.Program(ctx, text).build(options=opts)
+        except cl.RuntimeError as err:
+            log = str(err)
+            raise KernelBuildError(
+                f"Building kernels/{relpath} with {' '.join(opts[1:]) or 'no defines'} failed.\n"
+                f"{_offending_lines(log, text)}\nCompiler log:\n{log}") from None
+        _programs[key] = prg
+    return prg
+
+
+_kernels: dict = {}
+
+
+def kernel(prg: cl.Program, name: str) -> cl.Kernel:
+    """Retrieve a kernel object once per program (``prg.name`` would make a new one each time)."""
+    key = (prg.int_ptr, name)
+    k = _kernels.get(key)
+    if k is None:
+        k = _kernels[key] = cl.Kernel(prg, name)
+    return k

@@ -1,0 +1,75 @@
+"""The one checker: compare a kernel's result with the reference, with a tolerance scaled by the
+magnitude of what was summed, print the first mismatches with their indices, and raise.
+
+For a sum of n products the float32 rounding error is bounded by about eps * sqrt(n) times the
+sum of the absolute values of the terms (random rounding; the worst case grows like n). So the
+tolerance at each element is ``rtol * magnitude`` where ``magnitude`` is, by default, the
+reference recomputed with absolute values (``|a|·|b|`` summed), and ``rtol`` grows with sqrt(n).
+A kernel that drops or repeats one term of n misses by about magnitude/n, far beyond it.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+EPS32 = float(np.finfo(np.float32).eps)
+
+
+class MismatchError(AssertionError):
+    """A kernel's result differs from the reference beyond the tolerance."""
+
+
+def rtol_for_sum(n_terms: int, safety: float = 8.0) -> float:
+    """Relative tolerance (against the sum of |terms|) for a float32 sum of n_terms products."""
+    return safety * EPS32 * max(1.0, float(n_terms)) ** 0.5
+
+
+@dataclass
+class CheckResult:
+    name: str
+    count: int
+    max_error: float         # largest |actual - expected|
+    worst_ratio: float       # largest error / tolerance (< 1 passes)
+
+    @property
+    def verdict(self) -> str:
+        """A machine-independent statement (what notebooks print in a compared cell)."""
+        return f"{self.name}: all {self.count:,} values match the reference within tolerance"
+
+    def __str__(self) -> str:
+        return f"{self.verdict} (max |error| {self.max_error:.2e}, {self.worst_ratio:.2f} of the tolerance)"
+
+
+def check_close(actual, expected, *, magnitude=None, rtol: float = 1e-5, atol: float = 0.0,
+                name: str = "result", show: int = 5, verbose: bool = False) -> CheckResult:
+    """Raise MismatchError unless ``|actual - expected| <= rtol * magnitude + atol`` everywhere.
+
+    ``magnitude`` defaults to ``|expected|``; pass the reference computed on absolute values for
+    sums (see the module's docstring). NaN or inf in ``actual`` always fails.
+    """
+    actual = np.asarray(actual)
+    expected = np.asarray(expected, dtype=np.float64)
+    if actual.shape != expected.shape:
+        raise MismatchError(f"{name}: shape {actual.shape} differs from the reference's {expected.shape}")
+    mag = np.abs(expected) if magnitude is None else np.asarray(magnitude, dtype=np.float64)
+    tol = rtol * mag + atol + np.finfo(np.float32).tiny
+    err = np.abs(actual.astype(np.float64) - expected)
+    bad = ~(err <= tol)  # NaN compares false, so NaN is bad
+    ratio = np.where(np.isfinite(err), err / tol, np.inf)
+    result = CheckResult(name, int(expected.size), float(np.nanmax(err)) if err.size else 0.0,
+                         float(ratio.max()) if ratio.size else 0.0)
+    if bad.any():
+        idx = np.argwhere(bad)
+        lines = [f"{name}: {len(idx):,} of {expected.size:,} values differ from the reference "
+                 f"(rtol {rtol:.1e} of the magnitude):"]
+        for i in idx[:show]:
+            i = tuple(int(v) for v in i)
+            lines.append(f"  at {i}: got {float(actual[i]):.7g}, expected {expected[i]:.7g}, "
+                         f"|error| {err[i]:.3g} > tolerance {tol[i]:.3g}")
+        if len(idx) > show:
+            lines.append(f"  ... and {len(idx) - show:,} more")
+        raise MismatchError("\n".join(lines))
+    if verbose:
+        print(result)
+    return result

@@ -1,0 +1,45 @@
+"""Named layer sets for the benchmark and the notebooks. All 3x3 convolutions unless stated.
+
+A layer is a dict of conv_dgrad's shape arguments; ``args(layer, activation)`` makes random,
+reproducible tensors for it (helpers/ops/conv_dgrad.py: random_problem_args).
+"""
+from __future__ import annotations
+
+
+def layer(name, n, c, size, k, kernel=3, stride=1, padding=1):
+    return {"name": name, "n": n, "c": c, "h": size, "w": size, "k": k,
+            "kernel": kernel, "stride": stride, "padding": padding}
+
+
+def _resnet50(n):
+    return [layer(f"res{c}@{s}", n, c, s, c) for c, s in ((64, 56), (128, 28), (256, 14), (512, 7))] + [
+        layer("res128@56/s2", n, 128, 56, 128, stride=2)]
+
+
+LAYER_SETS = {
+    # ResNet-50's 3x3 layers at batch 64 (the stride-2 layer halves 56 -> 28)
+    "resnet50": _resnet50(64),
+    # VGG-16 layers at batch 32
+    "vgg16": [layer(f"vgg{c}@{s}", 32, c, s, k) for c, s, k in
+              ((64, 224, 64), (256, 56, 256), (512, 28, 512), (512, 14, 512))],
+    # small batches, as in fine-tuning on an edge device
+    "edge": [dict(l, name=f"{l['name']}/n{n}") for n in (1, 8) for l in _resnet50(n)],
+    # tiny shapes that run in seconds on a CPU through PoCL (CI, notebooks' default)
+    "ci": [layer("tiny16@12", 2, 16, 12, 16), layer("tiny32@9/s2", 1, 32, 9, 32, stride=2),
+           layer("tiny17@7", 1, 17, 7, 33)],
+    # what notebooks time on a CPU by default: small enough for a laptop, big enough to measure
+    "small": [layer("small32@28", 1, 32, 28, 32), layer("small64@14", 2, 64, 14, 64)],
+}
+
+
+def layer_set(name: str) -> list[dict]:
+    if name not in LAYER_SETS:
+        raise ValueError(f"unknown layer set {name!r}; choose from {', '.join(LAYER_SETS)}")
+    return LAYER_SETS[name]
+
+
+def args(lay: dict, activation: str = "none", seed: int = 0) -> dict:
+    """conv_dgrad arguments (random tensors, fixed seed) for a layer of a set."""
+    from .ops.conv_dgrad import random_problem_args
+    return random_problem_args(lay["n"], lay["c"], lay["h"], lay["w"], lay["k"], lay["kernel"],
+                               lay["stride"], lay["padding"], activation, seed)

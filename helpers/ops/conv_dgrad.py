@@ -1,0 +1,130 @@
+"""Op "conv_dgrad": the gradient of a convolution layer with respect to its input.
+
+run_stage("conv_dgrad", stage, grad_output=(N,K,OH,OW), weight=(C,K,R,S) IOHW, input_shape=(N,C,H,W),
+          stride=1, padding=0, activation="none", output=None) -> grad_input (N,C,H,W)
+
+``output`` is the layer's forward output after its activation; the activation's derivative is
+computed from it and fused on the read of grad_output. Kernels of every stage take
+``(dy, y, w, dx, N, C, H, W, K, OH, OW, PAD)`` and are built with -DKH, -DKW, -DSTRIDE, -DACT.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from .. import reference as ref
+from ..check import rtol_for_sum
+from ..problem import Problem, positive_int, reject_unknown, shape4, tensor
+
+OP = "conv_dgrad"
+ACT_CODES = {"none": 0, "relu": 1, "sigmoid": 2, "tanh": 3}  # kernels/common/course.h: ACT_*
+ARGS = ("grad_output", "weight", "input_shape", "stride", "padding", "activation", "output")
+
+
+def prepare(**kwargs) -> Problem:
+    reject_unknown(OP, kwargs, ARGS)
+    dy = tensor(OP, "grad_output", kwargs.get("grad_output"), 4)
+    w = tensor(OP, "weight", kwargs.get("weight"), 4)
+    if kwargs.get("input_shape") is None:
+        raise TypeError(f"{OP}: argument input_shape (N, C, H, W) is required")
+    n, c, h, wd = shape4(OP, "input_shape", kwargs["input_shape"])
+    stride = positive_int(OP, "stride", kwargs.get("stride", 1))
+    pad = positive_int(OP, "padding", kwargs.get("padding", 0), minimum=0)
+    act = kwargs.get("activation", "none")
+    if act not in ACT_CODES:
+        raise ValueError(f"{OP}: activation must be one of {', '.join(ACT_CODES)}, got {act!r}")
+
+    wc, k, kh, kw = w.shape
+    if wc != c:
+        raise ValueError(f"{OP}: weight is IOHW (C_in, C_out, R, S) = {w.shape}, so its first "
+                         f"dimension must equal the input's channels C = {c}")
+    if kh > h + 2 * pad or kw > wd + 2 * pad:
+        raise ValueError(f"{OP}: a {kh}x{kw} kernel does not fit in the padded {h}x{wd} input "
+                         f"(padding {pad})")
+    oh, ow = ref.output_size(h, kh, stride, pad), ref.output_size(wd, kw, stride, pad)
+    if dy.shape != (n, k, oh, ow):
+        raise ValueError(f"{OP}: grad_output must have shape (N, K, OH, OW) = {(n, k, oh, ow)} for "
+                         f"input {(n, c, h, wd)}, a {kh}x{kw} kernel, stride {stride}, padding {pad}; "
+                         f"got {dy.shape}")
+    y = kwargs.get("output")
+    if act == "none":
+        if y is not None:
+            raise ValueError(f"{OP}: output is only used with an activation; activation is 'none'")
+    else:
+        if y is None:
+            raise TypeError(f"{OP}: activation {act!r} needs output (the forward output after the "
+                            f"activation) to compute its derivative")
+        y = tensor(OP, "output", y, 4)
+        if y.shape != dy.shape:
+            raise ValueError(f"{OP}: output must have grad_output's shape {dy.shape}, got {y.shape}")
+    if n * c * h * wd > 2**31 - 1:
+        raise ValueError(f"{OP}: the input gradient would have {n * c * h * wd:,} elements; the "
+                         f"kernels index with 32-bit integers")
+
+    inputs = {"grad_output": dy, "output": y if y is not None else dy, "weight": w}
+    reads = dy.size + w.size + (y.size if y is not None else 0)
+    return Problem(
+        op=OP,
+        inputs=inputs,
+        outputs={"grad_input": (n, c, h, wd)},
+        scalars={"N": n, "C": c, "H": h, "W": wd, "K": k, "OH": oh, "OW": ow, "PAD": pad},
+        defines={"KH": kh, "KW": kw, "STRIDE": stride, "ACT": ACT_CODES[act]},
+        dims={"N": n, "C": c, "H": h, "W": wd, "K": k, "OH": oh, "OW": ow, "KH": kh, "KW": kw,
+              "stride": stride, "pad": pad, "activation": act},
+        aliases={} if y is not None else {"output": "grad_output"},
+        flops=2 * n * k * oh * ow * c * kh * kw,
+        min_bytes=4 * (reads + n * c * h * wd),
+        flops_formula="2·N·K·OH·OW·C·R·S (one multiply-add per weight use, as for the forward pass)",
+        bytes_formula="4 bytes · (|grad_output| + |weight| + |grad_input| (+ |output| with an activation))",
+        label=f"N{n} C{c} {h}x{wd} K{k} {kh}x{kw} s{stride} p{pad} {act}",
+    )
+
+
+def _dims(p: Problem):
+    d = p.dims
+    return (d["N"], d["C"], d["H"], d["W"]), d["stride"], d["pad"], d["activation"]
+
+
+def reference(p: Problem):
+    shape, stride, pad, act = _dims(p)
+    dy, w, y = p.inputs["grad_output"], p.inputs["weight"], p.inputs["output"]
+    expected = ref.conv2d_dgrad(dy, w, shape, stride, pad, act, y)
+    # the same sum over absolute values: what the rounding error scales with
+    scale = np.abs(dy.astype(np.float64))
+    if act != "none":
+        scale = scale * np.abs(ref.activation_derivative(act, y))
+    magnitude = ref.conv2d_dgrad(scale, np.abs(w), shape, stride, pad)
+    return {"grad_input": expected}, {"grad_input": magnitude}
+
+
+def rtol(p: Problem) -> float:
+    d = p.dims
+    return rtol_for_sum(d["K"] * d["KH"] * d["KW"])
+
+
+def random_problem_args(n, c, h, w, k, kernel=3, stride=1, padding=1, activation="none", seed=0):
+    """Random, reproducible arguments for one layer: what tests, notebooks and the benchmark use."""
+    rng = np.random.default_rng(seed)
+    oh, ow = ref.output_size(h, kernel, stride, padding), ref.output_size(w, kernel, stride, padding)
+    args = dict(
+        grad_output=rng.standard_normal((n, k, oh, ow), dtype=np.float32),
+        weight=(rng.standard_normal((c, k, kernel, kernel), dtype=np.float32) / np.sqrt(c * kernel * kernel)).astype(np.float32),
+        input_shape=(n, c, h, w), stride=stride, padding=padding, activation=activation)
+    if activation != "none":
+        pre = rng.standard_normal((n, k, oh, ow))
+        args["output"] = ref.activation(activation, pre).astype(np.float32)
+    return args
+
+
+def layer_args(layer: dict, activation: str = "none", seed: int = 0) -> dict:
+    """Arguments for one layer of a set in helpers/layers.py."""
+    return random_problem_args(layer["n"], layer["c"], layer["h"], layer["w"], layer["k"], layer["kernel"],
+                               layer["stride"], layer["padding"], activation, seed)
+
+
+def vendor_time(problem: Problem, warmup: int, repeats: int, flush_bytes: int):
+    """cuDNN's fp32 input gradient (TF32 off) through PyTorch on an NVIDIA GPU, or None."""
+    from ..vendor import cudnn_conv_dgrad
+    d = problem.dims
+    return cudnn_conv_dgrad(problem.inputs["grad_output"], problem.inputs["weight"],
+                            (d["N"], d["C"], d["H"], d["W"]), d["stride"], d["pad"],
+                            warmup=warmup, repeats=repeats, flush_bytes=flush_bytes)

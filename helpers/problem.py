@@ -1,0 +1,90 @@
+"""What an operation's arguments become once validated: the Problem a stage runs on.
+
+Each operation (helpers/ops/*.py) turns run_stage's keyword arguments into a Problem, raising
+TypeError or ValueError that names what is wrong, before anything touches a device. Every stage
+of the operation's kernels takes the same arguments in the same order:
+``(inputs..., outputs..., scalars...)``.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Callable
+
+import numpy as np
+
+INT32_MAX = 2**31 - 1
+
+
+@dataclass
+class Problem:
+    op: str
+    inputs: dict[str, np.ndarray]              # read-only float32 tensors, kernel arguments in order
+    outputs: dict[str, tuple]                  # name -> shape of each float32 result, in order
+    scalars: dict[str, int]                    # int32 kernel arguments, in order
+    defines: dict = field(default_factory=dict)  # structural JIT parameters every stage is built with
+    dims: dict = field(default_factory=dict)     # named sizes for launch geometry and requirements
+    aliases: dict = field(default_factory=dict)  # input name -> input whose buffer it shares (unused input)
+    flops: int = 0                               # useful floating-point operations
+    min_bytes: int = 0                           # bytes a perfect kernel moves: inputs read once, outputs written once
+    flops_formula: str = ""
+    bytes_formula: str = ""
+    returns: Callable | None = None              # outputs dict -> what run_stage returns
+    label: str = ""
+
+    def result(self, outputs: dict):
+        if self.returns is not None:
+            return self.returns(outputs)
+        values = [outputs[name] for name in self.outputs]
+        return values[0] if len(values) == 1 else tuple(values)
+
+
+def reject_unknown(op: str, kwargs: dict, allowed) -> None:
+    unknown = sorted(set(kwargs) - set(allowed))
+    if unknown:
+        raise TypeError(f"{op}: unknown argument(s) {', '.join(unknown)}; "
+                        f"expected some of {', '.join(sorted(allowed))}")
+
+
+def tensor(op: str, name: str, value, ndim: int | None = None) -> np.ndarray:
+    """A float32, C-contiguous, non-empty array of ``ndim`` dimensions, or a clear error."""
+    if value is None:
+        raise TypeError(f"{op}: argument {name} is required")
+    if not isinstance(value, np.ndarray):
+        raise TypeError(f"{op}: {name} must be a NumPy array, got {type(value).__name__}")
+    if value.dtype != np.float32:
+        raise TypeError(f"{op}: {name} must be float32, got {value.dtype}; "
+                        f"convert with {name}.astype(np.float32)")
+    if ndim is not None and value.ndim != ndim:
+        raise ValueError(f"{op}: {name} must have {ndim} dimensions, got shape {value.shape}")
+    if value.size == 0:
+        raise ValueError(f"{op}: {name} has a zero-sized dimension, shape {value.shape}")
+    if not value.flags.c_contiguous:
+        raise ValueError(f"{op}: {name} must be C-contiguous (a view such as a transpose or a slice "
+                         f"is not); pass np.ascontiguousarray({name})")
+    if value.size > INT32_MAX:
+        raise ValueError(f"{op}: {name} has {value.size:,} elements; the kernels index with 32-bit "
+                         f"integers, so at most {INT32_MAX:,}")
+    return value
+
+
+def positive_int(op: str, name: str, value, minimum: int = 1) -> int:
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)):
+        raise TypeError(f"{op}: {name} must be an integer, got {value!r}")
+    if value < minimum:
+        raise ValueError(f"{op}: {name} must be >= {minimum}, got {value}")
+    return int(value)
+
+
+def shape4(op: str, name: str, value) -> tuple:
+    try:
+        dims = tuple(value)
+    except TypeError:
+        raise TypeError(f"{op}: {name} must be a tuple (N, C, H, W), got {value!r}") from None
+    if len(dims) != 4:
+        raise ValueError(f"{op}: {name} must have 4 entries (N, C, H, W), got {dims}")
+    for d in dims:
+        if isinstance(d, (bool, np.bool_)) or not isinstance(d, (int, np.integer)):
+            raise TypeError(f"{op}: {name} entries must be integers, got {dims}")
+    if min(dims) <= 0:
+        raise ValueError(f"{op}: {name} has a zero-sized or negative dimension: {dims}")
+    return tuple(int(d) for d in dims)

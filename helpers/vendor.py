@@ -1,0 +1,64 @@
+"""Vendor-library reference timings through PyTorch, where PyTorch with CUDA is installed.
+
+Measured as fairly as our kernels: fp32 with TF32 off, cuDNN's autotuner allowed to choose its
+fastest algorithm during the (excluded) warm-up calls, each repetition timed with CUDA events
+around the call, the L2 cache overwritten between repetitions, median and spread reported.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+
+def torch_cuda():
+    """The torch module if it can run on an NVIDIA GPU here, else None."""
+    try:
+        import torch
+    except ImportError:
+        return None
+    return torch if torch.cuda.is_available() else None
+
+
+def time_cuda(fn, warmup: int, repeats: int, flush_bytes: int) -> dict:
+    torch = torch_cuda()
+    flush = torch.empty(max(flush_bytes, 4) // 4, dtype=torch.float32, device="cuda")
+    for _ in range(warmup):
+        fn()
+    torch.cuda.synchronize()
+    times = []
+    for _ in range(repeats):
+        flush.zero_()
+        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        start.record()
+        fn()
+        end.record()
+        end.synchronize()
+        times.append(start.elapsed_time(end))
+    t = np.array(times)
+    return {"median_ms": float(np.median(t)), "q1_ms": float(np.percentile(t, 25)),
+            "q3_ms": float(np.percentile(t, 75)), "min_ms": float(t.min()), "max_ms": float(t.max()),
+            "repeats": repeats, "times_ms": times}
+
+
+def versions() -> dict:
+    torch = torch_cuda()
+    if torch is None:
+        return {}
+    return {"torch": torch.__version__, "cuda": torch.version.cuda,
+            "cudnn": str(torch.backends.cudnn.version()), "gpu": torch.cuda.get_device_name(0)}
+
+
+def cudnn_conv_dgrad(grad_output, weight_iohw, input_shape, stride, padding, *, warmup=5, repeats=20,
+                     flush_bytes=256 * 2**20):
+    """Median time of cuDNN's fp32 input gradient for this layer, or None without CUDA."""
+    torch = torch_cuda()
+    if torch is None:
+        return None
+    torch.backends.cudnn.allow_tf32 = False
+    torch.backends.cuda.matmul.allow_tf32 = False
+    torch.backends.cudnn.benchmark = True
+    dy = torch.from_numpy(grad_output).cuda()
+    w = torch.from_numpy(np.ascontiguousarray(weight_iohw.transpose(1, 0, 2, 3))).cuda()  # IOHW -> OIHW
+    out = time_cuda(lambda: torch.nn.grad.conv2d_input(input_shape, w, dy, stride=stride, padding=padding),
+                    warmup, repeats, flush_bytes)
+    out["library"] = "cuDNN fp32 (TF32 off) via torch.nn.grad.conv2d_input"
+    return out

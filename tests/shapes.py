@@ -1,0 +1,37 @@
+"""The grid of awkward conv shapes every conv stage is checked on (fixed seed, > 200 cases).
+
+Every kernel size (1, 2, 3, 5) with every stride (1, 2, 3), every padding (0 .. kernel-1) and every
+activation; batch 1-3; channels from {1, 3, 16, 17, 32, 48}; spatial sizes from
+{1, 2, 5, 7, 8, 13, 28}, with H != W in most cases.
+"""
+import itertools
+
+import numpy as np
+
+ACTS = ("none", "relu", "sigmoid", "tanh")
+CHANNELS = (1, 3, 16, 17, 32, 48)
+SIZES = (1, 2, 5, 7, 8, 13, 28)
+
+
+def conv_grid(per_combo: int = 6, seed: int = 1234):
+    rng = np.random.default_rng(seed)
+    cases = []
+    combos = [(k, s, p) for k in (1, 2, 3, 5) for s in (1, 2, 3) for p in range(k)]
+    for i, ((k, s, p), rep) in enumerate(itertools.product(combos, range(per_combo))):
+        act = ACTS[(i + rep) % len(ACTS)]
+        while True:
+            h, w = (int(v) for v in rng.choice(SIZES, 2))
+            if h + 2 * p >= k and w + 2 * p >= k:
+                break
+        n = int(rng.integers(1, 4))
+        c, kk = (int(v) for v in rng.choice(CHANNELS, 2))
+        cases.append(dict(n=n, c=c, h=h, w=w, k=kk, kernel=k, stride=s, padding=p, activation=act))
+    # channel counts that hit the combining stages' requirements exactly, and ones that miss them
+    for i, (c, kk) in enumerate([(16, 16), (32, 48), (17, 32), (48, 17), (3, 64), (64, 3)]):
+        cases.append(dict(n=2, c=c, h=13, w=7, k=kk, kernel=3, stride=1 + i % 2, padding=1, activation=ACTS[i % 4]))
+    return cases
+
+
+def case_id(c) -> str:
+    return (f"n{c['n']}c{c['c']}k{c['k']}_{c['h']}x{c['w']}_r{c['kernel']}s{c['stride']}p{c['padding']}"
+            f"_{c['activation']}")
