@@ -1,0 +1,90 @@
+"""What every chapter's first cell calls, and how chapters show kernel sources.
+
+    from helpers.notebook import start, show_source, show_diff
+    nb = start()          # picks the device, prints it, says whether sizes are small or full
+    nb.layers             # layer set to time: 'small' on a CPU by default, 'resnet50' with COURSE_SIZE=full
+
+One switch selects full sizes: the environment variable COURSE_SIZE=full (for a GPU).
+"""
+from __future__ import annotations
+
+import difflib
+import html
+import os
+from dataclasses import dataclass
+
+from .build import kernel_source
+from .devices import device_info, get_context, short_name
+from .stages import get_stage
+
+
+@dataclass
+class Session:
+    ctx: object
+    full: bool
+    device: str
+
+    @property
+    def layers(self) -> str:
+        return "resnet50" if self.full else "small"
+
+    @property
+    def repeats(self) -> int:
+        return 20 if self.full else 5
+
+
+def start(device=None) -> Session:
+    """Choose the device (argument, COURSE_DEVICE, PYOPENCL_CTX, else a GPU, else the CPU)."""
+    import matplotlib
+    matplotlib.rcParams.update({"figure.dpi": 100, "axes.grid": True, "grid.alpha": 0.3})
+    ctx = get_context(device)
+    full = os.environ.get("COURSE_SIZE", "small").lower() == "full"
+    info = device_info(ctx)
+    print(f"Device: {info['name']} ({info['platform']}, {info['type']}, driver {info['driver']})")
+    print(f"Sizes: {'full (COURSE_SIZE=full)' if full else 'small (set COURSE_SIZE=full on a GPU for full sizes)'}")
+    return Session(ctx, full, short_name(ctx))
+
+
+def _highlight(code: str, language: str = "c"):
+    from IPython.display import HTML
+    try:
+        from pygments import highlight
+        from pygments.formatters import HtmlFormatter
+        from pygments.lexers import get_lexer_by_name
+    except ImportError:  # pragma: no cover
+        return HTML(f"<pre>{html.escape(code)}</pre>")
+    fmt = HtmlFormatter(noclasses=True, style="default")
+    return HTML(highlight(code, get_lexer_by_name(language), fmt))
+
+
+class Source:
+    """Displays highlighted in a notebook; its text form is the source itself."""
+
+    def __init__(self, text: str, language: str = "c"):
+        self.text, self.language = text, language
+
+    def _repr_html_(self):
+        return _highlight(self.text, self.language).data
+
+    def __repr__(self):
+        return self.text
+
+
+def _path(op_or_path: str, stage=None) -> str:
+    return get_stage(op_or_path, stage).kernel if stage is not None else op_or_path
+
+
+def show_source(op_or_path: str, stage=None) -> Source:
+    """A stage's kernel file (or any file under kernels/), highlighted."""
+    return Source(kernel_source(_path(op_or_path, stage)))
+
+
+def show_diff(op: str, old, new) -> Source:
+    """The unified diff between two stages' kernel files: the lesson of a chapter."""
+    a, b = _path(op, old), _path(op, new)
+    lines = difflib.unified_diff(kernel_source(a).splitlines(), kernel_source(b).splitlines(),
+                                 fromfile=a, tofile=b, lineterm="", n=2)
+    return Source("\n".join(lines), "diff")
+
+
+__all__ = ["Session", "Source", "show_diff", "show_source", "start", "get_context"]

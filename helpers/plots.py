@@ -1,0 +1,65 @@
+"""The course's two charts: the speed-up ladder across stages, and the roofline.
+
+Both take the dicts that helpers.bench.run returns (or that results/ holds), so a chapter plots
+this device's run beside the recorded GPU runs with the same call. Every panel is titled with
+the device it came from.
+"""
+from __future__ import annotations
+
+import math
+
+import matplotlib.pyplot as plt
+
+from .bench import geomean, summary
+from .results import device_label
+
+
+def ladder(*runs, metric: str = "gflops", title: str | None = None, highlight: str | None = None):
+    """One panel per run: geometric-mean GFLOP/s of each stage over the run's layers.
+
+    Bars are annotated with the speed-up over the op's first stage; a dashed line marks the
+    vendor library (cuDNN fp32) where the run timed it. ``highlight`` colours one stage.
+    """
+    runs = [r for r in runs if r]
+    fig, axes = plt.subplots(1, len(runs), figsize=(5.5 * len(runs), 3.8), squeeze=False)
+    for ax, run in zip(axes[0], runs):
+        s = summary(run)
+        keys = list(s)
+        vals = [s[k][metric] for k in keys]
+        colors = ["tab:orange" if highlight and k.endswith(highlight) else "tab:blue" for k in keys]
+        bars = ax.bar(range(len(keys)), vals, color=colors)
+        for b, k in zip(bars, keys):
+            x = s[k]["x_first"]
+            if not math.isnan(x):
+                ax.annotate(f"x{x:.1f}", (b.get_x() + b.get_width() / 2, b.get_height()),
+                            ha="center", va="bottom", fontsize=8)
+        if run.get("vendor"):
+            v = geomean(r["gflops"] for r in run["vendor"])
+            ax.axhline(v, ls="--", color="k", lw=1)
+            ax.annotate("cuDNN fp32", (len(keys) - 0.5, v), ha="right", va="bottom", fontsize=8)
+        ax.set_xticks(range(len(keys)), keys, rotation=30, ha="right", fontsize=8)
+        ax.set_ylabel("GFLOP/s (geometric mean)" if metric == "gflops" else metric)
+        ax.set_title(f"{device_label(run)}\n{run['op']} on '{run['layer_set']}'", fontsize=9)
+    if title:
+        fig.suptitle(title)
+    fig.tight_layout()
+    return fig
+
+
+def roofline(run: dict, ax=None, stages=None):
+    """Each (stage, layer) as a point at its arithmetic intensity under the measured roofs."""
+    roof = run["roofline"]
+    if ax is None:
+        _, ax = plt.subplots(figsize=(6, 4))
+    bw, peak = roof["copy_gbps"], roof["fma_gflops"]
+    xs = [2**i for i in range(-4, 12)]
+    ax.loglog(xs, [min(peak, bw * x) for x in xs], "k-", lw=1.5, label=f"roofline: {bw:.0f} GB/s, {peak:.0f} GFLOP/s")
+    keys = list(dict.fromkeys(r["key"] for r in run["rows"]))
+    for key in stages or keys:
+        rows = [r for r in run["rows"] if r["key"] == key]
+        ax.loglog([r["flops"] / r["min_bytes"] for r in rows], [r["gflops"] for r in rows], "o", label=key, alpha=0.8)
+    ax.set_xlabel("arithmetic intensity (FLOP per minimal byte)")
+    ax.set_ylabel("GFLOP/s")
+    ax.set_title(device_label(run), fontsize=9)
+    ax.legend(fontsize=7)
+    return ax
