@@ -67,7 +67,7 @@ def conv2d_forward(x: np.ndarray, weight: np.ndarray, stride: int = 1, padding: 
     for r in range(kh):
         for s in range(kw):
             # every output position reads input (oh*stride + r, ow*stride + s) of the padded input
-            y += np.einsum("nchw,ck->nkhw", _window(xp, r, s, oh, ow, stride), weight[:, :, r, s])
+            y += np.einsum("nchw,ck->nkhw", _window(xp, r, s, oh, ow, stride), weight[:, :, r, s], optimize=True)
     return y
 
 
@@ -90,7 +90,7 @@ def conv2d_dgrad(grad_output: np.ndarray, weight: np.ndarray, input_shape, strid
     dxp = np.zeros((n, c, h + 2 * padding, w + 2 * padding))
     for r in range(kh):
         for s in range(kw):
-            _window(dxp, r, s, oh, ow, stride)[...] += np.einsum("nkhw,ck->nchw", dy, weight[:, :, r, s])
+            _window(dxp, r, s, oh, ow, stride)[...] += np.einsum("nkhw,ck->nchw", dy, weight[:, :, r, s], optimize=True)
     return dxp[:, :, padding:padding + h, padding:padding + w]
 
 
@@ -107,5 +107,5 @@ def conv2d_wgrad(x: np.ndarray, grad_output: np.ndarray, weight_shape, stride: i
     dw = np.zeros(weight_shape)
     for r in range(kh):
         for s in range(kw):
-            dw[:, :, r, s] = np.einsum("nchw,nkhw->ck", _window(xp, r, s, oh, ow, stride), dy)
+            dw[:, :, r, s] = np.einsum("nchw,nkhw->ck", _window(xp, r, s, oh, ow, stride), dy, optimize=True)
     return dw
