@@ -55,7 +55,10 @@ class DeviceArray:
         whole[self.pad + self.size:] = fill
         whole[self.pad:self.pad + self.size] = host.ravel() if host is not None else np.float32(np.nan)
         self.initial = whole
-        self.parent = cl.Buffer(ctx, mf.READ_WRITE | mf.COPY_HOST_PTR, hostbuf=whole)
+        # Allocate, then upload: NVIDIA's driver was seen to keep a sub-buffer's out-of-range writes
+        # out of a parent created with COPY_HOST_PTR, which would hide exactly what guards look for.
+        self.parent = cl.Buffer(ctx, mf.READ_WRITE, whole.nbytes)
+        cl.enqueue_copy(queue, self.parent, whole)
         self.buffer = self.parent.get_sub_region(4 * self.pad, 4 * self.size)
 
     def read(self, queue) -> np.ndarray:
