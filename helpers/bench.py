@@ -216,6 +216,7 @@ def slug(text: str) -> str:
 
 
 def save_tuned(out: dict) -> None:
+    TUNED.parent.mkdir(parents=True, exist_ok=True)
     data = json.loads(TUNED.read_text()) if TUNED.is_file() else {"devices": {}}
     dev = data["devices"].setdefault(out["device"]["name"], {})
     for key, t in out["tuned"].items():
@@ -243,6 +244,7 @@ def main(argv=None) -> int:
     print(report(out))
     if a.out != "-":
         path = a.out or str(RESULTS / f"{a.op}_{a.layers}_{slug(out['device']['name'])}.json")
+        RESULTS.mkdir(exist_ok=True)
         with open(path, "w") as f:
             json.dump(out, f, indent=1)
             f.write("\n")
