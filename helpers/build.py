@@ -62,6 +62,14 @@ def _offending_lines(log: str, source: str, context: int = 1) -> str:
     return "\n".join(out)
 
 
+def _clean_log(message: str, relpath: str) -> str:
+    """The compiler's log without pyopencl's preamble, object addresses or temporary file paths."""
+    log = message.split("\n\n", 1)[1] if message.startswith("clBuildProgram failed") and "\n\n" in message else message
+    log = re.sub(r"<pyopencl\.Device '([^']*)' on '[^']*' at 0x[0-9a-f]+>", r"\1", log)
+    log = "\n".join(line for line in log.splitlines() if not line.startswith("(options:"))
+    return re.sub(r"(?:[A-Za-z]:)?[^\s:'\"]*[/\\][^\s:'\"]*\.cl\b", f"kernels/{relpath}", log).strip()
+
+
 _programs: dict = {}
 
 
@@ -78,10 +86,10 @@ def build(ctx: cl.Context, relpath: str, defines: dict | None = None, source: st
                 warnings.simplefilter("ignore", cl.CompilerWarning)
                 prg = cl.Program(ctx, text).build(options=opts)
         except cl.RuntimeError as err:
-            log = str(err)
+            log = _clean_log(str(err), relpath)
             raise KernelBuildError(
-                f"Building kernels/{relpath} with {' '.join(opts[1:]) or 'no defines'} failed.\n"
-                f"{_offending_lines(log, text)}\nCompiler log:\n{log}") from None
+                f"Building kernels/{relpath} with {' '.join(opts[1:]) or 'no defines'} failed on "
+                f"{ctx.devices[0].name.strip()}.\n{_offending_lines(log, text)}\nCompiler log:\n{log}") from None
         _programs[key] = prg
     return prg
 

@@ -125,3 +125,12 @@ def short_name(ctx_or_dev=None) -> str:
     """A label for figures: 'device (platform)'."""
     info = device_info(ctx_or_dev)
     return f"{info['name']} ({info['platform']})"
+
+
+def main() -> None:
+    """`python -m helpers.devices`: list every OpenCL device and the one the course would choose."""
+    for key, dev in list_devices():
+        print(f"{key}  {dev.platform.name.strip()} / {dev.name.strip()}")
+    chosen = find_device()
+    print(f"chosen (COURSE_DEVICE, else PYOPENCL_CTX, else a GPU, else the first): {chosen.name.strip()}")
+

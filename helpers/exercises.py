@@ -52,3 +52,18 @@ def check_array(got, want, name: str = "answer", rtol: float = 1e-5) -> bool:
         return _verdict(False, "", f"{name} has shape {got.shape}, expected {want.shape}")
     ok = np.allclose(got, want, rtol=rtol, atol=rtol * np.abs(want).max())
     return _verdict(ok, f"{name} matches", f"{name} differs; largest error {np.abs(got - want).max():.3g}")
+
+
+def check_intensity(answer_fn) -> bool:
+    """Chapter 00: FLOPs per minimal byte of the input gradient of a layer (no activation)."""
+    from .reference import output_size
+    for n, c, size, k, r, st, p in [(64, 64, 56, 64, 3, 1, 1), (1, 512, 7, 512, 3, 1, 1), (8, 128, 56, 128, 3, 2, 1)]:
+        o = output_size(size, r, st, p)
+        flops = 2 * n * k * o * o * c * r * r
+        nbytes = 4 * (n * k * o * o + c * k * r * r + n * c * size * size)
+        want = flops / nbytes
+        got = answer_fn(n, c, size, k, r, st, p)
+        if not np.isclose(got, want, rtol=1e-6):
+            return _verdict(False, "", f"for N={n} C={c} {size}x{size} K={k} {r}x{r} stride {st} you give "
+                            f"{got:.4g}, expected {want:.4g} (FLOPs = 2·N·K·OH·OW·C·R·S; bytes = 4·(|dy| + |w| + |dx|))")
+    return _verdict(True, "FLOPs divided by the bytes of grad_output, weights and grad_input", "")
