@@ -36,7 +36,7 @@ def ladder(*runs, metric: str = "gflops", title: str | None = None, highlight: s
         if run.get("vendor"):
             v = geomean(r["gflops"] for r in run["vendor"])
             ax.axhline(v, ls="--", color="k", lw=1)
-            ax.annotate("cuDNN fp32", (len(keys) - 0.5, v), ha="right", va="bottom", fontsize=8)
+            ax.text(-0.4, v, "cuDNN fp32", ha="left", va="bottom", fontsize=8)
         ax.set_xticks(range(len(keys)), keys, rotation=30, ha="right", fontsize=8)
         ax.set_ylabel("GFLOP/s (geometric mean)" if metric == "gflops" else metric)
         ax.set_title(f"{device_label(run)}\n{run['op']} on '{run['layer_set']}'", fontsize=9)
