@@ -1,8 +1,9 @@
 """Vendor-library reference timings through PyTorch, where PyTorch with CUDA is installed.
 
 Measured as fairly as our kernels: fp32 with TF32 off, cuDNN's autotuner allowed to choose its
-fastest algorithm during the (excluded) warm-up calls, each repetition timed with CUDA events
-around the call, the L2 cache overwritten between repetitions, median and spread reported.
+fastest algorithm during the (excluded) warm-up calls, each repetition's kernels timed on the
+device (no launch overhead, as with our profiling events), the L2 cache overwritten between
+repetitions, median and spread reported.
 """
 from __future__ import annotations
 
@@ -19,24 +20,43 @@ def torch_cuda():
 
 
 def time_cuda(fn, warmup: int, repeats: int, flush_bytes: int) -> dict:
+    """Device time of ``fn``'s kernels per call, as our kernels are timed.
+
+    Our kernels are timed from the start of their first kernel to the end of their last
+    (OpenCL profiling events), with no launch overhead. The same is done here with PyTorch's
+    profiler (CUPTI kernel records): per call, first kernel start to last kernel end. A cache
+    flush (an elementwise negation) separates the calls and marks where one call's kernels begin.
+    """
     torch = torch_cuda()
+    from torch.profiler import ProfilerActivity, profile
     flush = torch.empty(max(flush_bytes, 4) // 4, dtype=torch.float32, device="cuda")
-    for _ in range(warmup):
+    for _ in range(warmup):             # cuDNN's first calls (algorithm search) are excluded here
         fn()
     torch.cuda.synchronize()
-    times = []
-    for _ in range(repeats):
-        flush.zero_()
-        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        start.record()
-        fn()
-        end.record()
-        end.synchronize()
-        times.append(start.elapsed_time(end))
+    with profile(activities=[ProfilerActivity.CUDA]) as prof:
+        for _ in range(repeats):
+            flush.neg_()
+            fn()
+        torch.cuda.synchronize()
+    kernels = sorted((e for e in prof.events() if e.device_type.name == "CUDA"),
+                     key=lambda e: e.time_range.start)
+    calls, current = [], None
+    for e in kernels:
+        if "neg_kernel" in e.name:      # the flush: a kernel no convolution launches
+            current = []
+            calls.append(current)
+        elif current is not None:
+            current.append(e)
+    calls = [c for c in calls if c]
+    if len(calls) != repeats:
+        raise RuntimeError(f"profiler grouping found {len(calls)} calls, expected {repeats}")
+    times = [(c[-1].time_range.end - c[0].time_range.start) / 1e3 for c in calls]
     t = np.array(times)
     return {"median_ms": float(np.median(t)), "q1_ms": float(np.percentile(t, 25)),
             "q3_ms": float(np.percentile(t, 75)), "min_ms": float(t.min()), "max_ms": float(t.max()),
-            "repeats": repeats, "times_ms": times}
+            "repeats": repeats, "times_ms": times, "kernels_per_call": len(calls[0]),
+            "kernel_names": sorted({e.name[:120] for e in calls[0]}),
+            "method": "PyTorch profiler (CUPTI): first kernel start to last kernel end, per call"}
 
 
 def versions() -> dict:

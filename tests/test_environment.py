@@ -1,7 +1,11 @@
 """pyproject.toml and environment.yml list the same packages."""
 import re
-import tomllib
 from pathlib import Path
+
+try:
+    import tomllib
+except ModuleNotFoundError:  # Python 3.10
+    import tomli as tomllib
 
 ROOT = Path(__file__).resolve().parent.parent
 # conda-forge names of what pip installs under another name, and conda-only helpers
