@@ -11,8 +11,9 @@
 // Why: one 3-wide request instead of three scalar ones. Neighbouring work-items (SIMD lanes) x
 // and x+1 read windows that overlap in two of three floats, so their loads together touch
 // consecutive addresses: the hardware already merges them across lanes; the vector load merges
-// them within a lane too. With stride 2 the window's columns are not adjacent (dilation), so
-// there is nothing to vectorize.
+// them within a lane too. With stride 2 a work-item meets only the weight columns s of one
+// parity (x+PAD-s even): one or two dy columns, depending on x, paired with s = 0 and 2; the
+// 3-wide load does not fit them, so strided layers keep the scalar loop.
 //
 // Memory safety: the vector path runs only when 0 <= x+PAD-2 and x+PAD <= OW-1, so the three
 // floats lie inside one row of dy (and of y).
@@ -66,7 +67,7 @@ __kernel void conv_dgrad(__global const float* restrict dy,  // gradient w.r.t. 
     // The whole window's columns inside dy: one 3-wide load per valid row.
     const bool inside = x + PAD - 2 >= 0 && x + PAD < OW;
 #else
-    const bool inside = false;                          // dilated columns: scalar loads only
+    const bool inside = false;                          // strided: scalar loads only
 #endif
     if (inside) {
         const int ow0 = x + PAD - 2;                    // leftmost column, s = 2
