@@ -11,12 +11,16 @@
 // Why: one 3-wide request instead of three scalar ones. Neighbouring work-items (SIMD lanes) x
 // and x+1 read windows that overlap in two of three floats, so their loads together touch
 // consecutive addresses: the hardware already merges them across lanes; the vector load merges
-// them within a lane too. With stride 2 a work-item meets only the weight columns s of one
-// parity (x+PAD-s even): one or two dy columns, depending on x, paired with s = 0 and 2; the
-// 3-wide load does not fit them, so strided layers keep the scalar loop.
+// them within a lane too. The cost: on a GPU, a warp (wavefront) that holds both border and
+// interior work-items runs both loops, one after the other; with rows 7 or 14 wide, most warps
+// hold a row's first or last column. With stride 2 a work-item meets only the weight columns s
+// of one parity (x+PAD-s even): one or two dy columns, depending on x, paired with s = 0 and 2;
+// the 3-wide load does not fit them, so strided layers keep the scalar loop.
 //
 // Memory safety: the vector path runs only when 0 <= x+PAD-2 and x+PAD <= OW-1, so the three
 // floats lie inside one row of dy (and of y).
+//
+// Measured: the ladder in notebooks/05_input_vectorization.ipynb (this device, and the GPU runs in results/).
 //
 // Layouts: dy, y (N,K,OH,OW); w IOHW (C,K,KH,KW); dx (N,C,H,W), all row-major.
 // NDRange: dim 0 = h*W + w (padded to WG), dim 1 = c, dim 2 = n (as stage 02).
@@ -81,19 +85,18 @@ __kernel void conv_dgrad(__global const float* restrict dy,  // gradient w.r.t. 
                 grad += g.s0 * wk.s[r * 3 + 2] + g.s1 * wk.s[r * 3 + 1] + g.s2 * wk.s[r * 3 + 0];
             }
         }
-    } else {
-        for (int k = 0; k < K; k++) {
-            const weights3x3 wk = load_weights3x3(w + (c * K + k) * 9);  // 8-wide + 1 scalar
+    } else                                              // borders, strides: stage 04's loop
+    for (int k = 0; k < K; k++) {
+        const weights3x3 wk = load_weights3x3(w + (c * K + k) * 9);  // 8-wide + 1 scalar
 #pragma unroll
-            for (int r = 0; r < 3; r++) {
-                const int oh = (h + PAD - r) / STRIDE;
+        for (int r = 0; r < 3; r++) {
+            const int oh = (h + PAD - r) / STRIDE;
 #pragma unroll
-                for (int s = 0; s < 3; s++) {
-                    if (!valid[r][s]) continue;
-                    const int ow = (x + PAD - s) / STRIDE;
-                    const int o = ((n * K + k) * OH + oh) * OW + ow;
-                    grad += GRAD_IN(dy, y, o) * wk.s[r * 3 + s];
-                }
+            for (int s = 0; s < 3; s++) {
+                if (!valid[r][s]) continue;
+                const int ow = (x + PAD - s) / STRIDE;
+                const int o = ((n * K + k) * OH + oh) * OW + ow;
+                grad += GRAD_IN(dy, y, o) * wk.s[r * 3 + s];
             }
         }
     }
