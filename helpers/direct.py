@@ -153,3 +153,22 @@ def lane_reads(x0: int, lanes: int, w: int, kernel: int = 3, stride: int = 1, pa
             scalar_req += len(cols)
     return {"asked": asked, "distinct": len(distinct), "vector_requests": vec_req,
             "scalar_requests": scalar_req, "reuse": asked / max(1, len(distinct))}
+
+
+def divergent_warps(h: int, w: int, warp: int = 32, wg: int = 64, kernel: int = 3, stride: int = 1,
+                    pad: int = 1) -> dict:
+    """Stage 05 on a SIMD machine: work-items hw = h*W + x of one (c, n) plane, padded up to a
+    multiple of the work-group ``wg``, run in groups of ``warp`` consecutive lanes. A group whose
+    active lanes take both paths (vector and scalar) runs both loops one after the other."""
+    ow_n = output_size(w, kernel, stride, pad)
+    total = -(-h * w // wg) * wg
+    groups = both = vector_only = 0
+    for g0 in range(0, total, warp):
+        paths = {takes_vector_path(i % w, ow_n, kernel, stride, pad) for i in range(g0, min(g0 + warp, h * w))}
+        if not paths:
+            continue                       # only padding lanes: they return at once
+        groups += 1
+        both += len(paths) == 2
+        vector_only += paths == {True}
+    return {"groups": groups, "both": both, "vector_only": vector_only,
+            "scalar_only": groups - both - vector_only}

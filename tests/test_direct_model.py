@@ -144,3 +144,13 @@ def test_exercise_checks_accept_the_right_answer_and_reject_a_wrong_one(capsys):
     assert not exercises.check_vector_columns(lambda w, p: w - 2)
     out = capsys.readouterr().out
     assert out.count("Correct") == 3 and out.count("Not yet") == 3
+
+
+def test_divergent_warps():
+    # 56-wide rows, 32 lanes: in every 7 warps (4 rows) 5 hold a row end
+    d = direct.divergent_warps(56, 56, warp=32, wg=64)
+    assert (d["groups"], d["both"], d["vector_only"], d["scalar_only"]) == (98, 70, 28, 0)
+    assert direct.divergent_warps(7, 7, warp=32)["both"] == 2
+    assert direct.divergent_warps(8, 8, warp=32, stride=2)["scalar_only"] == 2
+    # lanes of one group never mix when the group is one row's interior
+    assert direct.divergent_warps(1, 40, warp=8, pad=1)["vector_only"] == 3
