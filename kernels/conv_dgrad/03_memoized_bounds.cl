@@ -15,7 +15,8 @@
 // The table is a private array with sizes known at build time; the loops that index it are fully
 // unrolled, so the compiler can keep it in registers instead of private (stack) memory.
 //
-// Measured: the ladder in notebooks/03_memoized_bounds.ipynb (this device, and the GPU runs in results/).
+// Measured: the ladder in notebooks/03_memoized_bounds.ipynb
+// (this device, and the GPU runs recorded in results/).
 //
 // Layouts: dy, y (N,K,OH,OW); w IOHW (C,K,KH,KW); dx (N,C,H,W), all row-major.
 // NDRange: dim 0 = h*W + w (padded to WG), dim 1 = c, dim 2 = n (as stage 02).

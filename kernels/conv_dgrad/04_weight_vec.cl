@@ -15,7 +15,8 @@
 // Memory safety: the block of (c, k) is w[9*(c*K + k)] .. w[9*(c*K + k) + 8]; for the last pair
 // that ends at the tensor's last element, so nothing past the tensor is read.
 //
-// Measured: the ladder in notebooks/04_weight_vectorization.ipynb (this device, and the GPU runs in results/).
+// Measured: the ladder in notebooks/04_weight_vectorization.ipynb
+// (this device, and the GPU runs recorded in results/).
 //
 // Layouts: dy, y (N,K,OH,OW); w IOHW (C,K,KH,KW); dx (N,C,H,W), all row-major.
 // NDRange: dim 0 = h*W + w (padded to WG), dim 1 = c, dim 2 = n (as stage 02).

@@ -5,8 +5,8 @@
 // (GRAD_IN3 in dgrad.h: vload3 of dy, and of y when there is an activation) instead of three
 // scalar loads. The test is made once per work-item, before the k loop, so inside the tensor
 // the loop runs with no column checks at all, only the row lookup. Work-items at the left and
-// right borders, and every strided layer (STRIDE is a JIT parameter, so the preprocessor removes
-// the vector path when STRIDE != 1), run stage 04's scalar loop unchanged.
+// right borders, and every strided layer (STRIDE is a JIT parameter: with STRIDE != 1 the test
+// is the constant false and the vector loop is dead code), run stage 04's scalar loop unchanged.
 //
 // Why: one 3-wide request instead of three scalar ones. Neighbouring work-items (SIMD lanes) x
 // and x+1 read windows that overlap in two of three floats, so their loads together touch
@@ -20,7 +20,8 @@
 // Memory safety: the vector path runs only when 0 <= x+PAD-2 and x+PAD <= OW-1, so the three
 // floats lie inside one row of dy (and of y).
 //
-// Measured: the ladder in notebooks/05_input_vectorization.ipynb (this device, and the GPU runs in results/).
+// Measured: the ladder in notebooks/05_input_vectorization.ipynb
+// (this device, and the GPU runs recorded in results/).
 //
 // Layouts: dy, y (N,K,OH,OW); w IOHW (C,K,KH,KW); dx (N,C,H,W), all row-major.
 // NDRange: dim 0 = h*W + w (padded to WG), dim 1 = c, dim 2 = n (as stage 02).
