@@ -47,12 +47,18 @@ def draw_valid_tables(positions, h: int, w: int, kernel: int = 3, stride: int = 
 # Chapter 04: IOHW weights over cache lines
 
 def draw_weight_lines(ax, K: int = 64, c: int = 0, k_first: int = 0, blocks: int = 6,
-                      line_bytes: int = 64, vector: bool = True) -> dict:
+                      line_bytes: int = 64, vector: bool = True, requests=None, label: str | None = None) -> dict:
     """The weights of ``blocks`` consecutive (c, k) pairs of a 3x3 IOHW tensor, one row per cache
     line of ``line_bytes``, each block in its own colour. Scalar mode: every float is its own
     request ('s'). Vector mode: a frame around each 8-wide request (red where it crosses into a
-    second line) and 's' on the scalar; a red dot where a block starts. Returns the counts."""
+    second line) and 's' on the scalar; a red dot where a block starts. Returns the counts.
+
+    ``requests``: other load patterns, as a list of (first float, count) over the drawn floats
+    (for example 16-wide loads across output channels), described by ``label`` in the title."""
     per_line = line_bytes // direct.FLOAT_BYTES
+    if requests is not None:
+        requests = [{"first": f, "count": n, "lines": sorted({i // per_line for i in range(f, f + n)})}
+                    for f, n in requests]
     first = direct.weight_block(c, k_first, K)
     last = direct.weight_block(c, k_first + blocks, K)            # one past the drawn floats
     line0, line1 = first // per_line, (last - 1) // per_line
@@ -72,7 +78,11 @@ def draw_weight_lines(ax, K: int = 64, c: int = 0, k_first: int = 0, blocks: int
         col, row = cell(start)
         ax.plot(col + 0.15, row + 0.2, "o", color="red", ms=4)
         ax.text(col + 0.5, row + 0.78, f"k{k}", ha="center", va="center", fontsize=6, color="0.3")
-        for q in direct.weight_requests(c, k, K, line_bytes, vector):
+    for b in range(blocks):
+        k = k_first + b
+        own = direct.weight_requests(c, k, K, line_bytes, vector) if requests is None else (
+            requests if b == 0 else [])
+        for q in own:
             reqs.append(q)
             if q["count"] == 1:
                 col, row = cell(q["first"])
@@ -94,9 +104,9 @@ def draw_weight_lines(ax, K: int = 64, c: int = 0, k_first: int = 0, blocks: int
     ax.set_yticks(np.arange(rows) + 0.5, [f"line {line0 + r}" for r in range(rows)], fontsize=7)
     ax.grid(False)
     ax.set_xlabel(f"float within a {line_bytes}-byte line")
-    how = "one 8-wide + one scalar load per k" if vector else "nine scalar loads per k"
+    how = label or ("one 8-wide + one scalar load per k" if vector else "nine scalar loads per k")
     ax.set_title(f"{how}: {len(reqs)} requests, {lines_touched} line accesses"
-                 f"{f', {straddle} cross a line' if vector else ''}", fontsize=9)
+                 f"{f', {straddle} cross a line' if straddle or vector else ''}", fontsize=9)
     return {"requests": len(reqs), "line_accesses": lines_touched, "straddling": straddle, "rows": rows}
 
 

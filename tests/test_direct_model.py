@@ -154,3 +154,12 @@ def test_divergent_warps():
     assert direct.divergent_warps(8, 8, warp=32, stride=2)["scalar_only"] == 2
     # lanes of one group never mix when the group is one row's interior
     assert direct.divergent_warps(1, 40, warp=8, pad=1)["vector_only"] == 3
+
+
+def test_weight_lines_with_other_load_patterns():
+    # 16 output channels through nine line-aligned 16-wide loads (the pattern of a later stage)
+    _, ax = plt.subplots()
+    d = pictures_direct.draw_weight_lines(ax, K=64, blocks=16, line_bytes=64,
+                                          requests=[(16 * i, 16) for i in range(9)], label="16-wide")
+    assert (d["requests"], d["line_accesses"], d["straddling"]) == (9, 9, 0)
+    plt.close("all")
