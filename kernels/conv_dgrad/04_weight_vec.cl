@@ -12,6 +12,10 @@
 // blocks of consecutive k (9 floats), mean a block often straddles two cache lines: stage 06
 // removes both by loading 16 output channels at a time.
 //
+// vload8 needs only 4-byte alignment in OpenCL C; a device whose vector load instructions need
+// natural alignment gets narrower loads from the compiler, still issued together, before the
+// loops, instead of one by one behind the table's branches.
+//
 // Memory safety: the block of (c, k) is w[9*(c*K + k)] .. w[9*(c*K + k) + 8]; for the last pair
 // that ends at the tensor's last element, so nothing past the tensor is read.
 //

@@ -17,6 +17,9 @@
 // of one parity (x+PAD-s even): one or two dy columns, depending on x, paired with s = 0 and 2;
 // the 3-wide load does not fit them, so strided layers keep the scalar loop.
 //
+// As for vload8 in stage 04, a device without unaligned vector loads may get narrower loads
+// from the compiler; the column lookups are gone either way.
+//
 // Memory safety: the vector path runs only when 0 <= x+PAD-2 and x+PAD <= OW-1, so the three
 // floats lie inside one row of dy (and of y).
 //
