@@ -244,3 +244,23 @@ def describe_step(here: dict, number: int) -> list[str]:
             line += f" ({tf / t:.2f}x the speed of {key[first]})"
         out.append(line)
     return out
+
+
+def valid_tables_widget(h: int = 8, w: int = 8):
+    """Sliders: which work-item (h, x), kernel size, stride and padding; draws its table."""
+    import ipywidgets as W
+
+    def show(row, col, kernel, stride, pad):
+        if pad >= kernel or h + 2 * pad < kernel or w + 2 * pad < kernel:
+            print(f"padding {pad} with a {kernel}x{kernel} kernel: choose a padding below {kernel}")
+            return
+        fig, ax = plt.subplots(figsize=(2.6, 2.6))
+        draw_valid_tables([(row, col)], h, w, kernel, stride, pad, axes=[ax])
+        plt.show()
+
+    slider = dict(continuous_update=False)
+    return W.interactive(show, row=W.IntSlider(min=0, max=h - 1, value=0, description="h", **slider),
+                         col=W.IntSlider(min=0, max=w - 1, value=0, description="x", **slider),
+                         kernel=W.ToggleButtons(options=[1, 3, 5], value=3, description="kernel"),
+                         stride=W.ToggleButtons(options=[1, 2, 3], value=1, description="stride"),
+                         pad=W.IntSlider(min=0, max=4, value=1, description="padding", **slider))

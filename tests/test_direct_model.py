@@ -113,6 +113,9 @@ def test_widgets_build():
     w.children[1].value = 3
     v = pictures_direct.input_windows_widget(w=10)
     v.children[0].value = 5
+    t = pictures_direct.valid_tables_widget(6, 5)
+    t.children[0].value = 3
+    t.children[4].value = 4                  # a padding too large for the kernel: a message, no error
     plt.close("all")
 
 
