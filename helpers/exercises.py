@@ -67,3 +67,53 @@ def check_intensity(answer_fn) -> bool:
             return _verdict(False, "", f"for N={n} C={c} {size}x{size} K={k} {r}x{r} stride {st} you give "
                             f"{got:.4g}, expected {want:.4g} (FLOPs = 2·N·K·OH·OW·C·R·S; bytes = 4·(|dy| + |w| + |dx|))")
     return _verdict(True, "FLOPs divided by the bytes of grad_output, weights and grad_input", "")
+
+def check_valid_table(answer_fn) -> bool:
+    """Chapter 03: (h, x, kernel, stride, pad, H, W) -> the kernel x kernel table of booleans
+    saying which weights (r, s) meet an output position for input (h, x)."""
+    from .direct import valid_table
+    from .reference import output_size
+    cases = [(0, 0, 3, 1, 1, 8, 8), (7, 3, 3, 1, 1, 8, 8), (4, 4, 3, 2, 1, 9, 9), (3, 0, 3, 2, 1, 7, 5),
+             (2, 5, 5, 1, 2, 6, 6), (1, 1, 5, 3, 4, 5, 5), (0, 2, 1, 1, 0, 3, 3), (5, 6, 2, 2, 0, 8, 7)]
+    for h, x, k, s, p, hh, ww in cases:
+        want = valid_table(h, x, k, k, s, p, output_size(hh, k, s, p), output_size(ww, k, s, p))
+        got = np.asarray(answer_fn(h, x, k, s, p, hh, ww))
+        if got.shape != want.shape:
+            return _verdict(False, "", f"input ({h}, {x}) of a {hh}x{ww} input, kernel {k}: your table has "
+                            f"shape {got.shape}, expected {want.shape}")
+        if not np.array_equal(got.astype(bool), want):
+            r, c = (int(v) for v in np.argwhere(got.astype(bool) != want)[0])
+            return _verdict(False, "", f"input ({h}, {x}) of a {hh}x{ww} input, kernel {k}, stride {s}, "
+                            f"padding {p}: entry (r={r}, s={c}) is {bool(got[r, c])}, expected {bool(want[r, c])} "
+                            f"(is h + pad - r a multiple of the stride, and is the quotient inside 0..OH-1?)")
+    return _verdict(True, "your table agrees with stage 03's for every position tried", "")
+
+
+def check_block_lines(answer_fn) -> bool:
+    """Chapter 04: (c, k, K, line_bytes) -> how many cache lines the 9 weights of the (c, k)
+    block of a 3x3 IOHW tensor touch (the tensor starts on a line boundary)."""
+    from .direct import weight_requests
+    for c, k, K, line in [(0, 0, 64, 64), (0, 1, 64, 64), (0, 7, 64, 64), (1, 5, 16, 32), (2, 3, 3, 128),
+                          (0, 3, 64, 32), (5, 14, 64, 64), (0, 13, 64, 128)]:
+        want = len({ln for q in weight_requests(c, k, K, line, vector=False) for ln in q["lines"]})
+        got = answer_fn(c, k, K, line)
+        if got != want:
+            first = (c * K + k) * 9
+            return _verdict(False, "", f"block (c={c}, k={k}) with K={K} starts at float {first} and ends at "
+                            f"float {first + 8}; with {line}-byte lines you give {got} lines, expected {want}")
+    return _verdict(True, "a block touches lines first//L .. (first+8)//L, with L floats per line", "")
+
+
+def check_vector_columns(answer_fn) -> bool:
+    """Chapter 05: (W, pad) -> how many of the W work-items of a row take stage 05's 3-wide path
+    for a 3x3 kernel with stride 1."""
+    from .direct import takes_vector_path
+    from .reference import output_size
+    for w, p in [(56, 1), (7, 1), (1, 1), (2, 1), (3, 0), (5, 0), (8, 2), (3, 2), (1, 2), (224, 1)]:
+        ow = output_size(w, 3, 1, p)
+        want = sum(takes_vector_path(x, ow, 3, 1, p) for x in range(w))
+        got = answer_fn(w, p)
+        if got != want:
+            return _verdict(False, "", f"W={w}, padding {p} (so OW={ow}): you give {got}, expected {want}; "
+                            f"the path needs 0 <= x+pad-2 and x+pad <= OW-1, and 0 <= x < W")
+    return _verdict(True, "the vector path covers max(0, 2-pad) <= x <= min(W-1, OW-1-pad)", "")

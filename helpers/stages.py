@@ -64,6 +64,17 @@ CONV_DGRAD = [
     Stage("conv_dgrad", 2, "naive", "conv_dgrad/02_naive.cl",
           "one work-item per input element; bounds and stride checks inside the loops",
           defines={"WG": 64}, geometry=per_input_element, tune={"WG": [32, 64, 128, 256]}),
+    Stage("conv_dgrad", 3, "memoized_bounds", "conv_dgrad/03_memoized_bounds.cl",
+          "padding and stride checks evaluated once per work-item into a table, looked up in the k loop",
+          defines={"WG": 64}, geometry=per_input_element, tune={"WG": [32, 64, 128, 256]}),
+    Stage("conv_dgrad", 4, "weight_vec", "conv_dgrad/04_weight_vec.cl",
+          "3x3 (JIT time): the 9 weights of a (c, k) pair as one 8-wide load + one scalar; "
+          "other kernel sizes: stage 03's path",
+          defines={"WG": 64}, geometry=per_input_element, tune={"WG": [32, 64, 128, 256]}),
+    Stage("conv_dgrad", 5, "input_vec", "conv_dgrad/05_input_vec.cl",
+          "3x3 stride 1: 3-wide loads of dy rows for work-items whose window is inside the tensor; "
+          "scalar at borders and for strides",
+          defines={"WG": 64}, geometry=per_input_element, tune={"WG": [32, 64, 128, 256]}),
 ]
 
 REGISTRY: dict[str, list[Stage]] = {
