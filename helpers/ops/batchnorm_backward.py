@@ -115,5 +115,5 @@ def layer_args(layer: dict, activation: str = "none", seed: int = 0) -> dict:
 def vendor_time(problem: Problem, warmup: int, repeats: int, flush_bytes: int):
     """PyTorch's batch-norm backward (autograd through torch.nn.functional.batch_norm, and the
     ReLU's own backward kernel with activation 'relu') on an NVIDIA GPU, or None."""
-    from ..vendor import torch_batchnorm_backward
+    from ..vendor_batchnorm import torch_batchnorm_backward
     return torch_batchnorm_backward(problem, warmup=warmup, repeats=repeats, flush_bytes=flush_bytes)

@@ -203,5 +203,5 @@ def layer_args(layer: dict, activation: str = "none", seed: int = 0) -> dict:
 
 def vendor_time(problem: Problem, warmup: int, repeats: int, flush_bytes: int):
     """PyTorch's batch norm (torch.nn.functional.batch_norm) on an NVIDIA GPU, or None."""
-    from ..vendor import torch_batchnorm_forward
+    from ..vendor_batchnorm import torch_batchnorm_forward
     return torch_batchnorm_forward(problem, warmup=warmup, repeats=repeats, flush_bytes=flush_bytes)
