@@ -284,3 +284,37 @@ def test_bad_jit_parameters(ctx, monkeypatch, defines, match):
     no_launch(monkeypatch)
     with pytest.raises(ValueError, match=match):
         helpers.run_stage("batchnorm_forward", "fused", ctx=ctx, defines=defines, **fwd())
+
+
+def test_split4_covers_every_slab_once():
+    from helpers.pictures_batchnorm import split4
+    for hw in range(1, 23):
+        for start in range(0, 9):
+            a0, a1 = split4(start, start + hw)
+            assert start <= a0 <= a1 <= start + hw
+            assert a0 - start < 4 and start + hw - a1 < 4
+            assert a0 % 4 == 0 or a0 == start + hw
+            assert (a1 - a0) % 4 == 0
+
+
+def test_exercise_check_accepts_chan_and_rejects_wrong_merges(capsys):
+    from helpers.exercises import check_chan_merge
+
+    def chan(na, ma, m2a, nb, mb, m2b):
+        n = na + nb
+        d = mb - ma
+        return n, ma + d * nb / n, m2a + m2b + d * d * na * nb / n
+
+    def no_cross_term(na, ma, m2a, nb, mb, m2b):
+        n = na + nb
+        return n, (na * ma + nb * mb) / n, m2a + m2b
+
+    def via_squares(na, ma, m2a, nb, mb, m2b):
+        n = na + nb
+        mean = (na * ma + nb * mb) / n
+        return n, mean, m2a + na * ma * ma + m2b + nb * mb * mb - n * mean * mean
+
+    assert check_chan_merge(chan)
+    assert not check_chan_merge(no_cross_term)
+    assert not check_chan_merge(via_squares)
+    assert "avoid subtracting large squares" in capsys.readouterr().out

@@ -14,6 +14,9 @@
 //      all agree bit for bit), then normalizes its own block (y, or the input gradient with
 //      the activation's derivative fused on the read of dy). Block 0 writes the per-channel
 //      results (mean, inv_std, running statistics; grad_gamma, grad_beta).
+// The second kernel visits the blocks in the reverse order of the first (work-groups are
+// started roughly in the order of their ids): the blocks the first kernel read last are the ones
+// most likely still in the last-level cache, so part of the second read comes from there.
 // The forward pass reads x twice and writes y once; the backward pass reads dy and x (and the
 // forward output, with an activation) twice and writes dx once. Reading each tensor once would
 // need the whole tensor on chip between the two levels of the reduction.
@@ -91,8 +94,8 @@ void bn_forward_train(__global const float* x, __global const float* gamma,
                       const int N, const int C, const int HW, const float eps,
                       const float momentum, __global const float* partials) {
     __local float bn[WG], bmean[WG], bm2[WG];
-    const int b = get_group_id(0), c = get_group_id(1), lid = get_local_id(0);
-    const int nb = get_num_groups(0);
+    const int nb = get_num_groups(0), lid = get_local_id(0);
+    const int b = nb - 1 - get_group_id(0), c = C - 1 - get_group_id(1);   // reversed: see above
 
     float n_i = 0.0f, mean = 0.0f, m2 = 0.0f;         // level 2: merge the channel's partials
     for (int j = lid; j < nb; j += WG) {
@@ -182,8 +185,8 @@ void bn_backward(__global const float* dy, __global const float* out,
                  __global float* dx, __global float* grad_gamma, __global float* grad_beta,
                  const int N, const int C, const int HW, __global const float* partials) {
     __local float2 buf[WG];
-    const int b = get_group_id(0), c = get_group_id(1), lid = get_local_id(0);
-    const int nb = get_num_groups(0);
+    const int nb = get_num_groups(0), lid = get_local_id(0);
+    const int b = nb - 1 - get_group_id(0), c = C - 1 - get_group_id(1);   // reversed: see above
     float2 part = (float2)(0.0f);                      // level 2: add the channel's partials
     for (int j = lid; j < nb; j += WG) part += vload2(c * nb + j, partials);
     const float2 sums = wg_sum2(buf, part);
