@@ -247,14 +247,17 @@ def main(argv=None) -> int:
     ap.add_argument("--repeats", type=int, default=20)
     ap.add_argument("--tune", action="store_true", help="search the stages' JIT parameters first; record them")
     ap.add_argument("--no-vendor", action="store_true", help="skip the cuDNN reference timing")
-    ap.add_argument("--out", default=None, help="JSON path (default results/<op>_<layers>_<device>.json); '-': none")
+    ap.add_argument("--out", default=None, help="JSON path (default results/<op>_<layers>[_<activation>]_<device>.json); "
+                                               "'-': none")
     a = ap.parse_args(argv)
     stages = [int(s) if s.isdigit() else s for s in a.stages.split(",")] if a.stages else None
     out = run(a.op, stages, a.layers, a.device, activation=a.activation, warmup=a.warmup,
               repeats=a.repeats, vendor=not a.no_vendor, tune=a.tune, progress=sys.stderr.isatty())
     print(report(out))
     if a.out != "-":
-        path = a.out or str(RESULTS / f"{a.op}_{a.layers}_{slug(out['device']['name'])}.json")
+        act = f"_{a.activation}" if a.activation != "none" else ""
+        path = a.out or str(RESULTS / f"{a.op}_{a.layers}{act}_{slug(out['device']['name'])}.json")
+        RESULTS.mkdir(exist_ok=True)
         with open(path, "w") as f:
             json.dump(out, f, indent=1)
             f.write("\n")
