@@ -13,6 +13,7 @@ grad_gamma, grad_beta, N, C, HW)``, built with -DACT (kernels/common/course.h).
 """
 from __future__ import annotations
 
+import functools
 import numpy as np
 
 from .. import reference as ref
@@ -109,7 +110,13 @@ def random_backward_args(n, c, h, w, *, activation="none", offset=0.0, scale=1.0
 
 
 def layer_args(layer: dict, activation: str = "none", seed: int = 0) -> dict:
-    return random_backward_args(layer["n"], layer["c"], layer["h"], layer["w"], activation=activation, seed=seed)
+    return dict(_layer_args(layer["n"], layer["c"], layer["h"], layer["w"], activation, seed))
+
+
+@functools.lru_cache(maxsize=12)
+def _layer_args(n, c, h, w, activation, seed):
+    # the benchmark's parameter search asks for the same layers again for every candidate
+    return random_backward_args(n, c, h, w, activation=activation, seed=seed)
 
 
 def vendor_time(problem: Problem, warmup: int, repeats: int, flush_bytes: int):

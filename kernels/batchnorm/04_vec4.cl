@@ -2,7 +2,7 @@
 //
 // Changed from stage 03: each slab (the H*W floats of one image and channel) is split by
 // split4 (batchnorm.h) into a head of < 4 scalars up to the first 16-byte-aligned element, a
-// body read and written as float4 (vload4/vstore4 on aligned addresses: one 16-byte
+// body read and written as float4 (LOAD4/STORE4 through a float4 pointer: one 16-byte
 // transaction per work-item instead of four 4-byte ones), and a tail of < 4 scalars. When
 // H*W % 4 == 0 every slab starts aligned and the head and tail are empty; otherwise slab n
 // starts (n*C + c)*H*W floats in, which is aligned for some n only, so the head and tail sizes
@@ -42,7 +42,7 @@ void bn_forward_train(__global const float* x, __global const float* gamma,
         split4(g0, g1, &a0, &a1);
         if (g0 + lid < a0) welford_add(&n_i, &mean, &m2, x[g0 + lid]);          // head
         for (int v = a0 / 4 + lid; v < a1 / 4; v += WG)                          // body
-            welford_add4(&n_i, &mean, &m2, vload4(v, x));
+            welford_add4(&n_i, &mean, &m2, LOAD4(x, v));
         if (a1 + lid < g1) welford_add(&n_i, &mean, &m2, x[a1 + lid]);          // tail
     }
     wg_merge(bn, bmean, bm2, &n_i, &mean, &m2);
@@ -56,7 +56,7 @@ void bn_forward_train(__global const float* x, __global const float* gamma,
         split4(g0, g1, &a0, &a1);
         if (g0 + lid < a0) y[g0 + lid] = fma(x[g0 + lid] - mean, scale, b);
         for (int v = a0 / 4 + lid; v < a1 / 4; v += WG)
-            vstore4(fma(vload4(v, x) - mean, scale, b), v, y);
+            STORE4(y, v, fma(LOAD4(x, v) - mean, (float4)(scale), (float4)(b)));
         if (a1 + lid < g1) y[a1 + lid] = fma(x[a1 + lid] - mean, scale, b);
     }
     if (lid == 0) {
@@ -83,7 +83,7 @@ void bn_forward_infer(__global const float* x, __global const float* gamma,
         split4(g0, g1, &a0, &a1);
         if (g0 + lid < a0) y[g0 + lid] = fma(x[g0 + lid] - m, scale, b);
         for (int v = a0 / 4 + lid; v < a1 / 4; v += WG)
-            vstore4(fma(vload4(v, x) - m, scale, b), v, y);
+            STORE4(y, v, fma(LOAD4(x, v) - m, (float4)(scale), (float4)(b)));
         if (a1 + lid < g1) y[a1 + lid] = fma(x[a1 + lid] - m, scale, b);
     }
 }
@@ -111,7 +111,7 @@ void bn_backward(__global const float* dy, __global const float* out,
         }
         for (int v = a0 / 4 + lid; v < a1 / 4; v += WG) {
             const float4 g = GRAD_IN4(dy, out, v);
-            const float4 d = vload4(v, x) - m;
+            const float4 d = LOAD4(x, v) - m;
             part += (float2)((g.x + g.y) + (g.z + g.w), dot(g, d));
         }
         if (a1 + lid < g1) {
@@ -135,7 +135,7 @@ void bn_backward(__global const float* dy, __global const float* out,
             dx[e] = k * (GRAD_IN(dy, out, e) - mb - (x[e] - m) * is * mg);
         }
         for (int v = a0 / 4 + lid; v < a1 / 4; v += WG)
-            vstore4(k * (GRAD_IN4(dy, out, v) - mb - (vload4(v, x) - m) * is * mg), v, dx);
+            STORE4(dx, v, k * (GRAD_IN4(dy, out, v) - mb - (LOAD4(x, v) - m) * is * mg));
         if (a1 + lid < g1) {
             const int e = a1 + lid;
             dx[e] = k * (GRAD_IN(dy, out, e) - mb - (x[e] - m) * is * mg);

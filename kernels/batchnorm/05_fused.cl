@@ -70,7 +70,7 @@ void bn_stats_partial(__global const float* x, __global float* partials,
         if (u < units) {
             const int e = unit_start(u, per_slab, c, C, HW);
 #if VEC4
-            welford_add4(&n_i, &mean, &m2, vload4(e / 4, x));
+            welford_add4(&n_i, &mean, &m2, LOAD4(x, e / 4));
 #else
             welford_add(&n_i, &mean, &m2, x[e]);
 #endif
@@ -113,7 +113,7 @@ void bn_forward_train(__global const float* x, __global const float* gamma,
         if (u < units) {
             const int e = unit_start(u, per_slab, c, C, HW);
 #if VEC4
-            vstore4(fma(vload4(e / 4, x) - mean, scale, shift), e / 4, y);
+            STORE4(y, e / 4, fma(LOAD4(x, e / 4) - mean, (float4)(scale), (float4)(shift)));
 #else
             y[e] = fma(x[e] - mean, scale, shift);
 #endif
@@ -143,7 +143,7 @@ void bn_forward_infer(__global const float* x, __global const float* gamma,
         if (u < units) {
             const int e = unit_start(u, per_slab, c, C, HW);
 #if VEC4
-            vstore4(fma(vload4(e / 4, x) - m, scale, shift), e / 4, y);
+            STORE4(y, e / 4, fma(LOAD4(x, e / 4) - m, (float4)(scale), (float4)(shift)));
 #else
             y[e] = fma(x[e] - m, scale, shift);
 #endif
@@ -167,7 +167,7 @@ void bn_sums_partial(__global const float* dy, __global const float* out,
             const int e = unit_start(u, per_slab, c, C, HW);
 #if VEC4
             const float4 g = GRAD_IN4(dy, out, e / 4);
-            part += (float2)((g.x + g.y) + (g.z + g.w), dot(g, vload4(e / 4, x) - m));
+            part += (float2)((g.x + g.y) + (g.z + g.w), dot(g, LOAD4(x, e / 4) - m));
 #else
             const float g = GRAD_IN(dy, out, e);
             part += (float2)(g, g * (x[e] - m));
@@ -203,7 +203,7 @@ void bn_backward(__global const float* dy, __global const float* out,
         if (u < units) {
             const int e = unit_start(u, per_slab, c, C, HW);
 #if VEC4
-            vstore4(k_ * (GRAD_IN4(dy, out, e / 4) - mb - (vload4(e / 4, x) - m) * is * mg), e / 4, dx);
+            STORE4(dx, e / 4, k_ * (GRAD_IN4(dy, out, e / 4) - mb - (LOAD4(x, e / 4) - m) * is * mg));
 #else
             dx[e] = k_ * (GRAD_IN(dy, out, e) - mb - (x[e] - m) * is * mg);
 #endif

@@ -19,14 +19,6 @@ inline void welford_add(float* n, float* mean, float* m2, const float v) {
     *m2 = fma(d, v - *mean, *m2);
 }
 
-// Four values at once: their own (4, mean, m2), merged into (n, mean, m2) (chan_merge below).
-inline void chan_merge(float* na, float* meana, float* m2a, const float nb, const float meanb, const float m2b);
-inline void welford_add4(float* n, float* mean, float* m2, const float4 v) {
-    const float m4 = 0.25f * ((v.x + v.y) + (v.z + v.w));
-    const float4 d = v - m4;
-    chan_merge(n, mean, m2, 4.0f, m4, dot(d, d));
-}
-
 // Chan's merge of two sets' statistics (a) += (b): exact in real arithmetic, and what a
 // reduction tree does at every level.
 inline void chan_merge(float* na, float* meana, float* m2a, const float nb, const float meanb, const float m2b) {
@@ -37,6 +29,13 @@ inline void chan_merge(float* na, float* meana, float* m2a, const float nb, cons
     *meana = fma(d, f, *meana);
     *m2a += m2b + d * d * (*na) * f;
     *na = n;
+}
+
+// Four values at once: their own (4, mean, m2), merged into (n, mean, m2) (chan_merge above).
+inline void welford_add4(float* n, float* mean, float* m2, const float4 v) {
+    const float m4 = 0.25f * ((v.x + v.y) + (v.z + v.w));
+    const float4 d = v - m4;
+    chan_merge(n, mean, m2, 4.0f, m4, dot(d, d));
 }
 
 // Per-channel results of training: the running statistics' momentum update uses the unbiased
@@ -97,15 +96,22 @@ inline void wg_merge(__local float* bn, __local float* bmean, __local float* bm2
     barrier(CLK_LOCAL_MEM_FENCE);
 }
 
+// Float4 number v of a buffer: elements 4v .. 4v+3, at a 16-byte-aligned address. vload4(v, p)
+// reads the same floats but promises the compiler only the alignment of a float (4 bytes), so a
+// compiler that cannot prove more may split it into narrower loads; a float4 pointer carries the
+// 16-byte alignment, and the access is one 16-byte transaction.
+#define LOAD4(p, v) (((__global const float4*)(p))[v])
+#define STORE4(p, v, value) (((__global float4*)(p))[v] = (value))
+
 // The activation's derivative on four values (course.h's act_derivative, lane by lane), and the
 // gradient entering the batch norm four at a time: GRAD_IN of course.h for float4s.
 inline float4 act_derivative4(const float4 y) {
     return (float4)(act_derivative(y.x), act_derivative(y.y), act_derivative(y.z), act_derivative(y.w));
 }
 #if ACT == ACT_NONE
-#define GRAD_IN4(dy, y, v) vload4(v, dy)
+#define GRAD_IN4(dy, y, v) LOAD4(dy, v)
 #else
-#define GRAD_IN4(dy, y, v) (vload4(v, dy) * act_derivative4(vload4(v, y)))
+#define GRAD_IN4(dy, y, v) (LOAD4(dy, v) * act_derivative4(LOAD4(y, v)))
 #endif
 
 // A slab [g0, g1) of a buffer split for 4-wide access: a head of fewer than 4 scalars up to the
