@@ -104,6 +104,7 @@ def run(op: str = "conv_dgrad", stages=None, layers="ci", ctx=None, *, activatio
                    "verified": verdict and verdict_after}
             if peak:
                 row["pct_fma_peak"] = 100 * row["gflops"] / out["roofline"]["fma_gflops"]
+                row["pct_copy"] = 100 * row["gbps"] / out["roofline"]["copy_gbps"]
             out["rows"].append(row)
             bar.update()
             if verbose:
@@ -111,7 +112,8 @@ def run(op: str = "conv_dgrad", stages=None, layers="ci", ctx=None, *, activatio
         if vendor and hasattr(mod, "vendor_time"):
             v = mod.vendor_time(problem, warmup=max(warmup, 5), repeats=repeats, flush_bytes=flush)
             if v is not None:
-                v.update(layer=lay["name"], gflops=problem.flops / (v["median_ms"] * 1e-3) / 1e9)
+                v.update(layer=lay["name"], gflops=problem.flops / (v["median_ms"] * 1e-3) / 1e9,
+                         gbps=problem.min_bytes / (v["median_ms"] * 1e-3) / 1e9)
                 out["vendor"].append(v)
     bar.close()
     out["formulas"] = {"gflops": problem.flops_formula, "gbps": problem.bytes_formula,
@@ -150,7 +152,7 @@ def summary(out: dict) -> dict:
     res = {}
     for key in dict.fromkeys(r["key"] for r in out["rows"]):
         rows = [r for r in out["rows"] if r["key"] == key]
-        res[key] = {"gflops": geomean(r["gflops"] for r in rows),
+        res[key] = {"gflops": geomean(r["gflops"] for r in rows), "gbps": geomean(r["gbps"] for r in rows),
                     "x_first": geomean(r.get("x_first") for r in rows),
                     "x_vendor": geomean(r.get("x_vendor") for r in rows)}
     return res
@@ -182,15 +184,22 @@ def search(op, stage, lays, ctx, activation, warmup, repeats, bar=None) -> dict:
     return {"defines": best["defines"], "geomean_ms": best["geomean_ms"], "tried": tried}
 
 
+def vendor_name(out: dict) -> str:
+    """The vendor library a run compared with (its ``name``; cuDNN where none is given)."""
+    return out["vendor"][0].get("name", "cuDNN") if out.get("vendor") else "cuDNN"
+
+
 def _line(row: dict, out: dict) -> str:
     parts = [f"{row['layer']:>16} {row['key']:<22} {row['median_ms']:10.4f} ms  "
-             f"(IQR {row['q1_ms']:.4f}-{row['q3_ms']:.4f})  {row['gflops']:9.1f} GFLOP/s"]
+             f"(IQR {row['q1_ms']:.4f}-{row['q3_ms']:.4f})  {row['gflops']:9.1f} GFLOP/s  {row['gbps']:8.1f} GB/s"]
     if "x_first" in row:
         parts.append(f"x{row['x_first']:.2f} first")
     if "pct_fma_peak" in row:
         parts.append(f"{row['pct_fma_peak']:.1f}% FMA peak")
+    if "pct_copy" in row:
+        parts.append(f"{row['pct_copy']:.1f}% copy")
     if "x_vendor" in row:
-        parts.append(f"x{row['x_vendor']:.2f} cuDNN")
+        parts.append(f"x{row['x_vendor']:.2f} {vendor_name(out)}")
     return "  ".join(parts)
 
 
@@ -202,12 +211,15 @@ def report(out: dict) -> str:
         lines.append(f"measured copy {r['copy_gbps']:.1f} GB/s, FMA {r['fma_gflops']:.1f} GFLOP/s")
     lines += [_line(r, out) for r in out["rows"]]
     for v in out["vendor"]:
-        lines.append(f"{v['layer']:>16} {'cuDNN':<22} {v['median_ms']:10.4f} ms  {v['gflops']:9.1f} GFLOP/s")
+        lines.append(f"{v['layer']:>16} {vendor_name(out):<22} {v['median_ms']:10.4f} ms  {v['gflops']:9.1f} "
+                     f"GFLOP/s  {v['gbps']:8.1f} GB/s")
     lines.append("geometric means per stage:")
     for key, s in summary(out).items():
-        extra = f"  x{s['x_vendor']:.2f} cuDNN" if not math.isnan(s["x_vendor"]) else ""
-        lines.append(f"  {key:<22} {s['gflops']:9.1f} GFLOP/s  x{s['x_first']:.2f} first{extra}")
-    lines.append(f"({out['formulas']['gflops']}; {out['formulas']['speedup']})")
+        extra = f"  x{s['x_vendor']:.2f} {vendor_name(out)}" if not math.isnan(s["x_vendor"]) else ""
+        copy = f"  {100 * s['gbps'] / out['roofline']['copy_gbps']:.1f}% copy" if "roofline" in out else ""
+        lines.append(f"  {key:<22} {s['gflops']:9.1f} GFLOP/s  {s['gbps']:8.1f} GB/s{copy}  "
+                     f"x{s['x_first']:.2f} first{extra}")
+    lines.append(f"({out['formulas']['gflops']}; {out['formulas']['gbps']}; {out['formulas']['speedup']})")
     return "\n".join(lines)
 
 
@@ -236,14 +248,16 @@ def main(argv=None) -> int:
     ap.add_argument("--repeats", type=int, default=20)
     ap.add_argument("--tune", action="store_true", help="search the stages' JIT parameters first; record them")
     ap.add_argument("--no-vendor", action="store_true", help="skip the cuDNN reference timing")
-    ap.add_argument("--out", default=None, help="JSON path (default results/<op>_<layers>_<device>.json); '-': none")
+    ap.add_argument("--out", default=None, help="JSON path (default results/<op>_<layers>[_<activation>]_<device>.json); "
+                                               "'-': none")
     a = ap.parse_args(argv)
     stages = [int(s) if s.isdigit() else s for s in a.stages.split(",")] if a.stages else None
     out = run(a.op, stages, a.layers, a.device, activation=a.activation, warmup=a.warmup,
               repeats=a.repeats, vendor=not a.no_vendor, tune=a.tune, progress=sys.stderr.isatty())
     print(report(out))
     if a.out != "-":
-        path = a.out or str(RESULTS / f"{a.op}_{a.layers}_{slug(out['device']['name'])}.json")
+        act = f"_{a.activation}" if a.activation != "none" else ""
+        path = a.out or str(RESULTS / f"{a.op}_{a.layers}{act}_{slug(out['device']['name'])}.json")
         RESULTS.mkdir(exist_ok=True)
         with open(path, "w") as f:
             json.dump(out, f, indent=1)

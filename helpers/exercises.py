@@ -117,3 +117,42 @@ def check_vector_columns(answer_fn) -> bool:
             return _verdict(False, "", f"W={w}, padding {p} (so OW={ow}): you give {got}, expected {want}; "
                             f"the path needs 0 <= x+pad-2 and x+pad <= OW-1, and 0 <= x < W")
     return _verdict(True, "the vector path covers max(0, 2-pad) <= x <= min(W-1, OW-1-pad)", "")
+
+def check_chan_merge(merge_fn) -> bool:
+    """Chapter 14: merge(n_a, mean_a, m2_a, n_b, mean_b, m2_b) -> (n, mean, m2) of the union.
+
+    m2 is the sum of squared deviations from the mean. Tried on splits of data with a large mean,
+    with one empty side, and in float32 (the merge must not form E[x^2] - E[x]^2)."""
+    rng = np.random.default_rng(14)
+
+    def stats(v):
+        v = np.asarray(v, dtype=np.float64)
+        return (len(v), float(v.mean()) if len(v) else 0.0, float(((v - v.mean()) ** 2).sum()) if len(v) else 0.0)
+
+    for trial, (offset, scale, na, nb) in enumerate([(0, 1, 5, 7), (1000, 0.01, 64, 64), (-3, 2, 1, 9),
+                                                      (5, 1, 0, 6), (5, 1, 6, 0), (1e4, 0.1, 300, 17)]):
+        data = offset + scale * rng.standard_normal(na + nb)
+        a, b, whole = stats(data[:na]), stats(data[na:]), stats(data)
+        got = merge_fn(*a, *b)
+        try:
+            n, mean, m2 = (float(v) for v in got)
+        except (TypeError, ValueError):
+            return _verdict(False, "", f"merge must return three numbers (n, mean, m2), got {got!r}")
+        if n != whole[0]:
+            return _verdict(False, "", f"sizes {na} and {nb}: count {n}, expected {whole[0]}")
+        if not np.isclose(mean, whole[1], rtol=1e-12, atol=1e-12 * abs(offset)):
+            return _verdict(False, "", f"sizes {na} and {nb}, data around {offset}: mean {mean!r}, "
+                            f"expected {whole[1]!r}")
+        if not np.isclose(m2, whole[2], rtol=1e-6, atol=1e-9):
+            return _verdict(False, "", f"sizes {na} and {nb}, data around {offset}: m2 {m2!r}, expected "
+                            f"{whole[2]!r} (m2 of the union = m2_a + m2_b + delta^2 * n_a * n_b / n, "
+                            f"delta = mean_b - mean_a)")
+        # in float32 too: the same formula must keep the small variance of data around 1000
+        if trial == 1:
+            a32 = [np.float32(v) for v in a]
+            b32 = [np.float32(v) for v in b]
+            m2_32 = float(merge_fn(*a32, *b32)[2])
+            if not np.isclose(m2_32, whole[2], rtol=1e-2):
+                return _verdict(False, "", f"in float32, data 1000 + noise of 0.01: m2 {m2_32:.4g}, expected "
+                                f"{whole[2]:.4g}; avoid subtracting large squares")
+    return _verdict(True, "Chan's merge: the count, mean and m2 of the union, stable for large means", "")

@@ -32,6 +32,28 @@ LAYER_SETS = {
 }
 
 
+def bn_layer(name, n, c, size):
+    """A batch-norm layer: the activation tensor (N, C, size, size) it normalizes."""
+    return {"name": name, "n": n, "c": c, "h": size, "w": size}
+
+
+# ResNet-50's batch-norm inputs (channels @ size), each once: the stem, then the four stages
+_RESNET50_BN = ((64, 112), (64, 56), (256, 56), (128, 56), (128, 28), (512, 28), (256, 14),
+                (1024, 14), (512, 7), (2048, 7))
+
+LAYER_SETS.update({
+    # chapter 14: the headline layer N32 C256 56x56 first, then ResNet-50's other batch-norm
+    # activations at batch 32
+    "bn": [bn_layer(f"bn{c}@{s}", 32, c, s) for c, s in _RESNET50_BN if (c, s) == (256, 56)]
+          + [bn_layer(f"bn{c}@{s}", 32, c, s) for c, s in _RESNET50_BN if (c, s) != (256, 56)],
+    # tiny shapes for CI and CPUs (H*W = 144, 49, 99: multiples of 4 and not)
+    "bn_ci": [bn_layer("bn16@12", 2, 16, 12), bn_layer("bn32@7", 2, 32, 7),
+              {"name": "bn5@9x11", "n": 3, "c": 5, "h": 9, "w": 11}],
+    # what chapter 14 times on a CPU by default
+    "bn_small": [bn_layer("bn64@28", 8, 64, 28), bn_layer("bn128@14", 8, 128, 14), bn_layer("bn256@7", 8, 256, 7)],
+})
+
+
 def layer_set(name: str) -> list[dict]:
     if name not in LAYER_SETS:
         raise ValueError(f"unknown layer set {name!r}; choose from {', '.join(LAYER_SETS)}")

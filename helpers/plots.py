@@ -15,10 +15,12 @@ from .results import device_label
 
 
 def ladder(*runs, metric: str = "gflops", title: str | None = None, highlight: str | None = None):
-    """One panel per run: geometric-mean GFLOP/s of each stage over the run's layers.
+    """One panel per run: geometric-mean GFLOP/s (``metric="gbps"``: GB/s) of each stage over the run's layers.
 
     Bars are annotated with the speed-up over the op's first stage; a dashed line marks the
-    vendor library (cuDNN fp32) where the run timed it. ``highlight`` colours one stage.
+    vendor library (cuDNN fp32, or the run's vendor ``name``) where the run timed it. With
+    ``metric="gbps"`` a dotted line marks the run's measured copy bandwidth. ``highlight``
+    colours one stage.
     """
     runs = [r for r in runs if r]
     fig, axes = plt.subplots(1, len(runs), figsize=(5.5 * len(runs), 3.8), squeeze=False)
@@ -34,11 +36,17 @@ def ladder(*runs, metric: str = "gflops", title: str | None = None, highlight: s
                 ax.annotate(f"x{x:.1f}", (b.get_x() + b.get_width() / 2, b.get_height()),
                             ha="center", va="bottom", fontsize=8)
         if run.get("vendor"):
-            v = geomean(r["gflops"] for r in run["vendor"])
+            v = geomean(r[metric] for r in run["vendor"])
+            name = run["vendor"][0].get("name", "cuDNN fp32")
             ax.axhline(v, ls="--", color="k", lw=1)
-            ax.text(-0.4, v, "cuDNN fp32", ha="left", va="bottom", fontsize=8)
+            ax.text(len(keys) - 0.6, v, name, ha="right", va="bottom", fontsize=8)
+        if metric == "gbps" and "roofline" in run:
+            bw = run["roofline"]["copy_gbps"]
+            ax.axhline(bw, ls=":", color="tab:red", lw=1.5)
+            ax.annotate(f"measured copy {bw:.0f} GB/s", (-0.5, bw), ha="left", va="bottom", fontsize=8,
+                        color="tab:red")
         ax.set_xticks(range(len(keys)), keys, rotation=30, ha="right", fontsize=8)
-        ax.set_ylabel("GFLOP/s (geometric mean)" if metric == "gflops" else metric)
+        ax.set_ylabel({"gflops": "GFLOP/s (geometric mean)", "gbps": "GB/s (geometric mean)"}.get(metric, metric))
         ax.set_title(f"{device_label(run)}\n{run['op']} on '{run['layer_set']}'", fontsize=9)
     if title:
         fig.suptitle(title)

@@ -109,3 +109,66 @@ def conv2d_wgrad(x: np.ndarray, grad_output: np.ndarray, weight_shape, stride: i
         for s in range(kw):
             dw[:, :, r, s] = np.einsum("nchw,nkhw->ck", _window(xp, r, s, oh, ow, stride), dy, optimize=True)
     return dw
+
+
+# ---------------------------------------------------------------------------------------------
+# Batch normalization (chapter 14): per channel c, over the N*H*W values x[:, c, :, :].
+
+def batchnorm_stats(x: np.ndarray, eps: float):
+    """Per-channel mean and inv_std = 1/sqrt(var + eps), with the biased variance (divide by N*H*W)."""
+    x = np.asarray(x, dtype=np.float64)
+    mean = x.mean(axis=(0, 2, 3))
+    var = ((x - mean[None, :, None, None]) ** 2).mean(axis=(0, 2, 3))   # two passes: exact enough
+    return mean, 1.0 / np.sqrt(var + eps), var
+
+
+def batchnorm_forward(x: np.ndarray, gamma: np.ndarray, beta: np.ndarray, eps: float = 1e-5,
+                      training: bool = True, running_mean=None, running_var=None, momentum=None):
+    """Batch normalization of an NCHW tensor.
+
+    Training: y = gamma * (x - mean) * inv_std + beta with the batch's own statistics; returns
+    (y, mean, inv_std), and with ``momentum`` also the updated running statistics
+    (1 - momentum) * running + momentum * batch, where the running variance takes the unbiased
+    variance var * M / (M - 1), M = N*H*W (PyTorch's convention).
+    Inference: the same formula with ``running_mean`` and ``running_var``; returns y.
+    """
+    x = np.asarray(x, dtype=np.float64)
+    g = np.asarray(gamma, dtype=np.float64)[None, :, None, None]
+    b = np.asarray(beta, dtype=np.float64)[None, :, None, None]
+    if not training:
+        rm = np.asarray(running_mean, dtype=np.float64)
+        inv = 1.0 / np.sqrt(np.asarray(running_var, dtype=np.float64) + eps)
+        return g * (x - rm[None, :, None, None]) * inv[None, :, None, None] + b
+    mean, inv_std, var = batchnorm_stats(x, eps)
+    y = g * (x - mean[None, :, None, None]) * inv_std[None, :, None, None] + b
+    if momentum is None:
+        return y, mean, inv_std
+    m = x.shape[0] * x.shape[2] * x.shape[3]
+    new_mean = (1 - momentum) * np.asarray(running_mean, np.float64) + momentum * mean
+    new_var = (1 - momentum) * np.asarray(running_var, np.float64) + momentum * var * m / (m - 1)
+    return y, mean, inv_std, new_mean, new_var
+
+
+def batchnorm_backward(grad_output: np.ndarray, x: np.ndarray, gamma: np.ndarray, mean: np.ndarray,
+                       inv_std: np.ndarray, activation: str = "none", output: np.ndarray | None = None):
+    """Gradients of a training-mode batch norm (optionally followed by an activation).
+
+    ``grad_output`` is the gradient after the activation; it is first scaled by the activation's
+    derivative computed from ``output`` (the post-activation forward output). With g that
+    gradient, x_hat = (x - mean) * inv_std and M = N*H*W, per channel:
+        grad_beta  = sum g
+        grad_gamma = sum g * x_hat
+        grad_input = gamma * inv_std / M * (M * g - grad_beta - x_hat * grad_gamma)
+    (the last line is the chain rule through mean and variance, which both depend on x).
+    """
+    g = np.asarray(grad_output, dtype=np.float64)
+    if activation != "none":
+        g = g * activation_derivative(activation, output)
+    x = np.asarray(x, dtype=np.float64)
+    m = x.shape[0] * x.shape[2] * x.shape[3]
+    c4 = lambda v: np.asarray(v, dtype=np.float64)[None, :, None, None]
+    xhat = (x - c4(mean)) * c4(inv_std)
+    grad_beta = g.sum(axis=(0, 2, 3))
+    grad_gamma = (g * xhat).sum(axis=(0, 2, 3))
+    grad_input = c4(gamma) * c4(inv_std) / m * (m * g - c4(grad_beta) - xhat * c4(grad_gamma))
+    return grad_input, grad_gamma, grad_beta

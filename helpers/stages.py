@@ -77,8 +77,115 @@ CONV_DGRAD = [
           defines={"WG": 64}, geometry=per_input_element, tune={"WG": [32, 64, 128, 256]}),
 ]
 
+
+# ---------------------------------------------------------------------------------------------
+# batchnorm_forward and batchnorm_backward: batch normalization (chapter 14). Both operations
+# share one stage list (the same names); each stage file holds the forward (training and
+# inference) and the backward kernels. Every stage launches through ``steps`` because eps and
+# momentum are float32 kernel arguments (literal numpy scalars in the Step).
+
+BN_TRAIN = ("x", "gamma", "beta", "running_mean", "running_var", "y", "mean", "inv_std",
+            "running_mean_out", "running_var_out", "N", "C", "HW")
+BN_INFER = ("x", "gamma", "beta", "running_mean", "running_var", "y", "N", "C", "HW")
+BN_BACKWARD = ("grad_output", "output", "x", "gamma", "mean", "inv_std", "grad_input", "grad_gamma",
+               "grad_beta", "N", "C", "HW")
+
+
+def _bn_blocks(p: Problem, d: dict) -> int:
+    """Stage 05: blocks of WG*ITEMS units per channel (a unit is a float4 when H*W % 4 == 0)."""
+    hw = p.dims["HW"]
+    units = p.dims["N"] * (hw // 4 if hw % 4 == 0 else hw)
+    return -(-units // (d["WG"] * d["ITEMS"]))
+
+
+def _bn_geometry(kind: str):
+    def geometry(p: Problem, d: dict):
+        c, wg = p.dims["C"], d["WG"]
+        if kind == "per_channel":          # one work-item per channel
+            return (round_up(c, wg),), (wg,)
+        if kind == "group_per_channel":    # one work-group per channel
+            return (wg * c,), (wg,)
+        return (wg * _bn_blocks(p, d), c), (wg, 1)   # blocks of a channel x channels
+    return geometry
+
+
+def _bn_steps(kind: str, fused: bool = False):
+    import numpy as np
+
+    def steps(plan) -> list:
+        p, d = plan.problem, plan.defines
+        g, l = _bn_geometry(kind)(p, d)
+        if p.op == "batchnorm_backward":
+            if fused:
+                return [Step("bn_sums_partial", g, l, ("grad_output", "output", "x", "mean", "partials",
+                                                       "N", "C", "HW")),
+                        Step("bn_backward", g, l, BN_BACKWARD + ("partials",))]
+            return [Step("bn_backward", g, l, BN_BACKWARD)]
+        eps = np.float32(p.dims["eps"])
+        if not p.dims["training"]:
+            return [Step("bn_forward_infer", g, l, BN_INFER + (eps,))]
+        args = BN_TRAIN + (eps, np.float32(p.dims["momentum"]))
+        if fused:
+            return [Step("bn_stats_partial", g, l, ("x", "partials", "N", "C", "HW")),
+                    Step("bn_forward_train", g, l, args + ("partials",))]
+        return [Step("bn_forward_train", g, l, args)]
+    return steps
+
+
+def _bn_scratch(fused: bool = False):
+    def scratch(p: Problem, d: dict) -> dict:
+        out = {}
+        if p.op == "batchnorm_forward" and p.dims["training"] and not p.dims["update"]:
+            out = {"running_mean_out": p.dims["C"], "running_var_out": p.dims["C"]}  # never written
+        if fused and (p.op == "batchnorm_backward" or p.dims["training"]):
+            out["partials"] = (2 if p.op == "batchnorm_backward" else 3) * p.dims["C"] * _bn_blocks(p, d)
+        return out
+    return scratch
+
+
+def _bn_wg_power_of_two(p: Problem, d: dict):
+    wg = d["WG"]
+    if wg < 4 or wg & (wg - 1):
+        return f"WG must be a power of two >= 4 (the reduction tree halves it), got {wg}"
+    if d.get("ITEMS", 1) < 1:
+        return f"ITEMS must be >= 1, got {d['ITEMS']}"
+    return None
+
+
+def _bn_stages(op: str) -> list:
+    tree = dict(requires=_bn_wg_power_of_two, tune={"WG": [64, 128, 256, 512, 1024]})
+    return [
+        Stage(op, 1, "naive", "batchnorm/01_naive.cl",
+              "one work-item per channel loops over N*H*W values: three passes forward, two backward",
+              defines={"WG": 64}, steps=_bn_steps("per_channel"), scratch=_bn_scratch(),
+              tune={"WG": [32, 64, 128]}),
+        Stage(op, 2, "local_two_pass", "batchnorm/02_local_two_pass.cl",
+              "one work-group per channel, coalesced reads, sums through a local-memory tree, one pass per sum",
+              defines={"WG": 256}, steps=_bn_steps("group_per_channel"), scratch=_bn_scratch(), **tree),
+        Stage(op, 3, "welford", "batchnorm/03_welford.cl",
+              "single pass for the statistics: Welford per work-item, Chan's merge in the tree",
+              defines={"WG": 256}, steps=_bn_steps("group_per_channel"), scratch=_bn_scratch(), **tree),
+        Stage(op, 4, "vec4", "batchnorm/04_vec4.cl",
+              "float4 loads and stores on aligned addresses, a scalar head and tail per slab",
+              defines={"WG": 256}, steps=_bn_steps("group_per_channel"), scratch=_bn_scratch(), **tree),
+        Stage(op, 5, "fused", "batchnorm/05_fused.cl",
+              "many work-groups per channel: block partials, then merge + normalize in one kernel; "
+              "each tensor read twice",
+              defines={"WG": 256, "ITEMS": 4}, steps=_bn_steps("blocks", fused=True),
+              scratch=_bn_scratch(fused=True),
+              jit=lambda p, d: {"VEC4": int(p.dims["HW"] % 4 == 0)},
+              requires=_bn_wg_power_of_two,
+              tune={"WG": [128, 256, 512], "ITEMS": [1, 2, 4, 8]}),
+    ]
+
+
+BATCHNORM_FORWARD = _bn_stages("batchnorm_forward")
+BATCHNORM_BACKWARD = _bn_stages("batchnorm_backward")
+
 REGISTRY: dict[str, list[Stage]] = {
     "conv_dgrad": CONV_DGRAD,
+    "batchnorm_forward": BATCHNORM_FORWARD,
+    "batchnorm_backward": BATCHNORM_BACKWARD,
 }
 
 

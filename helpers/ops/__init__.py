@@ -10,6 +10,8 @@ from importlib import import_module
 
 _MODULES = {
     "conv_dgrad": "helpers.ops.conv_dgrad",
+    "batchnorm_forward": "helpers.ops.batchnorm_forward",
+    "batchnorm_backward": "helpers.ops.batchnorm_backward",
 }
 
 

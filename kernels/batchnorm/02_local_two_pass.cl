@@ -1,0 +1,121 @@
+// Stage 02: one work-group per channel, sums reduced in local memory, two passes.
+//
+// Changed from stage 01: the WG work-items of a work-group share one channel. Within a slab,
+// work-item l reads elements l, l + WG, l + 2*WG, ..., so neighbouring work-items read
+// neighbouring floats (coalesced). Each work-item keeps a partial sum; the work-group adds the
+// WG partials with a tree in local memory (wg_sum in batchnorm.h: log2(WG) steps with a
+// barrier between them). The forward pass still reads x three times: one pass for the mean,
+// one for the squared deviations from it, one to write y. The backward pass reduces its two
+// sums in two separate passes too.
+//
+// Kernels and arguments: as stage 01. NDRange: (WG * C), work-group WG.
+// JIT parameters: WG (work-group size, a power of two), UPDATE_RUNNING, ACT.
+
+#include "course.h"
+#include "batchnorm.h"
+
+#ifndef WG
+#define WG 256          // work-group size: a power of two (the reduction tree halves it)
+#endif
+#ifndef UPDATE_RUNNING
+#define UPDATE_RUNNING 0
+#endif
+
+__kernel __attribute__((reqd_work_group_size(WG, 1, 1)))
+void bn_forward_train(__global const float* x, __global const float* gamma,
+                      __global const float* beta, __global const float* running_mean,
+                      __global const float* running_var, __global float* y,
+                      __global float* mean_out, __global float* inv_std_out,
+                      __global float* running_mean_out, __global float* running_var_out,
+                      const int N, const int C, const int HW, const float eps,
+                      const float momentum) {
+    __local float buf[WG];
+    const int c = get_group_id(0);
+    const int lid = get_local_id(0);
+    const float count = (float)N * (float)HW;
+
+    float part = 0.0f;                                 // pass 1: the mean
+    for (int n = 0; n < N; n++)
+        for (int i = lid; i < HW; i += WG) part += x[(n * C + c) * HW + i];
+    const float mean = wg_sum(buf, part) / count;
+
+    part = 0.0f;                                       // pass 2: squared deviations
+    for (int n = 0; n < N; n++)
+        for (int i = lid; i < HW; i += WG) {
+            const float d = x[(n * C + c) * HW + i] - mean;
+            part = fma(d, d, part);
+        }
+    const float m2 = wg_sum(buf, part);
+    const float inv_std = 1.0f / sqrt(m2 / count + eps);
+
+    const float scale = gamma[c] * inv_std;            // pass 3: normalize
+    const float b = beta[c];
+    for (int n = 0; n < N; n++)
+        for (int i = lid; i < HW; i += WG) {
+            const int e = (n * C + c) * HW + i;
+            y[e] = fma(x[e] - mean, scale, b);
+        }
+    if (lid == 0) {
+        mean_out[c] = mean;
+        inv_std_out[c] = inv_std;
+#if UPDATE_RUNNING
+        running_update(running_mean, running_var, running_mean_out, running_var_out, c, count, mean, m2, momentum);
+#endif
+    }
+}
+
+__kernel __attribute__((reqd_work_group_size(WG, 1, 1)))
+void bn_forward_infer(__global const float* x, __global const float* gamma,
+                      __global const float* beta, __global const float* running_mean,
+                      __global const float* running_var, __global float* y,
+                      const int N, const int C, const int HW, const float eps) {
+    const int c = get_group_id(0);
+    const int lid = get_local_id(0);
+    const float scale = gamma[c] / sqrt(running_var[c] + eps);
+    const float m = running_mean[c], b = beta[c];
+    for (int n = 0; n < N; n++)
+        for (int i = lid; i < HW; i += WG) {
+            const int e = (n * C + c) * HW + i;
+            y[e] = fma(x[e] - m, scale, b);
+        }
+}
+
+__kernel __attribute__((reqd_work_group_size(WG, 1, 1)))
+void bn_backward(__global const float* dy, __global const float* out,
+                 __global const float* x, __global const float* gamma,
+                 __global const float* mean, __global const float* inv_std,
+                 __global float* dx, __global float* grad_gamma, __global float* grad_beta,
+                 const int N, const int C, const int HW) {
+    __local float buf[WG];
+    const int c = get_group_id(0);
+    const int lid = get_local_id(0);
+    const float m = mean[c];
+    const float is = inv_std[c];
+
+    float part = 0.0f;                                 // pass 1: sum of g
+    for (int n = 0; n < N; n++)
+        for (int i = lid; i < HW; i += WG) part += GRAD_IN(dy, out, (n * C + c) * HW + i);
+    const float gbeta = wg_sum(buf, part);
+
+    part = 0.0f;                                       // pass 2: sum of g * (x - mean)
+    for (int n = 0; n < N; n++)
+        for (int i = lid; i < HW; i += WG) {
+            const int e = (n * C + c) * HW + i;
+            part = fma(GRAD_IN(dy, out, e), x[e] - m, part);
+        }
+    const float ggamma = wg_sum(buf, part) * is;
+
+    const float count = (float)N * (float)HW;          // pass 3: the input gradient
+    const float k = gamma[c] * is;
+    const float mb = gbeta / count, mg = ggamma / count;
+    for (int n = 0; n < N; n++)
+        for (int i = lid; i < HW; i += WG) {
+            const int e = (n * C + c) * HW + i;
+            const float xhat = (x[e] - m) * is;
+            dx[e] = k * (GRAD_IN(dy, out, e) - mb - xhat * mg);
+        }
+    if (lid == 0) {
+        grad_gamma[c] = ggamma;
+        grad_beta[c] = gbeta;
+    }
+}

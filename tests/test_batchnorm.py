@@ -1,0 +1,320 @@
+"""Batch normalization (chapter 14): every stage of both operations against the NumPy reference,
+with guard regions, over awkward shapes; the reference's backward against finite differences and
+PyTorch's autograd; the tolerance against the E[x^2] - E[x]^2 failure; bad input."""
+import numpy as np
+import pytest
+
+import helpers
+from helpers import reference as ref
+from helpers.check import MismatchError, check_close
+from helpers.ops.batchnorm_backward import random_backward_args
+from helpers.ops.batchnorm_forward import random_args
+
+STAGES = helpers.stage_names("batchnorm_forward")
+
+# (N, C, H, W): N = 1, C = 1, H*W = 1, odd sizes, H*W % 4 in {0, 1, 2, 3}, slabs that start
+# misaligned, more values per channel than one work-group holds
+SHAPES = [(1, 1, 1, 2), (2, 1, 1, 1), (1, 3, 1, 1), (3, 2, 1, 1), (1, 1, 5, 7), (2, 3, 5, 7),
+          (1, 4, 8, 8), (3, 5, 2, 3), (2, 2, 7, 7), (4, 3, 1, 6), (1, 2, 13, 5), (5, 1, 3, 3),
+          (2, 6, 14, 14), (3, 2, 9, 11), (1, 3, 33, 31)]
+# small work-groups and blocks so that trees have many levels and stage 05 many blocks
+DEFINES = {"naive": [{}], "local_two_pass": [{}, {"WG": 4}], "welford": [{}, {"WG": 8}],
+           "vec4": [{}, {"WG": 4}], "fused": [{}, {"WG": 4, "ITEMS": 1}, {"WG": 16, "ITEMS": 3}]}
+MODES = [dict(), dict(momentum=0.1), dict(training=False)]
+OFFSETS = [(0.0, 1.0), (1000.0, 1.0), (1000.0, 0.05)]
+
+
+def test_the_stage_list_is_shared():
+    assert helpers.stage_names("batchnorm_backward") == STAGES
+    assert STAGES == ["naive", "local_two_pass", "welford", "vec4", "fused"]
+    assert all(np.prod(s) >= 1 for s in SHAPES)
+    assert {(n * h * w) % 4 for n, c, h, w in SHAPES} == {0, 1, 2, 3}
+    assert {(h * w) % 4 for n, c, h, w in SHAPES} == {0, 1, 2, 3}
+
+
+def _cases():
+    i = 0
+    for shape in SHAPES:
+        for mode in MODES:
+            if mode.get("training", True) and shape[0] * shape[2] * shape[3] < 2:
+                continue          # training needs two values per channel (tested below)
+            offset, scale = OFFSETS[i % len(OFFSETS)]
+            yield i, shape, mode, offset, scale
+            i += 1
+
+
+@pytest.mark.parametrize("stage", STAGES)
+def test_forward_matches_reference_with_guards(ctx, stage):
+    for defines in DEFINES[stage]:
+        for i, shape, mode, offset, scale in _cases():
+            args = random_args(*shape, offset=offset, scale=scale, seed=i, **mode)
+            try:
+                helpers.check_stage("batchnorm_forward", stage, ctx=ctx, guard=True, defines=defines, **args)
+            except (AssertionError, helpers.GuardViolation) as err:
+                raise AssertionError(f"{stage} {defines} failed on {shape} {mode} offset {offset} "
+                                     f"scale {scale}:\n{err}") from None
+
+
+@pytest.mark.parametrize("stage", STAGES)
+def test_backward_matches_reference_with_guards(ctx, stage):
+    for defines in DEFINES[stage]:
+        for i, shape in enumerate(SHAPES):
+            for act in ("none", "relu"):
+                offset, scale = OFFSETS[i % len(OFFSETS)]
+                args = random_backward_args(*shape, activation=act, offset=offset, scale=scale, seed=i)
+                try:
+                    helpers.check_stage("batchnorm_backward", stage, ctx=ctx, guard=True, defines=defines, **args)
+                except (AssertionError, helpers.GuardViolation) as err:
+                    raise AssertionError(f"{stage} {defines} failed on {shape} {act} offset {offset}:\n{err}") from None
+
+
+def test_outputs_and_return_values(ctx):
+    a = random_args(2, 3, 4, 5, seed=3)
+    y, mean, inv_std = helpers.run_stage("batchnorm_forward", "fused", ctx=ctx, **a)
+    assert y.shape == (2, 3, 4, 5) and mean.shape == (3,) and inv_std.shape == (3,)
+    a = random_args(2, 3, 4, 5, momentum=0.25, seed=3)
+    rm0, rv0 = a["running_mean"].copy(), a["running_var"].copy()
+    out = helpers.run_stage("batchnorm_forward", "vec4", ctx=ctx, **a)
+    assert len(out) == 5
+    np.testing.assert_array_equal(a["running_mean"], rm0)           # inputs are not modified
+    np.testing.assert_array_equal(a["running_var"], rv0)
+    exp = ref.batchnorm_forward(a["x"], a["gamma"], a["beta"], 1e-5, True, rm0, rv0, 0.25)
+    np.testing.assert_allclose(out[3], exp[3], rtol=1e-5)
+    np.testing.assert_allclose(out[4], exp[4], rtol=1e-5)
+    a = random_args(2, 3, 4, 5, training=False, seed=3)
+    assert helpers.run_stage("batchnorm_forward", "naive", ctx=ctx, **a).shape == (2, 3, 4, 5)
+
+
+def test_stages_agree_and_chain(ctx):
+    """Forward then backward through every stage: the same numbers within the tolerance."""
+    f = random_args(3, 8, 10, 9, offset=3.0, seed=11)
+    rng = np.random.default_rng(5)
+    dy = rng.standard_normal(f["x"].shape, dtype=np.float32)
+    want = ref.batchnorm_backward(dy, f["x"], f["gamma"], *ref.batchnorm_forward(f["x"], f["gamma"], f["beta"])[1:],
+                                  "relu", np.maximum(ref.batchnorm_forward(f["x"], f["gamma"], f["beta"])[0], 0))
+    for s in STAGES:
+        y, mean, inv_std = helpers.run_stage("batchnorm_forward", s, ctx=ctx, **f)
+        got = helpers.run_stage("batchnorm_backward", s, ctx=ctx, grad_output=dy, x=f["x"], gamma=f["gamma"],
+                                mean=mean, inv_std=inv_std, activation="relu", output=np.maximum(y, 0))
+        for g, w, name in zip(got, want, ("grad_input", "grad_gamma", "grad_beta")):
+            check_close(g, w, rtol=1e-4, atol=1e-4 * np.abs(w).max(), name=f"{s} {name}")
+
+
+def test_matches_pytorch_autograd_on_random_shapes(ctx):
+    """Shapes and values nobody chose (fixed seed), against torch.nn.functional.batch_norm in float64."""
+    torch = pytest.importorskip("torch")
+    rng = np.random.default_rng(2026)
+    for trial in range(6):
+        n, c = int(rng.integers(1, 5)), int(rng.integers(1, 9))
+        h, w = int(rng.integers(1, 12)), int(rng.integers(1, 12))
+        if n * h * w < 2:
+            h = 2
+        stage = STAGES[trial % len(STAGES)]
+        a = random_args(n, c, h, w, offset=float(rng.uniform(-50, 50)), scale=float(rng.uniform(0.1, 3)),
+                        momentum=0.1, seed=trial)
+        y, mean, inv_std, rm, rv = helpers.run_stage("batchnorm_forward", stage, ctx=ctx, **a)
+        tx = torch.tensor(a["x"], dtype=torch.float64, requires_grad=True)
+        tg = torch.tensor(a["gamma"], dtype=torch.float64, requires_grad=True)
+        tb = torch.tensor(a["beta"], dtype=torch.float64, requires_grad=True)
+        trm = torch.tensor(a["running_mean"], dtype=torch.float64)
+        trv = torch.tensor(a["running_var"], dtype=torch.float64)
+        ty = torch.nn.functional.batch_norm(tx, trm, trv, tg, tb, training=True, momentum=0.1, eps=1e-5)
+        tz = torch.relu(ty)
+        ty_np = ty.detach().numpy()
+        np.testing.assert_allclose(y, ty_np, rtol=1e-4, atol=1e-4 * max(1, np.abs(ty_np).max()))
+        np.testing.assert_allclose(rm, trm.numpy(), rtol=1e-4, atol=1e-4)
+        np.testing.assert_allclose(rv, trv.numpy(), rtol=1e-4, atol=1e-4)
+        dz = rng.standard_normal(tz.shape).astype(np.float32)
+        tz.backward(torch.tensor(dz, dtype=torch.float64))
+        gx, gg, gb = helpers.run_stage("batchnorm_backward", stage, ctx=ctx, grad_output=dz, x=a["x"],
+                                       gamma=a["gamma"], mean=mean, inv_std=inv_std, activation="relu",
+                                       output=np.maximum(y, 0))
+        for got, t in ((gx, tx.grad), (gg, tg.grad), (gb, tb.grad)):
+            t = t.numpy()
+            np.testing.assert_allclose(got, t, rtol=1e-3, atol=1e-3 * max(1, np.abs(t).max()))
+
+
+def test_reference_backward_against_finite_differences():
+    rng = np.random.default_rng(0)
+    n, c, h, w = 2, 3, 3, 2
+    x = rng.standard_normal((n, c, h, w)) + 2.0
+    gamma, beta = rng.uniform(0.5, 1.5, c), rng.uniform(-0.5, 0.5, c)
+    wts = rng.standard_normal((n, c, h, w))
+    eps = 1e-3
+
+    def loss(x, gamma, beta):   # sum of weighted post-ReLU outputs: gradients reach every input
+        return float((wts * np.maximum(ref.batchnorm_forward(x, gamma, beta, eps)[0], 0)).sum())
+
+    y, mean, inv_std = ref.batchnorm_forward(x, gamma, beta, eps)
+    out = np.maximum(y, 0)
+    gx, gg, gb = ref.batchnorm_backward(wts, x, gamma, mean, inv_std, "relu", out)
+    step = 1e-6
+    for arr, grad in ((x, gx), (gamma, gg), (beta, gb)):
+        num = np.zeros_like(arr)
+        for i in np.ndindex(arr.shape):
+            keep = arr[i]
+            arr[i] = keep + step
+            up = loss(x, gamma, beta)
+            arr[i] = keep - step
+            down = loss(x, gamma, beta)
+            arr[i] = keep
+            num[i] = (up - down) / (2 * step)
+        np.testing.assert_allclose(grad, num, rtol=1e-5, atol=1e-7)
+
+
+def test_reference_forward_normalizes():
+    x = np.random.default_rng(1).standard_normal((4, 3, 5, 5)) * 3 + 7
+    y, mean, inv_std = ref.batchnorm_forward(x, np.ones(3), np.zeros(3), 0.0)
+    np.testing.assert_allclose(y.mean(axis=(0, 2, 3)), 0, atol=1e-12)
+    np.testing.assert_allclose(y.var(axis=(0, 2, 3)), 1, rtol=1e-12)
+
+
+def test_tolerance_rejects_the_one_pass_formula():
+    """E[x^2] - E[x]^2 in float32 on 1000 + small noise fails the checker the stages pass."""
+    a = random_args(4, 3, 8, 8, offset=1000.0, scale=0.05, seed=4)
+    problem = helpers.prepare("batchnorm_forward", **a)
+    from helpers.ops import batchnorm_forward as op
+    expected, magnitude = op.reference(problem)
+    x = a["x"]
+    ex = x.mean(axis=(0, 2, 3), dtype=np.float32)
+    ex2 = (x * x).mean(axis=(0, 2, 3), dtype=np.float32)
+    var = np.maximum(ex2 - ex * ex, np.float32(0))
+    inv_std = 1 / np.sqrt(var + np.float32(1e-5))
+    with pytest.raises(MismatchError):
+        check_close(inv_std, expected["inv_std"], magnitude=magnitude["inv_std"], rtol=op.rtol(problem))
+
+
+def test_checker_rejects_the_unbiased_variance(ctx):
+    """A kernel that divided by M - 1 instead of M would fail (the tests can fail)."""
+    a = random_args(2, 4, 6, 5, seed=9)
+    y, mean, inv_std = helpers.run_stage("batchnorm_forward", "welford", ctx=ctx, **a)
+    m = 2 * 6 * 5
+    x = a["x"].astype(np.float64)
+    wrong = 1 / np.sqrt(x.var(axis=(0, 2, 3)) * m / (m - 1) + 1e-5)
+    from helpers.ops import batchnorm_forward as op
+    problem = helpers.prepare("batchnorm_forward", **a)
+    _, magnitude = op.reference(problem)
+    check_close(inv_std, op.reference(problem)[0]["inv_std"], magnitude=magnitude["inv_std"], rtol=op.rtol(problem))
+    with pytest.raises(MismatchError):
+        check_close(inv_std, wrong, magnitude=magnitude["inv_std"], rtol=op.rtol(problem))
+
+
+# ---------------------------------------------------------------------------------------------
+# bad input: a clear error before any launch
+
+def no_launch(monkeypatch):
+    import pyopencl as cl
+    monkeypatch.setattr(cl, "enqueue_nd_range_kernel", lambda *a, **k: pytest.fail("a kernel was launched"))
+
+
+def fwd(**over):
+    a = random_args(2, 3, 4, 5, momentum=0.1, seed=0)
+    a.update(over)
+    return a
+
+
+def bwd(**over):
+    a = random_backward_args(2, 3, 4, 5, activation="relu", seed=0)
+    a.update(over)
+    return a
+
+
+F32 = np.float32
+
+
+@pytest.mark.parametrize("over, err, match", [
+    (dict(x=np.zeros((2, 3, 4), F32)), ValueError, "x must have 4 dimensions"),
+    (dict(x=np.zeros((2, 3, 4, 5), np.float64)), TypeError, "x must be float32"),
+    (dict(x=np.zeros((2, 3, 4, 5), np.float16)), TypeError, "x must be float32"),
+    (dict(gamma=np.ones(4, F32)), ValueError, r"gamma must have shape \(C,\) = \(3,\)"),
+    (dict(beta=np.ones((3, 1), F32)), ValueError, "beta must have 1 dimensions"),
+    (dict(beta=np.ones(3, np.float64)), TypeError, "beta must be float32"),
+    (dict(running_mean=np.ones(2, F32)), ValueError, r"running_mean must have shape \(C,\)"),
+    (dict(running_var=-np.ones(3, F32)), ValueError, "running_var must be finite and >= 0"),
+    (dict(x=np.zeros((1, 3, 1, 1), F32)), ValueError, "at least 2 values per channel"),
+    (dict(eps=0.0), ValueError, "eps must be a finite number"),
+    (dict(eps="1e-5"), TypeError, "eps must be a real number"),
+    (dict(momentum=1.5), ValueError, "momentum must be a finite number"),
+    (dict(momentum=None), ValueError, "pass momentum"),
+    (dict(running_mean=None), TypeError, "running_mean and running_var are required"),
+    (dict(training="yes"), TypeError, "training must be True or False"),
+    (dict(training=False), ValueError, "momentum only applies in training"),
+    (dict(x=np.zeros((2, 3, 4, 5), F32)[..., ::-1]), ValueError, "C-contiguous"),
+    (dict(activation="relu"), TypeError, "unknown argument"),
+])
+def test_forward_bad_arguments(ctx, monkeypatch, over, err, match):
+    no_launch(monkeypatch)
+    with pytest.raises(err, match=match):
+        helpers.run_stage("batchnorm_forward", "fused", ctx=ctx, **fwd(**over))
+
+
+def test_inference_needs_running_statistics(ctx, monkeypatch):
+    no_launch(monkeypatch)
+    a = fwd(training=False, momentum=None)
+    del a["running_var"]
+    with pytest.raises(TypeError, match="training=False normalizes with running_mean and running_var"):
+        helpers.run_stage("batchnorm_forward", "naive", ctx=ctx, **a)
+    # one value per channel is fine in inference
+    a = random_args(1, 3, 1, 1, training=False, seed=0)
+    monkeypatch.undo()
+    assert helpers.run_stage("batchnorm_forward", "naive", ctx=ctx, **a).shape == (1, 3, 1, 1)
+
+
+@pytest.mark.parametrize("over, err, match", [
+    (dict(x=np.zeros((2, 3, 4, 6), F32)), ValueError, "x must have grad_output's shape"),
+    (dict(grad_output=np.zeros((2, 3, 4, 5), np.float64)), TypeError, "grad_output must be float32"),
+    (dict(gamma=np.ones(2, F32)), ValueError, r"gamma must have shape \(C,\)"),
+    (dict(mean=np.ones(4, F32)), ValueError, r"mean must have shape \(C,\) = \(3,\)"),
+    (dict(inv_std=np.ones((3,), np.float64)), TypeError, "inv_std must be float32"),
+    (dict(output=None), TypeError, "needs output"),
+    (dict(output=np.zeros((2, 3, 5, 4), F32)), ValueError, "output must have grad_output's shape"),
+    (dict(activation="tanh"), ValueError, "activation must be one of none, relu"),
+    (dict(activation="none"), ValueError, "output is only used with activation='relu'"),
+    (dict(eps=1e-5), TypeError, "unknown argument"),
+])
+def test_backward_bad_arguments(ctx, monkeypatch, over, err, match):
+    no_launch(monkeypatch)
+    with pytest.raises(err, match=match):
+        helpers.run_stage("batchnorm_backward", "fused", ctx=ctx, **bwd(**over))
+
+
+@pytest.mark.parametrize("defines, match", [({"WG": 48}, "power of two"), ({"WG": 2}, "power of two"),
+                                             ({"ITEMS": 0}, "ITEMS must be >= 1"), ({"TILE": 4}, "no JIT parameter")])
+def test_bad_jit_parameters(ctx, monkeypatch, defines, match):
+    no_launch(monkeypatch)
+    with pytest.raises(ValueError, match=match):
+        helpers.run_stage("batchnorm_forward", "fused", ctx=ctx, defines=defines, **fwd())
+
+
+def test_split4_covers_every_slab_once():
+    from helpers.pictures_batchnorm import split4
+    for hw in range(1, 23):
+        for start in range(0, 9):
+            a0, a1 = split4(start, start + hw)
+            assert start <= a0 <= a1 <= start + hw
+            assert a0 - start < 4 and start + hw - a1 < 4
+            assert a0 % 4 == 0 or a0 == start + hw
+            assert (a1 - a0) % 4 == 0
+
+
+def test_exercise_check_accepts_chan_and_rejects_wrong_merges(capsys):
+    from helpers.exercises import check_chan_merge
+
+    def chan(na, ma, m2a, nb, mb, m2b):
+        n = na + nb
+        d = mb - ma
+        return n, ma + d * nb / n, m2a + m2b + d * d * na * nb / n
+
+    def no_cross_term(na, ma, m2a, nb, mb, m2b):
+        n = na + nb
+        return n, (na * ma + nb * mb) / n, m2a + m2b
+
+    def via_squares(na, ma, m2a, nb, mb, m2b):
+        n = na + nb
+        mean = (na * ma + nb * mb) / n
+        return n, mean, m2a + na * ma * ma + m2b + nb * mb * mb - n * mean * mean
+
+    assert check_chan_merge(chan)
+    assert not check_chan_merge(no_cross_term)
+    assert not check_chan_merge(via_squares)
+    assert "avoid subtracting large squares" in capsys.readouterr().out
