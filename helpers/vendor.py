@@ -80,5 +80,6 @@ def cudnn_conv_dgrad(grad_output, weight_iohw, input_shape, stride, padding, *, 
     w = torch.from_numpy(np.ascontiguousarray(weight_iohw.transpose(1, 0, 2, 3))).cuda()  # IOHW -> OIHW
     out = time_cuda(lambda: torch.nn.grad.conv2d_input(input_shape, w, dy, stride=stride, padding=padding),
                     warmup, repeats, flush_bytes)
+    out["name"] = "cuDNN"
     out["library"] = "cuDNN fp32 (TF32 off) via torch.nn.grad.conv2d_input"
     return out
