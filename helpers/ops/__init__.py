@@ -10,6 +10,7 @@ from importlib import import_module
 
 _MODULES = {
     "conv_dgrad": "helpers.ops.conv_dgrad",
+    "conv_forward": "helpers.ops.conv_forward",
 }
 
 

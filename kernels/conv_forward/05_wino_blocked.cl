@@ -1,0 +1,151 @@
+// Stage 05: Winograd F(2x2,3x3), register-blocked matrix products with vector loads.
+//
+// What changed since stage 04: wino_gemm. A work-group of (TILE/REG)^2 work-items computes a
+// TILE x TILE block of M[xi] (64 x 64 by default); each work-item keeps a REG x REG block of it
+// in registers (4 x 4: 16 accumulators). Per step of TK input channels the group copies a TK x TILE
+// block of U and of V into local memory with float4 loads, then each work-item reads, per
+// channel, REG values of U and REG values of V as float4 (two 128-bit local loads for REG = 4)
+// and does REG*REG multiply-adds with them. Why: in stage 04 each multiply-add needed two
+// local-memory loads; here 16 need two float4 loads, so local memory stops being the limit.
+// U is now stored (16, CIP, COP) (wino_filter writes it transposed) so that its blocks, like V's,
+// are rows of consecutive output channels: one float4 holds 4 of them.
+// A work-item's REG columns are REG/4 float4s spaced TILE/REG*4 apart (not REG consecutive
+// floats), so the float4 loads of neighbouring work-items fall into different banks.
+//
+// ROTATED = 1 (the input gradient, conv_dgrad stage 12) reads each filter rotated by 180 degrees
+// with its input and output channels swapped, and wino_input applies the activation's derivative
+// to what it reads (GRAD_IN): the input gradient is then this same forward convolution of dy.
+//
+// Layouts: U (16, CIP, COP), V (16, CIP, PP), M (16, COP, PP).
+// NDRange of wino_gemm: (PP/REG, COP/REG, 16), work-group (TILE/REG, TILE/REG, 1).
+// JIT parameters: TILE (block side; COP, PP are multiples of it), REG (a multiple of 4 dividing
+// TILE), TK (channels per step; CIP is a multiple of it), WG (transforms' work-group, host side).
+
+#include "course.h"
+#include "winograd_tiles.h"
+
+#ifndef ROTATED
+#define ROTATED 0   // 1: the input gradient's filter (see above)
+#endif
+
+__kernel void wino_filter(__global const float* restrict w,   // IOHW (CI, CO, 3, 3); ROTATED: (CO, CI, 3, 3)
+                          __global float* restrict U,         // (16, CIP, COP)
+                          const int CI, const int CO, const int CIP, const int COP) {
+    const int co = get_global_id(0), ci = get_global_id(1);
+    if (co >= COP) return;
+    float g[9], u[16];
+    for (int rs = 0; rs < 9; rs++)
+#if ROTATED
+        g[rs] = (ci < CI && co < CO) ? w[(co * CI + ci) * 9 + 8 - rs] : 0.0f;   // w[co][ci][2-r][2-s]
+#else
+        g[rs] = (ci < CI && co < CO) ? w[(ci * CO + co) * 9 + rs] : 0.0f;
+#endif
+    wino_filter_tile(g, u);
+    for (int xi = 0; xi < 16; xi++)
+        U[(xi * CIP + ci) * COP + co] = u[xi];         // consecutive co: consecutive addresses
+}
+
+__kernel void wino_input(__global const float* restrict x,    // (N, CI, IH, IW)
+                         __global const float* restrict xy,   // ROTATED with an activation: its output
+                         __global float* restrict V,          // (16, CIP, PP)
+                         const int N, const int CI, const int IH, const int IW, const int TH,
+                         const int TW, const int PADT, const int CIP, const int PP) {
+    const int p = get_global_id(0), ci = get_global_id(1);
+    if (p >= PP) return;
+    float d[16], v[16];
+    const int n = p / (TH * TW), th = (p / TW) % TH, tw = p % TW;
+    const int h0 = 2 * th - PADT, w0 = 2 * tw - PADT;
+    const bool live = ci < CI && p < N * TH * TW;
+    for (int i = 0; i < 4; i++)
+        for (int j = 0; j < 4; j++) {
+            const int h = h0 + i, x_ = w0 + j;
+            d[i * 4 + j] = (live && h >= 0 && h < IH && x_ >= 0 && x_ < IW)
+                           ? GRAD_IN(x, xy, ((n * CI + ci) * IH + h) * IW + x_) : 0.0f;
+        }
+    wino_input_tile(d, v);
+    for (int xi = 0; xi < 16; xi++)
+        V[(xi * CIP + ci) * PP + p] = v[xi];           // consecutive p: consecutive addresses
+}
+
+#ifndef TILE
+#define TILE 64  // block of M per work-group: TILE x TILE
+#endif
+#ifndef REG
+#define REG 4    // block of M per work-item: REG x REG; a multiple of 4 that divides TILE
+#endif
+#ifndef TK
+#define TK 8     // input channels per local-memory step
+#endif
+#define NT (TILE / REG)   // work-items per side of the work-group
+#define NV (REG / 4)      // float4s per side of a work-item's block
+
+__kernel __attribute__((reqd_work_group_size(NT, NT, 1)))
+void wino_gemm(__global const float* restrict U,    // (16, CIP, COP)
+               __global const float* restrict V,    // (16, CIP, PP)
+               __global float* restrict M,          // (16, COP, PP)
+               const int CIP, const int COP, const int PP) {
+    const int tx = get_local_id(0), ty = get_local_id(1), xi = get_group_id(2);
+    const int tid = ty * NT + tx;
+    const int p0 = get_group_id(0) * TILE, co0 = get_group_id(1) * TILE;
+    __local float4 Us[TK][TILE / 4];   // Us[c][(co - co0) / 4]
+    __local float4 Vs[TK][TILE / 4];   // Vs[c][(p - p0) / 4]
+    __global const float4* U4 = (__global const float4*)(U + xi * CIP * COP);
+    __global const float4* V4 = (__global const float4*)(V + xi * CIP * PP);
+
+    float acc[REG][REG];
+    for (int i = 0; i < REG; i++)
+        for (int j = 0; j < REG; j++)
+            acc[i][j] = 0.0f;
+
+    for (int c0 = 0; c0 < CIP; c0 += TK) {
+        for (int e = tid; e < TK * TILE / 4; e += NT * NT) {   // float4 copies, consecutive in memory
+            const int c = e / (TILE / 4), q = e % (TILE / 4);
+            Us[c][q] = U4[((c0 + c) * COP + co0) / 4 + q];
+            Vs[c][q] = V4[((c0 + c) * PP + p0) / 4 + q];
+        }
+        barrier(CLK_LOCAL_MEM_FENCE);
+#pragma unroll
+        for (int c = 0; c < TK; c++) {
+            float a[REG], b[REG];
+#pragma unroll
+            for (int v = 0; v < NV; v++) {
+                const float4 ua = Us[c][v * NT + ty], vb = Vs[c][v * NT + tx];   // 128-bit local loads
+                a[4 * v] = ua.x; a[4 * v + 1] = ua.y; a[4 * v + 2] = ua.z; a[4 * v + 3] = ua.w;
+                b[4 * v] = vb.x; b[4 * v + 1] = vb.y; b[4 * v + 2] = vb.z; b[4 * v + 3] = vb.w;
+            }
+#pragma unroll
+            for (int i = 0; i < REG; i++)
+#pragma unroll
+                for (int j = 0; j < REG; j++)
+                    acc[i][j] = fma(a[i], b[j], acc[i][j]);
+        }
+        barrier(CLK_LOCAL_MEM_FENCE);
+    }
+    for (int i = 0; i < REG; i++) {
+        const int co = co0 + ((i / 4) * NT + ty) * 4 + i % 4;
+        for (int v = 0; v < NV; v++) {
+            const int p = p0 + (v * NT + tx) * 4;
+            vstore4((float4)(acc[i][4 * v], acc[i][4 * v + 1], acc[i][4 * v + 2], acc[i][4 * v + 3]),
+                    0, M + (xi * COP + co) * PP + p);
+        }
+    }
+}
+
+__kernel void wino_output(__global const float* restrict M,  // (16, COP, PP)
+                          __global float* restrict y,        // (N, CO, OH, OW)
+                          const int N, const int CO, const int OH, const int OW, const int TH,
+                          const int TW, const int COP, const int PP) {
+    const int p = get_global_id(0), co = get_global_id(1);
+    if (p >= N * TH * TW || co >= CO) return;
+    float m[16], t[4];
+    for (int xi = 0; xi < 16; xi++)
+        m[xi] = M[(xi * COP + co) * PP + p];
+    wino_output_tile(m, t);
+    const int n = p / (TH * TW), th = (p / TW) % TH, tw = p % TW;
+    for (int i = 0; i < 2; i++)
+        for (int j = 0; j < 2; j++) {
+            const int oh = 2 * th + i, ow = 2 * tw + j;
+            if (oh < OH && ow < OW)                 // a partial tile at the bottom or right edge
+                y[((n * CO + co) * OH + oh) * OW + ow] = t[i * 2 + j];
+        }
+}
