@@ -105,11 +105,22 @@ def wino_padded(p: Problem, d: dict) -> tuple:
     return round_up(v["CI"], bc), round_up(v["CO"], bo), round_up(v["P"], bp)
 
 
+# conv_dgrad checks each element against its own magnitude. Winograd's rounding error scales
+# with the magnitudes of the whole 4x4 tile (helpers/ops/conv_forward.py explains it), so with
+# one or two channels to sum over, a border element of dx (PAD = 0: it sees a single dy) can
+# miss that tolerance by far (chapter 12 measures 77x with K = 1, 4x with K = 2, 0.18x with
+# K = 3..6, 0.035x with K = 8). Layers that thin are tiny anyway: they take the fallback.
+WINO_DGRAD_MIN_K = 8
+
+
 def wino_requires(p: Problem, d: dict):
     dims = p.dims
     if (dims["KH"], dims["KW"]) != (3, 3) or dims["stride"] != 1:
         return (f"Winograd F(2x2,3x3) needs a 3x3 kernel with stride 1; this problem has a "
                 f"{dims['KH']}x{dims['KW']} kernel with stride {dims['stride']}")
+    if p.op == "conv_dgrad" and dims["K"] < WINO_DGRAD_MIN_K:
+        return (f"the Winograd input gradient needs K >= {WINO_DGRAD_MIN_K} output channels to stay "
+                f"within conv_dgrad's per-element tolerance; this problem has K = {dims['K']}")
     if "REG" in d and (d["REG"] % 4 or d["TILE"] % d["REG"]):
         return f"REG={d['REG']} must be a multiple of 4 that divides TILE={d['TILE']}"
     cip, cop, pp = wino_padded(p, d)

@@ -18,14 +18,35 @@ from ..problem import Problem, positive_int, reject_unknown, tensor
 OP = "conv_forward"
 ARGS = ("input", "weight", "stride", "padding")
 
-# Winograd's extra rounding, measured in chapter 12 (notebooks/12_winograd.ipynb, "How exact is
-# it?") against the float64 reference, as a multiple of the direct kernel's error on the same
-# tolerance scale: F(2x2,3x3) in float32 stays within about 2-3x of direct (its input transform
-# adds up to 4 inputs with coefficients +-1, its filter transform scales by 1/2 and 1/4, its
-# output transform adds up to 9 products), over channel counts from 1 to 512. The tolerance
-# grants 4x on top of direct's, so a dropped or doubled term (an error of about 1/(C*9) of the
-# magnitude) still fails for every C the tests use; F(4x4,3x3) would need far more (see chapter).
-WINOGRAD_ERROR_FACTOR = 4.0
+# The tolerance, and why Winograd needs its own scale. The direct kernel's rounding error at an
+# output is bounded by eps * sqrt(terms) times the sum of |x|*|w| over that output's own window
+# (helpers/check.py). A Winograd output is computed from its whole 4x4 input tile: the transforms
+# add and subtract inputs that cancel exactly in exact arithmetic but not in float32, so its error
+# scales with the magnitudes of the *tile*, not with the output's own window. Chapter 12 shows
+# it: with one input channel and padding 2, a corner output sees one input, yet its Winograd error
+# is set by the other inputs of its tile, hundreds of times that one input's share of rounding.
+# So for 3x3 stride-1 problems (where the Winograd stages run) the magnitude is the tile's:
+#     sum over c of (sum of |x| over the output's 4x4 input tile) * max |w[c, k]|,
+# which also bounds the direct kernel's magnitude (its 3x3 window lies inside the tile).
+# Measured in chapter 12 against that scale, F(2x2,3x3) in float32 stays below eps*sqrt(9C) for
+# every channel count tried (1 to 1024), the direct kernel far below; the tolerance grants the
+# usual 8x (check.rtol_for_sum) on top. A dropped or doubled term, an error of roughly 1/(16C)
+# of that scale, still fails for C up to a few hundred (the tests use C <= 48).
+WINOGRAD_TILE = 4   # input tile side of F(2x2,3x3); output tiles of 2x2
+
+
+def tile_magnitude(x: np.ndarray, w: np.ndarray, padding: int, oh: int, ow: int) -> np.ndarray:
+    """For each output: sum_c (sum of |x| over its 2x2 tile's 4x4 input window) * max_rs |w[c,k]|."""
+    n, c, h, wd = x.shape
+    th, tw = -(-oh // 2), -(-ow // 2)
+    xp = np.zeros((n, c, 2 * th + 2, 2 * tw + 2))
+    src = np.abs(x.astype(np.float64))[:, :, :2 * th + 2 - padding, :2 * tw + 2 - padding]
+    xp[:, :, padding:padding + src.shape[2], padding:padding + src.shape[3]] = src
+    win = np.lib.stride_tricks.sliding_window_view(xp, (4, 4), axis=(2, 3))[:, :, ::2, ::2]
+    sums = win.sum(axis=(-1, -2))                                     # (N, C, TH, TW)
+    wmax = np.abs(w.astype(np.float64)).max(axis=(2, 3))              # (C, K)
+    t = np.einsum("ncij,ck->nkij", sums, wmax)
+    return np.repeat(np.repeat(t, 2, axis=2), 2, axis=3)[:, :, :oh, :ow]
 
 
 def prepare(**kwargs) -> Problem:
@@ -67,13 +88,15 @@ def reference(p: Problem):
     x, w = p.inputs["input"], p.inputs["weight"]
     expected = ref.conv2d_forward(x, w, d["stride"], d["pad"])
     magnitude = ref.conv2d_forward(np.abs(x), np.abs(w), d["stride"], d["pad"])
+    if (d["KH"], d["KW"], d["stride"]) == (3, 3, 1):   # where the Winograd stages run: see above
+        magnitude = np.maximum(magnitude, tile_magnitude(x, w, d["pad"], d["OH"], d["OW"]))
     return {"output": expected}, {"output": magnitude}
 
 
 def rtol(p: Problem) -> float:
-    """One tolerance for every stage of the op, so it must hold Winograd's error (see above)."""
+    """One tolerance for every stage of the op; Winograd's larger error is in the magnitude (above)."""
     d = p.dims
-    return WINOGRAD_ERROR_FACTOR * rtol_for_sum(d["C"] * d["KH"] * d["KW"])
+    return rtol_for_sum(d["C"] * d["KH"] * d["KW"])
 
 
 def random_problem_args(n, c, h, w, k, kernel=3, stride=1, padding=1, seed=0):
