@@ -26,8 +26,8 @@ LAYER_SETS = {
     "winograd6": [layer(f"w{c}@{s}k{k}", n, c, s, k) for n, c, s, k in
                   ((1, 64, 224, 64), (1, 128, 122, 128), (1, 128, 128, 128), (1, 64, 56, 64),
                    (1, 64, 64, 32), (1, 64, 112, 128))],
-    # small 3x3 stride-1 layers that run in seconds on a CPU (chapter 12's default; 30 vs 32:
-    # the output is not a multiple of the 2x2 tile's work-group blocks in one, and is in the other)
+    # small 3x3 stride-1 layers that run in seconds on a CPU (chapter 12's default); 30 and 32 give
+    # 15x15 and 16x16 output tiles: one misses every work-group block of the products, one fits
     "winograd_small": [layer("ws32@30", 1, 32, 30, 32), layer("ws32@32", 1, 32, 32, 32),
                        layer("ws64@14", 2, 64, 14, 64)],
     # small batches, as in fine-tuning on an edge device

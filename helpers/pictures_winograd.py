@@ -99,3 +99,35 @@ def conflict_table(ts: int = 16) -> list[tuple]:
         lanes = warp_access(stage, ts)
         rows.append((stage, len(lanes[0]), passes(lanes), gemm_read_degree(stage, ts)))
     return rows
+
+
+def draw_tiles(ax, h: int = 7, w: int = 7, padding: int = 1, tile: tuple = (1, 2)):
+    """The input (with its zero padding) and the 2x2 output tiles; one tile's 4x4 input window.
+
+    Output tile (th, tw) covers outputs (2th..2th+1, 2tw..2tw+1) and reads padded input rows
+    2th..2th+3 and columns 2tw..2tw+3: windows of neighbouring tiles overlap by 2.
+    """
+    from matplotlib.patches import Rectangle
+    hp, wp = h + 2 * padding, w + 2 * padding
+    oh, ow = hp - 2, wp - 2
+    for i in range(hp):
+        for j in range(wp):
+            inside = padding <= i < padding + h and padding <= j < padding + w
+            ax.add_patch(Rectangle((j, i), 1, 1, fc="white" if inside else "0.85", ec="0.6", lw=0.5))
+    th, tw = tile
+    ax.add_patch(Rectangle((2 * tw, 2 * th), 4, 4, fc="tab:blue", alpha=0.25, ec="tab:blue", lw=2))
+    off = wp + 1.5
+    for i in range(oh):
+        for j in range(ow):
+            ax.add_patch(Rectangle((off + j, i), 1, 1, fc="white", ec="0.6", lw=0.5))
+    for a in range(0, oh, 2):
+        for b in range(0, ow, 2):
+            ax.add_patch(Rectangle((off + b, a), 2, 2, fill=False, ec="k", lw=1.2))
+    ax.add_patch(Rectangle((off + 2 * tw, 2 * th), 2, 2, fc="tab:orange", alpha=0.5, ec="tab:orange", lw=2))
+    ax.text(wp / 2, -0.6, f"padded input {h}x{w} (grey: padding {padding})", ha="center", fontsize=8)
+    ax.text(off + ow / 2, -0.6, f"output {oh}x{ow} in 2x2 tiles", ha="center", fontsize=8)
+    ax.set_xlim(-0.5, off + ow + 0.5)
+    ax.set_ylim(max(hp, oh) + 0.5, -1.5)
+    ax.set_aspect("equal")
+    ax.axis("off")
+    return ax

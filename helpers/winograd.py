@@ -129,9 +129,46 @@ def conv2d(x: np.ndarray, w: np.ndarray, padding: int = 0, m: int = 2, dtype=np.
     tiles = np.lib.stride_tricks.sliding_window_view(xp, (alpha, alpha), axis=(2, 3))[:, :, ::m, ::m]
     v = np.einsum("ai,ncxyij,bj->abncxy", bt, tiles, bt, optimize=True).astype(dtype)      # BT d B
     u = np.einsum("ai,ckij,bj->abck", g, w.astype(dtype), g, optimize=True).astype(dtype)   # G g GT
-    mm = np.einsum("abck,abncxy->abnkxy", u, v, optimize=True).astype(dtype)              # sum over c
+    mm = np.zeros((alpha, alpha, n, k, th, tw), dtype)                                   # sum over c,
+    for ci in range(c):                                                                   # one at a time
+        mm += u[:, :, None, ci, :, None, None] * v[:, :, :, ci, None, :, :]
     y = np.einsum("ia,abnkxy,jb->nkxiyj", at, mm, at, optimize=True).astype(dtype)       # AT M A
     return y.reshape(n, k, th * m, tw * m)[:, :, :oh, :ow]
+
+
+def direct_conv2d(x: np.ndarray, w: np.ndarray, padding: int = 0, dtype=np.float32) -> np.ndarray:
+    """Stride-1 direct convolution summing one (c, r, s) term at a time in ``dtype``, as the
+    direct kernel does (one running sum per output)."""
+    n, c, h, wd = x.shape
+    _, k, r, s = w.shape
+    oh, ow = h + 2 * padding - r + 1, wd + 2 * padding - s + 1
+    xp = np.pad(x.astype(dtype), ((0, 0), (0, 0), (padding, padding), (padding, padding)))
+    y = np.zeros((n, k, oh, ow), dtype)
+    wd_ = w.astype(dtype)
+    for ci in range(c):
+        for i in range(r):
+            for j in range(s):
+                y += xp[:, ci:ci + 1, i:i + oh, j:j + ow] * wd_[ci, :, i, j][None, :, None, None]
+    return y
+
+
+def accuracy(channels=(1, 4, 16, 64, 256, 1024), size: int = 16, k: int = 8, seed: int = 0) -> list[dict]:
+    """Float32 error of direct, F(2x2,3x3) and F(4x4,3x3) against a float64 reference, per C:
+    max |error| / max |output| over the whole output (a normwise relative error)."""
+    from .reference import conv2d_forward
+    rows = []
+    for c in channels:
+        rng = np.random.default_rng(seed + c)
+        x = rng.standard_normal((1, c, size, size)).astype(np.float32)
+        w = (rng.standard_normal((c, k, 3, 3)) / np.sqrt(9 * c)).astype(np.float32)
+        exact = conv2d_forward(x, w, 1, 1)
+        scale = np.abs(exact).max()
+        row = {"C": c}
+        for name, y in (("direct", direct_conv2d(x, w, 1)), ("F(2x2,3x3)", conv2d(x, w, 1, 2)),
+                        ("F(4x4,3x3)", conv2d(x, w, 1, 4))):
+            row[name] = float(np.abs(y.astype(np.float64) - exact).max() / scale)
+        rows.append(row)
+    return rows
 
 
 # ---------------------------------------------------------------------------------------------

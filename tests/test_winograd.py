@@ -70,3 +70,17 @@ def test_bank_conflict_counts():
     assert pw.gemm_read_degree("local", ts=16) == 8               # stage 03: Vs[tx][c]
     assert pw.gemm_read_degree("transposed", ts=16) == 1          # stage 04: Vs[c][tx]
     assert pw.gemm_read_degree("blocked", ts=16) == 1             # stage 05: float4 Vs[c][v*NT+tx]
+
+
+def test_exercise_check_counts_multiplications(capsys):
+    from helpers.exercises import check_winograd_1d
+    direct = lambda d, g: [d[0] * g[0] + d[1] * g[1] + d[2] * g[2], d[1] * g[0] + d[2] * g[1] + d[3] * g[2]]
+    assert not check_winograd_1d(direct)
+    assert "6 times" in capsys.readouterr().out
+
+    def f23(d, g):
+        m1, m2 = (d[0] - d[2]) * g[0], (d[1] + d[2]) * (g[0] + g[1] + g[2]) / 2
+        m3, m4 = (d[2] - d[1]) * (g[0] - g[1] + g[2]) / 2, (d[1] - d[3]) * g[2]
+        return [m1 + m2 + m3, m2 - m3 - m4]
+    assert check_winograd_1d(f23)
+    assert not check_winograd_1d(lambda d, g: [0.0, 0.0])
