@@ -28,7 +28,7 @@ def warp_access(stage: str, ts: int = 16, c: int = 0, tile: int = 64, reg: int =
 
     'local' (stage 03): Vs[tx][c] with a TS x TS block, work-items (tx, ty), tx fastest.
     'transposed' (stage 04): Vs[c][tx].
-    'blocked' (stage 05): float4 Vs[c][v*NT + tx], NT = TILE/REG, 4 words per work-item (v = 0).
+    'blocked' (stage 05): float4 Vs[c][v*NTX + tx], NTX = TN/REG (``tile`` = TN), 4 words per work-item (v = 0).
     """
     lanes = []
     for lane in range(WARP):

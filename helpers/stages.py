@@ -92,8 +92,8 @@ def wino_view(p: Problem) -> dict:
 
 def wino_blocks(d: dict) -> tuple:
     """(CI, CO, P) multiples the stage's matrix product needs (1: no padding)."""
-    if "TILE" in d:
-        return d["TK"], d["TILE"], d["TILE"]
+    if "TM" in d:
+        return d["TK"], d["TM"], d["TN"]
     if "TS" in d:
         return d["TS"], d["TS"], d["TS"]
     return 1, 1, 1
@@ -121,8 +121,8 @@ def wino_requires(p: Problem, d: dict):
     if p.op == "conv_dgrad" and dims["K"] < WINO_DGRAD_MIN_K:
         return (f"the Winograd input gradient needs K >= {WINO_DGRAD_MIN_K} output channels to stay "
                 f"within conv_dgrad's per-element tolerance; this problem has K = {dims['K']}")
-    if "REG" in d and (d["REG"] % 4 or d["TILE"] % d["REG"]):
-        return f"REG={d['REG']} must be a multiple of 4 that divides TILE={d['TILE']}"
+    if "REG" in d and (d["REG"] % 4 or d["TM"] % d["REG"] or d["TN"] % d["REG"]):
+        return f"REG={d['REG']} must be a multiple of 4 that divides TM={d['TM']} and TN={d['TN']}"
     cip, cop, pp = wino_padded(p, d)
     if 16 * max(cip, cop) * max(pp, cip) > 2**31 - 1:
         return (f"its scratch matrices would hold {16 * max(cip, cop) * pp:,} floats; the kernels "
@@ -147,7 +147,7 @@ def wino_steps(plan) -> list:
            i32["PADT"], cip, pp)
     gemm = ("U", "V", "M", cip, cop, pp)
     out = ("M", v["dst"], i32["N"], i32["CO"], i32["OH"], i32["OW"], i32["TH"], i32["TW"], cop, pp)
-    if "TS" not in d and "TILE" not in d and plan.stage.name == "wino_naive":  # one work-item per element
+    if "TS" not in d and "TM" not in d and plan.stage.name == "wino_naive":  # one work-item per element
         one = lambda n: ((round_up(int(n), wg),), (wg,))
         return [Step("wino_filter", *one(16 * cop * cip), filt),
                 Step("wino_input", *one(16 * pp * cip), inp),
@@ -155,9 +155,9 @@ def wino_steps(plan) -> list:
                 Step("wino_output", *one(v["N"] * v["CO"] * v["OH"] * v["OW"]), out)]
     steps = [Step("wino_filter", (round_up(int(cop), wg), int(cip)), (wg, 1), filt),
              Step("wino_input", (round_up(int(pp), wg), int(cip)), (wg, 1), inp)]
-    if "TILE" in d:
-        nt = d["TILE"] // d["REG"]
-        steps.append(Step("wino_gemm", (int(pp) // d["REG"], int(cop) // d["REG"], 16), (nt, nt, 1), gemm))
+    if "TM" in d:
+        steps.append(Step("wino_gemm", (int(pp) // d["REG"], int(cop) // d["REG"], 16),
+                          (d["TN"] // d["REG"], d["TM"] // d["REG"], 1), gemm))
     elif "TS" in d:
         steps.append(Step("wino_gemm", (int(pp), int(cop), 16), (d["TS"], d["TS"], 1), gemm))
     else:
@@ -177,8 +177,8 @@ def _wino(op, number, name, kernel, title, defines, tune, fallback=None):
                  fallback=fallback, steps=wino_steps, scratch=wino_scratch, tune=tune)
 
 
-WINO_BLOCKED = {"WG": 64, "TILE": 64, "REG": 4, "TK": 8}
-WINO_BLOCKED_TUNE = {"TILE": [64, 128], "REG": [4, 8], "TK": [8, 16]}
+WINO_BLOCKED = {"WG": 64, "TM": 64, "TN": 64, "REG": 4, "TK": 8}
+WINO_BLOCKED_TUNE = {"TM": [64, 128], "TN": [64, 128], "REG": [4, 8], "TK": [8, 16]}
 
 # conv_forward: the forward convolution (chapter 12: a direct baseline, then Winograd stages 1-5)
 CONV_FORWARD = [

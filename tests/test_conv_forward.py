@@ -211,5 +211,5 @@ def test_missing_input(ctx):
 
 
 def test_bad_register_block_is_refused(ctx):
-    with pytest.raises(ValueError, match="REG=6 must be a multiple of 4"):
+    with pytest.raises(ValueError, match="REG=6 must be a multiple of 4 that divides TM"):
         helpers.run_stage("conv_forward", "wino_blocked", ctx=ctx, defines={"REG": 6}, **good())

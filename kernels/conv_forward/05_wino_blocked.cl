@@ -1,25 +1,27 @@
 // Stage 05: Winograd F(2x2,3x3), register-blocked matrix products with vector loads.
 //
-// What changed since stage 04: wino_gemm. A work-group of (TILE/REG)^2 work-items computes a
-// TILE x TILE block of M[xi] (64 x 64 by default); each work-item keeps a REG x REG block of it
-// in registers (4 x 4: 16 accumulators). Per step of TK input channels the group copies a TK x TILE
-// block of U and of V into local memory with float4 loads, then each work-item reads, per
+// What changed since stage 04: wino_gemm. A work-group of (TM/REG) x (TN/REG) work-items
+// computes a TM x TN block of M[xi] (output channels x tiles, 64 x 64 by default); each work-item
+// keeps a REG x REG block of it in registers (4 x 4: 16 accumulators). Per step of TK input
+// channels the group copies a TK x TM block of U and a TK x TN block of V into local memory with
+// float4 loads, then each work-item reads, per
 // channel, REG values of U and REG values of V as float4 (two 128-bit local loads for REG = 4)
 // and does REG*REG multiply-adds with them. Why: in stage 04 each multiply-add needed two
 // local-memory loads; here 16 need two float4 loads, so local memory stops being the limit.
 // U is now stored (16, CIP, COP) (wino_filter writes it transposed) so that its blocks, like V's,
 // are rows of consecutive output channels: one float4 holds 4 of them.
-// A work-item's REG columns are REG/4 float4s spaced TILE/REG*4 apart (not REG consecutive
-// floats), so the float4 loads of neighbouring work-items fall into different banks.
+// A work-item's REG columns are REG/4 float4s spaced (TN/REG)*4 floats apart (not REG consecutive
+// floats), so the float4 loads of neighbouring work-items are consecutive: no bank conflicts.
 //
 // ROTATED = 1 (the input gradient, conv_dgrad stage 12) reads each filter rotated by 180 degrees
 // with its input and output channels swapped, and wino_input applies the activation's derivative
 // to what it reads (GRAD_IN): the input gradient is then this same forward convolution of dy.
 //
 // Layouts: U (16, CIP, COP), V (16, CIP, PP), M (16, COP, PP).
-// NDRange of wino_gemm: (PP/REG, COP/REG, 16), work-group (TILE/REG, TILE/REG, 1).
-// JIT parameters: TILE (block side; COP, PP are multiples of it), REG (a multiple of 4 dividing
-// TILE), TK (channels per step; CIP is a multiple of it), WG (transforms' work-group, host side).
+// NDRange of wino_gemm: (PP/REG, COP/REG, 16), work-group (TN/REG, TM/REG, 1).
+// JIT parameters: TM, TN (block of M per work-group; COP is a multiple of TM, PP of TN), REG (a
+// multiple of 4 dividing TM and TN), TK (channels per step; CIP is a multiple of it), WG (the
+// transforms' work-group, host side). helpers/stages.py pads the scratch matrices to fit.
 
 #include "course.h"
 #include "winograd_tiles.h"
@@ -67,28 +69,32 @@ __kernel void wino_input(__global const float* restrict x,    // (N, CI, IH, IW)
         V[(xi * CIP + ci) * PP + p] = v[xi];           // consecutive p: consecutive addresses
 }
 
-#ifndef TILE
-#define TILE 64  // block of M per work-group: TILE x TILE
+#ifndef TM
+#define TM 64    // block of M per work-group: TM output channels ...
+#endif
+#ifndef TN
+#define TN 64    // ... x TN tiles
 #endif
 #ifndef REG
-#define REG 4    // block of M per work-item: REG x REG; a multiple of 4 that divides TILE
+#define REG 4    // block of M per work-item: REG x REG; a multiple of 4 that divides TM and TN
 #endif
 #ifndef TK
 #define TK 8     // input channels per local-memory step
 #endif
-#define NT (TILE / REG)   // work-items per side of the work-group
+#define NTX (TN / REG)    // work-items along the tiles (dimension 0)
+#define NTY (TM / REG)    // work-items along the output channels (dimension 1)
 #define NV (REG / 4)      // float4s per side of a work-item's block
 
-__kernel __attribute__((reqd_work_group_size(NT, NT, 1)))
+__kernel __attribute__((reqd_work_group_size(NTX, NTY, 1)))
 void wino_gemm(__global const float* restrict U,    // (16, CIP, COP)
                __global const float* restrict V,    // (16, CIP, PP)
                __global float* restrict M,          // (16, COP, PP)
                const int CIP, const int COP, const int PP) {
     const int tx = get_local_id(0), ty = get_local_id(1), xi = get_group_id(2);
-    const int tid = ty * NT + tx;
-    const int p0 = get_group_id(0) * TILE, co0 = get_group_id(1) * TILE;
-    __local float4 Us[TK][TILE / 4];   // Us[c][(co - co0) / 4]
-    __local float4 Vs[TK][TILE / 4];   // Vs[c][(p - p0) / 4]
+    const int tid = ty * NTX + tx;
+    const int p0 = get_group_id(0) * TN, co0 = get_group_id(1) * TM;
+    __local float4 Us[TK][TM / 4];     // Us[c][(co - co0) / 4]
+    __local float4 Vs[TK][TN / 4];     // Vs[c][(p - p0) / 4]
     __global const float4* U4 = (__global const float4*)(U + xi * CIP * COP);
     __global const float4* V4 = (__global const float4*)(V + xi * CIP * PP);
 
@@ -98,9 +104,12 @@ void wino_gemm(__global const float* restrict U,    // (16, CIP, COP)
             acc[i][j] = 0.0f;
 
     for (int c0 = 0; c0 < CIP; c0 += TK) {
-        for (int e = tid; e < TK * TILE / 4; e += NT * NT) {   // float4 copies, consecutive in memory
-            const int c = e / (TILE / 4), q = e % (TILE / 4);
+        for (int e = tid; e < TK * TM / 4; e += NTX * NTY) {   // float4 copies, consecutive in memory
+            const int c = e / (TM / 4), q = e % (TM / 4);
             Us[c][q] = U4[((c0 + c) * COP + co0) / 4 + q];
+        }
+        for (int e = tid; e < TK * TN / 4; e += NTX * NTY) {
+            const int c = e / (TN / 4), q = e % (TN / 4);
             Vs[c][q] = V4[((c0 + c) * PP + p0) / 4 + q];
         }
         barrier(CLK_LOCAL_MEM_FENCE);
@@ -109,7 +118,7 @@ void wino_gemm(__global const float* restrict U,    // (16, CIP, COP)
             float a[REG], b[REG];
 #pragma unroll
             for (int v = 0; v < NV; v++) {
-                const float4 ua = Us[c][v * NT + ty], vb = Vs[c][v * NT + tx];   // 128-bit local loads
+                const float4 ua = Us[c][v * NTY + ty], vb = Vs[c][v * NTX + tx];   // 128-bit local loads
                 a[4 * v] = ua.x; a[4 * v + 1] = ua.y; a[4 * v + 2] = ua.z; a[4 * v + 3] = ua.w;
                 b[4 * v] = vb.x; b[4 * v + 1] = vb.y; b[4 * v + 2] = vb.z; b[4 * v + 3] = vb.w;
             }
@@ -122,9 +131,9 @@ void wino_gemm(__global const float* restrict U,    // (16, CIP, COP)
         barrier(CLK_LOCAL_MEM_FENCE);
     }
     for (int i = 0; i < REG; i++) {
-        const int co = co0 + ((i / 4) * NT + ty) * 4 + i % 4;
+        const int co = co0 + ((i / 4) * NTY + ty) * 4 + i % 4;
         for (int v = 0; v < NV; v++) {
-            const int p = p0 + (v * NT + tx) * 4;
+            const int p = p0 + (v * NTX + tx) * 4;
             vstore4((float4)(acc[i][4 * v], acc[i][4 * v + 1], acc[i][4 * v + 2], acc[i][4 * v + 3]),
                     0, M + (xi * COP + co) * PP + p);
         }
