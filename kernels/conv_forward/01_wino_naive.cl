@@ -16,6 +16,7 @@
 // Scratch sizes: CIP >= CI, COP >= CO, PP >= P = N*TH*TW (padding, written as zeros, lets later
 // stages run their matrix products without bounds checks; here CIP = CI, COP = CO, PP = P).
 // NDRange of every kernel: one dimension, one work-item per element, padded to WG.
+// JIT parameters: WG (work-group size, host side).
 
 #include "course.h"
 #include "winograd_f23.h"

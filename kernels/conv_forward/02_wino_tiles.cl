@@ -10,6 +10,7 @@
 // Layouts as in stage 01: U (16, COP, CIP), V (16, PP, CIP), M (16, COP, PP).
 // NDRange: transforms: dim 0 = tile p or output channel co (padded to WG), dim 1 = channel;
 // wino_gemm: one dimension, one work-item per element of M, padded to WG.
+// JIT parameters: WG (work-group size, host side).
 
 #include "course.h"
 #include "winograd_tiles.h"

@@ -4,10 +4,10 @@
 // computes a TM x TN block of M[xi] (output channels x tiles, 64 x 64 by default); each work-item
 // keeps a REG x REG block of it in registers (4 x 4: 16 accumulators). Per step of TK input
 // channels the group copies a TK x TM block of U and a TK x TN block of V into local memory with
-// float4 loads, then each work-item reads, per
-// channel, REG values of U and REG values of V as float4 (two 128-bit local loads for REG = 4)
-// and does REG*REG multiply-adds with them. Why: in stage 04 each multiply-add needed two
-// local-memory loads; here 16 need two float4 loads, so local memory stops being the limit.
+// float4 loads; then, per channel, each work-item reads REG values of U and REG values of V as
+// float4s (two 128-bit local loads for REG = 4) and does REG*REG multiply-adds with them.
+// Why: in stage 04 each multiply-add needed two local-memory loads; here 16 share two float4
+// loads (64 share four with REG = 8), so far fewer local-memory accesses per multiply-add.
 // U is now stored (16, CIP, COP) (wino_filter writes it transposed) so that its blocks, like V's,
 // are rows of consecutive output channels: one float4 holds 4 of them.
 // A work-item's REG columns are REG/4 float4s spaced (TN/REG)*4 floats apart (not REG consecutive
