@@ -84,6 +84,7 @@ def bank_picture(ax, stage: str, ts: int = 16, **kw):
         row += depth
     ax.set_xlim(0, BANKS)
     ax.set_ylim(row, 0)
+    ax.set_yticks(range(row + 1))
     ax.set_xlabel("bank")
     ax.set_ylabel("pass")
     ax.set_title(f"{stage}: {passes(lanes)} pass(es) for one warp's read", fontsize=9)
@@ -125,7 +126,8 @@ def draw_tiles(ax, h: int = 7, w: int = 7, padding: int = 1, tile: tuple = (1, 2
             ax.add_patch(Rectangle((off + b, a), 2, 2, fill=False, ec="k", lw=1.2))
     ax.add_patch(Rectangle((off + 2 * tw, 2 * th), 2, 2, fc="tab:orange", alpha=0.5, ec="tab:orange", lw=2))
     ax.text(wp / 2, -0.6, f"padded input {h}x{w} (grey: padding {padding})", ha="center", fontsize=8)
-    ax.text(off + ow / 2, -0.6, f"output {oh}x{ow} in 2x2 tiles", ha="center", fontsize=8)
+    partial = " (the last ones partial: their extra outputs are dropped)" if oh % 2 or ow % 2 else ""
+    ax.text(off + ow / 2, -0.6, f"output {oh}x{ow} in 2x2 tiles{partial}", ha="center", fontsize=8)
     ax.set_xlim(-0.5, off + ow + 0.5)
     ax.set_ylim(max(hp, oh) + 0.5, -1.5)
     ax.set_aspect("equal")
