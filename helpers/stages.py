@@ -177,7 +177,7 @@ def _wino(op, number, name, kernel, title, defines, tune, fallback=None):
                  fallback=fallback, steps=wino_steps, scratch=wino_scratch, tune=tune)
 
 
-WINO_BLOCKED = {"WG": 64, "TM": 64, "TN": 64, "REG": 4, "TK": 8}
+WINO_BLOCKED = {"WG": 64, "TM": 64, "TN": 64, "REG": 4, "TK": 8, "PREFETCH": 1}
 WINO_BLOCKED_TUNE = {"TM": [64, 128], "TN": [64, 128], "REG": [4, 8], "TK": [8, 16]}
 
 # conv_forward: the forward convolution (chapter 12: a direct baseline, then Winograd stages 1-5)

@@ -31,7 +31,8 @@ def wino_grid(seed: int = 12):
         c, k = (int(v) for v in rng.choice(chans, 2))
         cases.append(dict(n=int(rng.integers(1, 4)), c=c, h=h, w=w, k=k, padding=pad))
     # more tiles than one 64-wide block of the register-blocked product, a partial last block
-    cases.append(dict(n=3, c=5, h=23, w=21, k=66, padding=1))
+    # and more channels than one step of it (TK), so the prefetch of the next step runs
+    cases.append(dict(n=3, c=37, h=23, w=21, k=66, padding=1))
     return cases
 
 
@@ -68,11 +69,22 @@ def test_stage_matches_reference_with_guards(ctx, stage):
     for values in itertools.product(*(s.tune[n] for n in sorted(s.tune)))])
 def test_every_tune_candidate_is_correct(ctx, stage, defines):
     """The benchmark's search may pick any candidate, so each must be right on awkward shapes."""
-    for i, c in enumerate([GRID[3], GRID[-1]]):
+    for i, c in enumerate([GRID[-1]]):   # several blocks of the products, the last one partial
         try:
             helpers.check_stage("conv_forward", stage, ctx=ctx, guard=True, defines=defines, **_args(c, seed=i))
         except (AssertionError, helpers.GuardViolation) as err:
             raise AssertionError(f"stage {stage} with {defines} failed on {case_id(c)}:\n{err}") from None
+
+
+@pytest.mark.parametrize("op, stage", [("conv_forward", "wino_blocked"), ("conv_dgrad", "winograd")])
+def test_without_prefetch(ctx, op, stage):
+    """PREFETCH=0 (load each step's blocks, then compute) gives the same answers."""
+    if op == "conv_forward":
+        args = _args(GRID[-1], seed=5)
+    else:
+        from helpers.ops.conv_dgrad import random_problem_args as dgrad_args
+        args = dgrad_args(2, 19, 11, 6, 24, 3, 1, 0, "relu", seed=5)
+    helpers.check_stage(op, stage, ctx=ctx, guard=True, defines={"PREFETCH": 0}, **args)
 
 
 @pytest.mark.parametrize("kernel, stride, padding", [(1, 1, 0), (2, 2, 1), (3, 2, 1), (3, 3, 2), (5, 1, 2), (5, 2, 4)])

@@ -8,6 +8,8 @@
 // float4s (two 128-bit local loads for REG = 4) and does REG*REG multiply-adds with them.
 // Why: in stage 04 each multiply-add needed two local-memory loads; here 16 share two float4
 // loads (64 share four with REG = 8), so far fewer local-memory accesses per multiply-add.
+// The blocks pass through registers: with PREFETCH = 1 the next step's global loads are issued
+// before this step's products, so their latency overlaps the arithmetic.
 // U is now stored (16, CIP, COP) (wino_filter writes it transposed) so that its blocks, like V's,
 // are rows of consecutive output channels: one float4 holds 4 of them.
 // A work-item's REG columns are REG/4 float4s spaced (TN/REG)*4 floats apart (not REG consecutive
@@ -20,7 +22,8 @@
 // Layouts: U (16, CIP, COP), V (16, CIP, PP), M (16, COP, PP).
 // NDRange of wino_gemm: (PP/REG, COP/REG, 16), work-group (TN/REG, TM/REG, 1).
 // JIT parameters: TM, TN (block of M per work-group; COP is a multiple of TM, PP of TN), REG (a
-// multiple of 4 dividing TM and TN), TK (channels per step; CIP is a multiple of it), WG (the
+// multiple of 4 dividing TM and TN), TK (channels per step; CIP is a multiple of it), PREFETCH
+// (0 or 1), WG (the
 // transforms' work-group, host side). helpers/stages.py pads the scratch matrices to fit.
 
 #include "course.h"
@@ -81,9 +84,29 @@ __kernel void wino_input(__global const float* restrict x,    // (N, CI, IH, IW)
 #ifndef TK
 #define TK 8     // input channels per local-memory step
 #endif
+#ifndef PREFETCH
+#define PREFETCH 1  // 1: fetch the next step's blocks into registers while computing this one
+#endif
 #define NTX (TN / REG)    // work-items along the tiles (dimension 0)
 #define NTY (TM / REG)    // work-items along the output channels (dimension 1)
+#define NW (NTX * NTY)    // work-items per group
 #define NV (REG / 4)      // float4s per side of a work-item's block
+#define LU CEIL_DIV(TK * TM / 4, NW)   // float4s of U each work-item copies per step
+#define LV CEIL_DIV(TK * TN / 4, NW)   // float4s of V each work-item copies per step
+
+// One step's share of the U and V blocks of this work-item, from global memory into registers:
+// the group's consecutive work-items read consecutive float4s (coalesced).
+inline void fetch_blocks(float4 ru[LU], float4 rv[LV], __global const float4* U4, __global const float4* V4,
+                         const int c0, const int tid, const int co0, const int p0, const int COP, const int PP) {
+    for (int l = 0; l < LU; l++) {
+        const int e = tid + l * NW;
+        if (e < TK * TM / 4) ru[l] = U4[((c0 + e / (TM / 4)) * COP + co0) / 4 + e % (TM / 4)];
+    }
+    for (int l = 0; l < LV; l++) {
+        const int e = tid + l * NW;
+        if (e < TK * TN / 4) rv[l] = V4[((c0 + e / (TN / 4)) * PP + p0) / 4 + e % (TN / 4)];
+    }
+}
 
 __kernel __attribute__((reqd_work_group_size(NTX, NTY, 1)))
 void wino_gemm(__global const float* restrict U,    // (16, CIP, COP)
@@ -103,16 +126,27 @@ void wino_gemm(__global const float* restrict U,    // (16, CIP, COP)
         for (int j = 0; j < REG; j++)
             acc[i][j] = 0.0f;
 
+    float4 ru[LU], rv[LV];
+#if PREFETCH
+    fetch_blocks(ru, rv, U4, V4, 0, tid, co0, p0, COP, PP);
+#endif
     for (int c0 = 0; c0 < CIP; c0 += TK) {
-        for (int e = tid; e < TK * TM / 4; e += NTX * NTY) {   // float4 copies, consecutive in memory
-            const int c = e / (TM / 4), q = e % (TM / 4);
-            Us[c][q] = U4[((c0 + c) * COP + co0) / 4 + q];
+#if !PREFETCH
+        fetch_blocks(ru, rv, U4, V4, c0, tid, co0, p0, COP, PP);
+#endif
+        for (int l = 0; l < LU; l++) {                 // registers -> local memory
+            const int e = tid + l * NW;
+            if (e < TK * TM / 4) Us[e / (TM / 4)][e % (TM / 4)] = ru[l];
         }
-        for (int e = tid; e < TK * TN / 4; e += NTX * NTY) {
-            const int c = e / (TN / 4), q = e % (TN / 4);
-            Vs[c][q] = V4[((c0 + c) * PP + p0) / 4 + q];
+        for (int l = 0; l < LV; l++) {
+            const int e = tid + l * NW;
+            if (e < TK * TN / 4) Vs[e / (TN / 4)][e % (TN / 4)] = rv[l];
         }
         barrier(CLK_LOCAL_MEM_FENCE);
+#if PREFETCH
+        if (c0 + TK < CIP)                             // the next step's loads are in flight ...
+            fetch_blocks(ru, rv, U4, V4, c0 + TK, tid, co0, p0, COP, PP);
+#endif
 #pragma unroll
         for (int c = 0; c < TK; c++) {
             float a[REG], b[REG];
@@ -128,7 +162,7 @@ void wino_gemm(__global const float* restrict U,    // (16, CIP, COP)
                 for (int j = 0; j < REG; j++)
                     acc[i][j] = fma(a[i], b[j], acc[i][j]);
         }
-        barrier(CLK_LOCAL_MEM_FENCE);
+        barrier(CLK_LOCAL_MEM_FENCE);                  // ... while these products run
     }
     for (int i = 0; i < REG; i++) {
         const int co = co0 + ((i / 4) * NTY + ty) * 4 + i % 4;
