@@ -22,6 +22,14 @@ LAYER_SETS = {
     # VGG-16 layers at batch 32
     "vgg16": [layer(f"vgg{c}@{s}", 32, c, s, k) for c, s, k in
               ((64, 224, 64), (256, 56, 256), (512, 28, 512), (512, 14, 512))],
+    # the six (N, C, size, K) shapes of chapter 12's Winograd table (stride 1, padding 1)
+    "winograd6": [layer(f"w{c}@{s}k{k}", n, c, s, k) for n, c, s, k in
+                  ((1, 64, 224, 64), (1, 128, 122, 128), (1, 128, 128, 128), (1, 64, 56, 64),
+                   (1, 64, 64, 32), (1, 64, 112, 128))],
+    # small 3x3 stride-1 layers that run in seconds on a CPU (chapter 12's default); 30 and 32 give
+    # 15x15 and 16x16 output tiles: one misses every work-group block of the products, one fits
+    "winograd_small": [layer("ws32@30", 1, 32, 30, 32), layer("ws32@32", 1, 32, 32, 32),
+                       layer("ws64@14", 2, 64, 14, 64)],
     # small batches, as in fine-tuning on an edge device
     "edge": [dict(l, name=f"{l['name']}/n{n}") for n in (1, 8) for l in _resnet50(n)],
     # tiny shapes that run in seconds on a CPU through PoCL (CI, notebooks' default)

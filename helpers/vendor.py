@@ -83,3 +83,19 @@ def cudnn_conv_dgrad(grad_output, weight_iohw, input_shape, stride, padding, *, 
     out["name"] = "cuDNN"
     out["library"] = "cuDNN fp32 (TF32 off) via torch.nn.grad.conv2d_input"
     return out
+
+
+def cudnn_conv_forward(x, weight_iohw, stride, padding, *, warmup=5, repeats=20, flush_bytes=256 * 2**20):
+    """Median time of cuDNN's fp32 forward convolution for this layer, or None without CUDA."""
+    torch = torch_cuda()
+    if torch is None:
+        return None
+    torch.backends.cudnn.allow_tf32 = False
+    torch.backends.cuda.matmul.allow_tf32 = False
+    torch.backends.cudnn.benchmark = True
+    xt = torch.from_numpy(x).cuda()
+    w = torch.from_numpy(np.ascontiguousarray(weight_iohw.transpose(1, 0, 2, 3))).cuda()  # IOHW -> OIHW
+    out = time_cuda(lambda: torch.nn.functional.conv2d(xt, w, stride=stride, padding=padding),
+                    warmup, repeats, flush_bytes)
+    out["library"] = "cuDNN fp32 (TF32 off) via torch.nn.functional.conv2d"
+    return out

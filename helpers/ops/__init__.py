@@ -12,6 +12,7 @@ _MODULES = {
     "conv_dgrad": "helpers.ops.conv_dgrad",
     "batchnorm_forward": "helpers.ops.batchnorm_forward",
     "batchnorm_backward": "helpers.ops.batchnorm_backward",
+    "conv_forward": "helpers.ops.conv_forward",
 }
 
 

@@ -1,0 +1,127 @@
+"""Op "conv_forward": the forward pass of a convolution layer (no bias, no activation).
+
+run_stage("conv_forward", stage, input=(N,C,H,W), weight=(C,K,R,S) IOHW, stride=1, padding=0)
+    -> output (N,K,OH,OW)
+
+Single-kernel stages take ``(x, w, y, N, C, H, W, K, OH, OW, PAD)`` and are built with -DKH,
+-DKW, -DSTRIDE. The Winograd stages (chapter 12) are several kernels each; their launches are
+described in helpers/stages.py (steps=).
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from .. import reference as ref
+from ..check import rtol_for_sum
+from ..problem import Problem, positive_int, reject_unknown, tensor
+
+OP = "conv_forward"
+ARGS = ("input", "weight", "stride", "padding")
+
+# The tolerance, and why Winograd needs its own scale. The direct kernel's rounding error at an
+# output is bounded by eps * sqrt(terms) times the sum of |x|*|w| over that output's own window
+# (helpers/check.py). A Winograd output is computed from its whole 4x4 input tile: the transforms
+# add and subtract inputs that cancel exactly in exact arithmetic but not in float32, so its error
+# scales with the magnitudes of the *tile*, not with the output's own window. Chapter 12 shows
+# it: with one input channel and padding 2, a corner output sees one input, yet its Winograd error
+# is set by the other inputs of its tile, hundreds of times that one input's share of rounding.
+# So for 3x3 stride-1 problems (where the Winograd stages run) the magnitude is the tile's:
+#     sum over c of (sum of |x| over the output's 4x4 input tile) * max |w[c, k]|,
+# which also bounds the direct kernel's magnitude (its 3x3 window lies inside the tile).
+# Measured in chapter 12 against that scale (1 to 32 channels, paddings 0-2, random data), the
+# worst error is about 0.03 of the tolerance below for F(2x2,3x3) and 0.02 for the direct kernel,
+# while against each output's own terms the Winograd error reaches over 10x eps*sqrt(9C) (with
+# one channel): the tile scale is what makes the tolerance honest for Winograd, not a larger
+# rtol. The rtol is the usual float32 one (check.rtol_for_sum, 8x safety). A dropped or doubled
+# term, an error of roughly 1/(16C) of the tile scale, still fails for C up to several hundred
+# (the tests use C <= 48).
+WINOGRAD_TILE = 4   # input tile side of F(2x2,3x3); output tiles of 2x2
+
+
+def tile_magnitude(x: np.ndarray, w: np.ndarray, padding: int, oh: int, ow: int) -> np.ndarray:
+    """For each output: sum_c (sum of |x| over its 2x2 tile's 4x4 input window) * max_rs |w[c,k]|."""
+    n, c, h, wd = x.shape
+    th, tw = -(-oh // 2), -(-ow // 2)
+    xp = np.zeros((n, c, 2 * th + 2, 2 * tw + 2))
+    src = np.abs(x.astype(np.float64))[:, :, :2 * th + 2 - padding, :2 * tw + 2 - padding]
+    xp[:, :, padding:padding + src.shape[2], padding:padding + src.shape[3]] = src
+    win = np.lib.stride_tricks.sliding_window_view(xp, (4, 4), axis=(2, 3))[:, :, ::2, ::2]
+    sums = win.sum(axis=(-1, -2))                                     # (N, C, TH, TW)
+    wmax = np.abs(w.astype(np.float64)).max(axis=(2, 3))              # (C, K)
+    t = np.einsum("ncij,ck->nkij", sums, wmax)
+    return np.repeat(np.repeat(t, 2, axis=2), 2, axis=3)[:, :, :oh, :ow]
+
+
+def prepare(**kwargs) -> Problem:
+    reject_unknown(OP, kwargs, ARGS)
+    x = tensor(OP, "input", kwargs.get("input"), 4)
+    w = tensor(OP, "weight", kwargs.get("weight"), 4)
+    stride = positive_int(OP, "stride", kwargs.get("stride", 1))
+    pad = positive_int(OP, "padding", kwargs.get("padding", 0), minimum=0)
+    n, c, h, wd = x.shape
+    wc, k, kh, kw = w.shape
+    if wc != c:
+        raise ValueError(f"{OP}: weight is IOHW (C_in, C_out, R, S) = {w.shape}, so its first "
+                         f"dimension must equal the input's channels C = {c}")
+    if kh > h + 2 * pad or kw > wd + 2 * pad:
+        raise ValueError(f"{OP}: a {kh}x{kw} kernel does not fit in the padded {h}x{wd} input "
+                         f"(padding {pad})")
+    oh, ow = ref.output_size(h, kh, stride, pad), ref.output_size(wd, kw, stride, pad)
+    if n * k * oh * ow > 2**31 - 1:
+        raise ValueError(f"{OP}: the output would have {n * k * oh * ow:,} elements; the kernels "
+                         f"index with 32-bit integers")
+    return Problem(
+        op=OP,
+        inputs={"input": x, "weight": w},
+        outputs={"output": (n, k, oh, ow)},
+        scalars={"N": n, "C": c, "H": h, "W": wd, "K": k, "OH": oh, "OW": ow, "PAD": pad},
+        defines={"KH": kh, "KW": kw, "STRIDE": stride},
+        dims={"N": n, "C": c, "H": h, "W": wd, "K": k, "OH": oh, "OW": ow, "KH": kh, "KW": kw,
+              "stride": stride, "pad": pad},
+        flops=2 * n * k * oh * ow * c * kh * kw,
+        min_bytes=4 * (x.size + w.size + n * k * oh * ow),
+        flops_formula="2·N·K·OH·OW·C·R·S (the direct convolution's multiply-adds, whatever the algorithm)",
+        bytes_formula="4 bytes · (|input| + |weight| + |output|)",
+        label=f"N{n} C{c} {h}x{wd} K{k} {kh}x{kw} s{stride} p{pad}",
+    )
+
+
+def reference(p: Problem):
+    d = p.dims
+    x, w = p.inputs["input"], p.inputs["weight"]
+    expected = ref.conv2d_forward(x, w, d["stride"], d["pad"])
+    magnitude = ref.conv2d_forward(np.abs(x), np.abs(w), d["stride"], d["pad"])
+    if (d["KH"], d["KW"], d["stride"]) == (3, 3, 1):   # where the Winograd stages run: see above
+        magnitude = np.maximum(magnitude, tile_magnitude(x, w, d["pad"], d["OH"], d["OW"]))
+    return {"output": expected}, {"output": magnitude}
+
+
+def rtol(p: Problem) -> float:
+    """One tolerance for every stage of the op; Winograd's larger error is in the magnitude (above)."""
+    d = p.dims
+    return rtol_for_sum(d["C"] * d["KH"] * d["KW"])
+
+
+def random_problem_args(n, c, h, w, k, kernel=3, stride=1, padding=1, seed=0):
+    """Random, reproducible arguments for one layer (tests, notebooks, the benchmark)."""
+    rng = np.random.default_rng(seed)
+    return dict(input=rng.standard_normal((n, c, h, w), dtype=np.float32),
+                weight=(rng.standard_normal((c, k, kernel, kernel), dtype=np.float32)
+                        / np.float32(np.sqrt(c * kernel * kernel))).astype(np.float32),
+                stride=stride, padding=padding)
+
+
+def layer_args(layer: dict, activation: str = "none", seed: int = 0) -> dict:
+    """Arguments for one layer of a set in helpers/layers.py (the forward pass has no activation)."""
+    if activation != "none":
+        raise ValueError(f"{OP} has no activation (got {activation!r}); benchmark it with --activation none")
+    return random_problem_args(layer["n"], layer["c"], layer["h"], layer["w"], layer["k"], layer["kernel"],
+                               layer["stride"], layer["padding"], seed)
+
+
+def vendor_time(problem: Problem, warmup: int, repeats: int, flush_bytes: int):
+    """cuDNN's fp32 forward convolution (TF32 off) through PyTorch on an NVIDIA GPU, or None."""
+    from ..vendor import cudnn_conv_forward
+    d = problem.dims
+    return cudnn_conv_forward(problem.inputs["input"], problem.inputs["weight"], d["stride"], d["pad"],
+                              warmup=warmup, repeats=repeats, flush_bytes=flush_bytes)

@@ -1,0 +1,135 @@
+"""Chapter 12's pictures: which local-memory bank each work-item of a warp reads in the
+Winograd matrix products, and how many times the bank must be read (the conflict degree).
+
+The model: 32 banks of 4-byte words; word address a lives in bank a % 32. A warp's access is
+served in one pass per distinct word of the busiest bank (work-items reading the same word
+share it: a broadcast). 64-bit accesses are served a half-warp at a time, 128-bit (float4) a
+quarter-warp at a time, each part in its own pass(es). NVIDIA documents this model; other
+GPUs (AMD: 32 banks, similar rules) differ in details, and a CPU has no banks at all.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+BANKS = 32
+WARP = 32
+
+
+def conflict_degree(words, banks: int = BANKS) -> int:
+    """Passes one access needs: the most distinct words any single bank is asked for."""
+    per_bank: dict[int, set] = {}
+    for a in words:
+        per_bank.setdefault(a % banks, set()).add(a)
+    return max((len(s) for s in per_bank.values()), default=0)
+
+
+def warp_access(stage: str, ts: int = 16, c: int = 0, tile: int = 64, reg: int = 4):
+    """Word addresses (one list per work-item of a warp) of the V read in a stage's inner loop.
+
+    'local' (stage 03): Vs[tx][c] with a TS x TS block, work-items (tx, ty), tx fastest.
+    'transposed' (stage 04): Vs[c][tx].
+    'blocked' (stage 05): float4 Vs[c][v*NTX + tx], NTX = TN/REG (``tile`` = TN), 4 words per work-item (v = 0).
+    """
+    lanes = []
+    for lane in range(WARP):
+        if stage in ("local", "transposed"):
+            tx = lane % ts
+            lanes.append([tx * ts + c] if stage == "local" else [c * ts + tx])
+        elif stage == "blocked":
+            nt = tile // reg
+            tx = lane % nt
+            base = c * tile + tx * 4
+            lanes.append([base, base + 1, base + 2, base + 3])
+        else:
+            raise ValueError(f"unknown stage {stage!r}; use 'local', 'transposed' or 'blocked'")
+    return lanes
+
+
+def passes(lanes) -> int:
+    """Total passes for a warp access: per part of the warp (by access width), the conflict degree."""
+    width = len(lanes[0])                       # 1, 2 or 4 words per work-item
+    part = WARP // width                        # 32, 16 or 8 work-items served together
+    return sum(conflict_degree([a for lane in lanes[i:i + part] for a in lane]) for i in range(0, WARP, part))
+
+
+def gemm_read_degree(stage: str, ts: int = 16, **kw) -> int:
+    """Passes divided by the passes a conflict-free access of that width needs (1 = no conflict)."""
+    lanes = warp_access(stage, ts, **kw)
+    ideal = len(lanes[0])                       # one pass per part of the warp
+    return passes(lanes) // ideal
+
+
+def bank_picture(ax, stage: str, ts: int = 16, **kw):
+    """Banks across, passes down: each box is one word read in that pass, labelled with its work-items."""
+    lanes = warp_access(stage, ts, **kw)
+    width = len(lanes[0])
+    part = WARP // width
+    row = 0
+    for start in range(0, WARP, part):
+        words: dict[int, list] = {}
+        for lane in range(start, start + part):
+            for a in lanes[lane]:
+                words.setdefault(a, []).append(lane)
+        by_bank: dict[int, list] = {}
+        for a in sorted(words):
+            by_bank.setdefault(a % BANKS, []).append(a)
+        depth = max(len(v) for v in by_bank.values())
+        for bank, addrs in by_bank.items():
+            for j, a in enumerate(addrs):
+                ls = words[a]
+                ax.add_patch(__import__("matplotlib.patches", fromlist=["Rectangle"]).Rectangle(
+                    (bank, row + j), 0.95, 0.9, color="tab:red" if len(addrs) > 1 else "tab:green", alpha=0.6))
+                label = f"{ls[0]}" if len(ls) == 1 else f"{ls[0]}+"
+                ax.text(bank + 0.47, row + j + 0.45, label, ha="center", va="center", fontsize=6)
+        row += depth
+    ax.set_xlim(0, BANKS)
+    ax.set_ylim(row, 0)
+    ax.set_yticks(range(row + 1))
+    ax.set_xlabel("bank")
+    ax.set_ylabel("pass")
+    ax.set_title(f"{stage}: {passes(lanes)} pass(es) for one warp's read", fontsize=9)
+    ax.set_xticks(range(0, BANKS, 4))
+    ax.grid(False)
+    return ax
+
+
+def conflict_table(ts: int = 16) -> list[tuple]:
+    """(stage, words per work-item, passes, conflict degree) for the three layouts."""
+    rows = []
+    for stage in ("local", "transposed", "blocked"):
+        lanes = warp_access(stage, ts)
+        rows.append((stage, len(lanes[0]), passes(lanes), gemm_read_degree(stage, ts)))
+    return rows
+
+
+def draw_tiles(ax, h: int = 7, w: int = 7, padding: int = 1, tile: tuple = (1, 2)):
+    """The input (with its zero padding) and the 2x2 output tiles; one tile's 4x4 input window.
+
+    Output tile (th, tw) covers outputs (2th..2th+1, 2tw..2tw+1) and reads padded input rows
+    2th..2th+3 and columns 2tw..2tw+3: windows of neighbouring tiles overlap by 2.
+    """
+    from matplotlib.patches import Rectangle
+    hp, wp = h + 2 * padding, w + 2 * padding
+    oh, ow = hp - 2, wp - 2
+    for i in range(hp):
+        for j in range(wp):
+            inside = padding <= i < padding + h and padding <= j < padding + w
+            ax.add_patch(Rectangle((j, i), 1, 1, fc="white" if inside else "0.85", ec="0.6", lw=0.5))
+    th, tw = tile
+    ax.add_patch(Rectangle((2 * tw, 2 * th), 4, 4, fc="tab:blue", alpha=0.25, ec="tab:blue", lw=2))
+    off = wp + 1.5
+    for i in range(oh):
+        for j in range(ow):
+            ax.add_patch(Rectangle((off + j, i), 1, 1, fc="white", ec="0.6", lw=0.5))
+    for a in range(0, oh, 2):
+        for b in range(0, ow, 2):
+            ax.add_patch(Rectangle((off + b, a), 2, 2, fill=False, ec="k", lw=1.2))
+    ax.add_patch(Rectangle((off + 2 * tw, 2 * th), 2, 2, fc="tab:orange", alpha=0.5, ec="tab:orange", lw=2))
+    ax.text(wp / 2, -0.6, f"padded input {h}x{w} (grey: padding {padding})", ha="center", fontsize=8)
+    partial = " (the last ones partial: their extra outputs are dropped)" if oh % 2 or ow % 2 else ""
+    ax.text(off + ow / 2, -0.6, f"output {oh}x{ow} in 2x2 tiles{partial}", ha="center", fontsize=8)
+    ax.set_xlim(-0.5, off + ow + 0.5)
+    ax.set_ylim(max(hp, oh) + 0.5, -1.5)
+    ax.set_aspect("equal")
+    ax.axis("off")
+    return ax

@@ -1,0 +1,227 @@
+"""conv_forward (chapter 12): every stage against the NumPy reference with guard regions.
+
+The Winograd stages get a grid of awkward 3x3 stride-1 shapes (odd sizes, partial 2x2 tiles,
+N > 1, channel counts that miss every blocking, padding 0-2); the direct stage also gets other
+kernel sizes and strides, which the Winograd stages must refuse by name.
+"""
+import itertools
+
+import numpy as np
+import pytest
+
+import helpers
+from helpers import stages as registry
+from helpers.build import kernel_source
+from helpers.ops.conv_forward import random_problem_args
+
+STAGES = helpers.stage_names("conv_forward")
+WINO = [s for s in STAGES if s.startswith("wino")]
+
+
+def wino_grid(seed: int = 12):
+    """3x3 stride-1 shapes: every padding with sizes 1-13 (H != W), channels off every block."""
+    rng = np.random.default_rng(seed)
+    sizes, chans = (1, 2, 3, 5, 7, 8, 13), (1, 3, 16, 17, 33)
+    cases = []
+    for pad, rep in itertools.product(range(3), range(8)):
+        while True:
+            h, w = (int(v) for v in rng.choice(sizes, 2))
+            if h + 2 * pad >= 3 and w + 2 * pad >= 3:
+                break
+        c, k = (int(v) for v in rng.choice(chans, 2))
+        cases.append(dict(n=int(rng.integers(1, 4)), c=c, h=h, w=w, k=k, padding=pad))
+    # more tiles than one 64-wide block of the register-blocked product, a partial last block
+    # and more channels than one step of it (TK), so the prefetch of the next step runs
+    cases.append(dict(n=3, c=37, h=23, w=21, k=66, padding=1))
+    return cases
+
+
+GRID = wino_grid()
+
+
+def case_id(c):
+    return f"n{c['n']}c{c['c']}k{c['k']}_{c['h']}x{c['w']}p{c['padding']}"
+
+
+def _args(c, seed, kernel=3, stride=1):
+    return random_problem_args(c["n"], c["c"], c["h"], c["w"], c["k"], kernel, stride, c["padding"], seed=seed)
+
+
+def test_grid_is_awkward():
+    assert {c["padding"] for c in GRID} == {0, 1, 2}
+    assert any(c["h"] % 2 and c["w"] % 2 for c in GRID)               # partial tiles both ways
+    assert any(c["h"] != c["w"] for c in GRID) and any(c["n"] > 1 for c in GRID)
+    assert any(c["k"] % 16 and c["c"] % 8 for c in GRID)              # off every blocking
+
+
+@pytest.mark.parametrize("stage", STAGES)
+def test_stage_matches_reference_with_guards(ctx, stage):
+    for i, c in enumerate(GRID):
+        try:
+            helpers.check_stage("conv_forward", stage, ctx=ctx, guard=True, **_args(c, seed=i))
+        except (AssertionError, helpers.GuardViolation) as err:
+            raise AssertionError(f"stage {stage} failed on {case_id(c)}:\n{err}") from None
+
+
+@pytest.mark.parametrize("stage, defines", [
+    (s.name, dict(zip(sorted(s.tune), values)))
+    for s in registry.REGISTRY["conv_forward"] if s.name.startswith("wino")
+    for values in itertools.product(*(s.tune[n] for n in sorted(s.tune)))])
+def test_every_tune_candidate_is_correct(ctx, stage, defines):
+    """The benchmark's search may pick any candidate, so each must be right on awkward shapes."""
+    for i, c in enumerate([GRID[-1]]):   # several blocks of the products, the last one partial
+        try:
+            helpers.check_stage("conv_forward", stage, ctx=ctx, guard=True, defines=defines, **_args(c, seed=i))
+        except (AssertionError, helpers.GuardViolation) as err:
+            raise AssertionError(f"stage {stage} with {defines} failed on {case_id(c)}:\n{err}") from None
+
+
+@pytest.mark.parametrize("op, stage", [("conv_forward", "wino_blocked"), ("conv_dgrad", "winograd")])
+def test_without_prefetch(ctx, op, stage):
+    """PREFETCH=0 (load each step's blocks, then compute) gives the same answers."""
+    if op == "conv_forward":
+        args = _args(GRID[-1], seed=5)
+    else:
+        from helpers.ops.conv_dgrad import random_problem_args as dgrad_args
+        args = dgrad_args(2, 19, 11, 6, 24, 3, 1, 0, "relu", seed=5)
+    helpers.check_stage(op, stage, ctx=ctx, guard=True, defines={"PREFETCH": 0}, **args)
+
+
+@pytest.mark.parametrize("kernel, stride, padding", [(1, 1, 0), (2, 2, 1), (3, 2, 1), (3, 3, 2), (5, 1, 2), (5, 2, 4)])
+def test_direct_on_other_kernels_and_strides(ctx, kernel, stride, padding):
+    c = dict(n=2, c=3, h=11, w=8, k=5, padding=padding)
+    helpers.check_stage("conv_forward", "direct", ctx=ctx, guard=True, **_args(c, 1, kernel, stride))
+
+
+@pytest.mark.parametrize("stage", WINO)
+@pytest.mark.parametrize("kernel, stride, need", [(5, 1, "3x3 kernel with stride 1.*5x5 kernel with stride 1"),
+                                                  (3, 2, "3x3 kernel with stride 1.*3x3 kernel with stride 2"),
+                                                  (1, 1, "3x3 kernel")])
+def test_winograd_refuses_what_it_cannot_do(ctx, stage, kernel, stride, need):
+    c = dict(n=1, c=3, h=9, w=9, k=4, padding=1)
+    with pytest.raises(ValueError, match=f"cannot run this problem: Winograd F\\(2x2,3x3\\) needs a {need}"):
+        helpers.run_stage("conv_forward", stage, ctx=ctx, **_args(c, 0, kernel, stride))
+
+
+def test_stages_match_pytorch_on_random_shapes(ctx):
+    """Shapes nobody chose, against an independent implementation (PyTorch, float64)."""
+    torch = pytest.importorskip("torch")
+    from helpers.check import check_close
+    from helpers.ops import conv_forward as op
+    rng = np.random.default_rng(2026)
+    for i in range(4):
+        n, c, k = int(rng.integers(1, 3)), int(rng.integers(1, 40)), int(rng.integers(1, 70))
+        h, w, pad = int(rng.integers(1, 20)), int(rng.integers(1, 20)), int(rng.integers(0, 3))
+        if h + 2 * pad < 3 or w + 2 * pad < 3:
+            continue
+        a = random_problem_args(n, c, h, w, k, 3, 1, pad, seed=i)
+        want = torch.nn.functional.conv2d(torch.from_numpy(a["input"]).double(),
+                                          torch.from_numpy(a["weight"].transpose(1, 0, 2, 3).copy()).double(),
+                                          padding=pad).numpy()
+        problem = op.prepare(**a)
+        _, mag = op.reference(problem)
+        for s in STAGES:
+            got = helpers.run_stage("conv_forward", s, ctx=ctx, **a)
+            check_close(got, want, magnitude=mag["output"], rtol=op.rtol(problem), name=f"{s} n{n}c{c}k{k}_{h}x{w}p{pad}")
+
+
+def test_winograd_dgrad_matches_pytorch(ctx):
+    torch = pytest.importorskip("torch")
+    from helpers.check import check_close
+    from helpers.ops import conv_dgrad as op
+    from helpers.ops.conv_dgrad import random_problem_args as dgrad_args
+    for i, (n, c, h, w, k, pad, act) in enumerate([(2, 19, 11, 6, 24, 0, "relu"), (1, 8, 13, 13, 9, 2, "tanh")]):
+        a = dgrad_args(n, c, h, w, k, 3, 1, pad, act, seed=i)
+        problem = op.prepare(**a)
+        assert helpers.runner.resolve("conv_dgrad", "winograd", problem, ctx, None)[0].name == "winograd"
+        dy = torch.from_numpy(a["grad_output"]).double()
+        if act != "none":
+            y = torch.from_numpy(a["output"]).double()
+            dy = dy * ((y > 0).double() if act == "relu" else 1 - y * y)
+        want = torch.nn.grad.conv2d_input((n, c, h, w), torch.from_numpy(a["weight"].transpose(1, 0, 2, 3).copy()).double(),
+                                          dy, padding=pad).numpy()
+        _, mag = op.reference(problem)
+        check_close(helpers.run_stage("conv_dgrad", "winograd", ctx=ctx, **a), want,
+                    magnitude=mag["grad_input"], rtol=op.rtol(problem))
+
+
+def test_winograd_dgrad_falls_back_where_it_must(ctx):
+    from helpers.ops.conv_dgrad import random_problem_args as dgrad_args
+    for a in (dgrad_args(1, 4, 9, 9, 8, 3, 2, 1), dgrad_args(1, 4, 9, 9, 8, 5, 1, 2), dgrad_args(1, 4, 9, 9, 2, 3, 1, 1)):
+        problem = helpers.prepare("conv_dgrad", **a)
+        ran = helpers.runner.resolve("conv_dgrad", "winograd", problem, ctx, None)[0]
+        assert ran.name != "winograd"
+        helpers.check_stage("conv_dgrad", "winograd", ctx=ctx, guard=True, **a)
+
+
+# ---- the checks can fail: planted bugs in a copy of a Winograd stage are caught ---------------
+
+def planted(monkeypatch, base, old, new):
+    st = registry.get_stage("conv_forward", base)
+    src = kernel_source(st.kernel)
+    assert old in src, "the planted bug no longer applies; update this test"
+    bad = registry.Stage("conv_forward", 90, "planted", st.kernel, "planted bug", defines=st.defines,
+                         requires=st.requires, steps=st.steps, scratch=st.scratch,
+                         source=lambda d: src.replace(old, new))
+    monkeypatch.setitem(registry.REGISTRY, "conv_forward", registry.REGISTRY["conv_forward"] + [bad])
+    return "planted"
+
+
+def test_a_dropped_channel_is_caught(ctx, monkeypatch):
+    s = planted(monkeypatch, "wino_tiles", "for (int ci = 0; ci < CIP; ci++)", "for (int ci = 1; ci < CIP; ci++)")
+    with pytest.raises(helpers.MismatchError):
+        helpers.check_stage("conv_forward", s, ctx=ctx, guard=True, **_args(dict(n=1, c=16, h=7, w=6, k=5, padding=1), 0))
+
+
+def test_a_partial_tile_written_past_the_edge_is_caught(ctx, monkeypatch):
+    s = planted(monkeypatch, "wino_blocked", "if (oh < OH && ow < OW)", "if (oh < OH + 1 && ow < OW)")
+    with pytest.raises(helpers.GuardViolation):
+        helpers.check_stage("conv_forward", s, ctx=ctx, guard=True, **_args(dict(n=1, c=3, h=7, w=6, k=2, padding=1), 0))
+
+
+def test_a_wrong_transform_coefficient_is_caught(ctx, monkeypatch):
+    # the sign of one entry of the output transform flipped: A^T[1][3] = -1 instead of +1
+    s = planted(monkeypatch, "wino_blocked", "wino_output_tile(m, t);",
+                "for (int b = 0; b < 4; b++) m[12 + b] = -m[12 + b]; wino_output_tile(m, t);")
+    with pytest.raises(helpers.MismatchError):
+        helpers.check_stage("conv_forward", s, ctx=ctx, guard=True, **_args(dict(n=1, c=4, h=6, w=6, k=3, padding=1), 0))
+
+
+# ---- bad input: errors name the problem, before any launch ------------------------------------
+
+def good(**over):
+    a = random_problem_args(2, 3, 7, 6, 4, 3, 1, 1, seed=0)
+    a.update(over)
+    return a
+
+
+@pytest.mark.parametrize("over, err, match", [
+    (dict(input=np.zeros((2, 3, 7), np.float32)), ValueError, "input must have 4 dimensions"),
+    (dict(input=np.zeros((2, 3, 7, 6), np.float64)), TypeError, "input must be float32"),
+    (dict(weight=np.zeros((5, 4, 3, 3), np.float32)), ValueError, "first dimension must equal the input's channels"),
+    (dict(weight=np.zeros((3, 4, 9, 9), np.float32)), ValueError, "does not fit in the padded"),
+    (dict(weight=np.zeros((3, 4, 3, 3), np.float32)[:, :, :, ::-1]), ValueError, "C-contiguous"),
+    (dict(input=[[1.0]]), TypeError, "must be a NumPy array"),
+    (dict(stride=0), ValueError, "stride must be >= 1"),
+    (dict(padding=-1), ValueError, "padding must be >= 0"),
+    (dict(padding=1.0), TypeError, "padding must be an integer"),
+    (dict(bias=np.zeros(4, np.float32)), TypeError, "unknown argument"),
+])
+@pytest.mark.parametrize("stage", ["direct", "wino_blocked"])
+def test_bad_arguments(ctx, monkeypatch, stage, over, err, match):
+    import pyopencl as cl
+    monkeypatch.setattr(cl, "enqueue_nd_range_kernel", lambda *a, **k: pytest.fail("a kernel was launched"))
+    with pytest.raises(err, match=match):
+        helpers.run_stage("conv_forward", stage, ctx=ctx, **good(**over))
+
+
+def test_missing_input(ctx):
+    a = good()
+    del a["input"]
+    with pytest.raises(TypeError, match="input is required"):
+        helpers.run_stage("conv_forward", "direct", ctx=ctx, **a)
+
+
+def test_bad_register_block_is_refused(ctx):
+    with pytest.raises(ValueError, match="REG=6 must be a multiple of 4 that divides TM"):
+        helpers.run_stage("conv_forward", "wino_blocked", ctx=ctx, defines={"REG": 6}, **good())

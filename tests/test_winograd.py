@@ -1,0 +1,86 @@
+"""helpers/winograd.py: the derived transforms are exact, the generated header is current,
+the NumPy model computes a convolution; helpers/pictures_winograd.py counts bank conflicts."""
+from fractions import Fraction
+
+import numpy as np
+import pytest
+
+from helpers import reference as ref
+from helpers import winograd as wg
+from helpers.build import COMMON
+
+
+@pytest.mark.parametrize("m, r, points", [(2, 3, None), (4, 3, None), (3, 2, (0, 1, -1)),
+                                          (6, 3, (0, 1, -1, 2, -2, Fraction(1, 2), Fraction(-1, 2))),
+                                          (2, 5, (0, 1, -1, 2, -2)), (4, 3, (0, -1, 1, Fraction(1, 2), -2))])
+def test_derived_matrices_are_exact(m, r, points):
+    at, g, bt = wg.matrices(m, r, points)
+    assert wg.verify(m, r, at, g, bt)
+    assert (len(at), len(at[0]), len(g), len(g[0]), len(bt)) == (m, m + r - 1, m + r - 1, r, m + r - 1)
+
+
+def test_verify_catches_a_wrong_entry():
+    at, g, bt = wg.matrices(2, 3)
+    bt[3][1] = Fraction(1)
+    assert not wg.verify(2, 3, at, g, bt)
+
+
+def test_f23_matches_the_published_matrices_up_to_row_signs():
+    """Lavin & Gray's F(2,3): same rows up to the sign of the point at infinity."""
+    at, g, bt = (wg.as_array(x) for x in wg.matrices(2, 3))
+    lavin_bt = np.array([[1, 0, -1, 0], [0, 1, 1, 0], [0, -1, 1, 0], [0, 1, 0, -1]])
+    lavin_g = np.array([[1, 0, 0], [.5, .5, .5], [.5, -.5, .5], [0, 0, 1]])
+    np.testing.assert_array_equal(np.abs(bt), np.abs(lavin_bt))
+    np.testing.assert_array_equal(np.abs(g), np.abs(lavin_g))
+
+
+def test_bad_points_are_refused():
+    with pytest.raises(ValueError, match="distinct"):
+        wg.matrices(2, 3, (0, 1, 1))
+    with pytest.raises(ValueError, match="needs 3 finite points"):
+        wg.matrices(2, 3, (0, 1, -1, 2))
+
+
+def test_generated_header_is_current():
+    assert (COMMON / wg.HEADER).read_text() == wg.header_source(), \
+        "kernels/common/winograd_f23.h is stale: run python -m helpers.winograd"
+
+
+def test_macro_generation():
+    text = wg.macro("T", [[Fraction(1), Fraction(0), Fraction(-1, 2)]])
+    assert "o0 = (i0) - 0.5f * (i2);" in text
+    assert wg._literal(Fraction(1, 3)) == "(1.0f / 3.0f)"
+
+
+@pytest.mark.parametrize("m", [2, 4])
+@pytest.mark.parametrize("pad", [0, 1, 2])
+def test_numpy_model_computes_the_convolution(m, pad):
+    rng = np.random.default_rng(m + pad)
+    x = rng.standard_normal((2, 3, 7, 6))
+    w = rng.standard_normal((3, 4, 3, 3))
+    y = wg.conv2d(x, w, pad, m, dtype=np.float64)
+    np.testing.assert_allclose(y, ref.conv2d_forward(x, w, 1, pad), rtol=1e-10, atol=1e-10)
+
+
+def test_bank_conflict_counts():
+    from helpers import pictures_winograd as pw
+    assert pw.conflict_degree(list(range(32))) == 1               # one word per bank
+    assert pw.conflict_degree([0] * 32) == 1                      # one word, broadcast
+    assert pw.conflict_degree([32 * i for i in range(32)]) == 32  # all in bank 0
+    assert pw.gemm_read_degree("local", ts=16) == 8               # stage 03: Vs[tx][c]
+    assert pw.gemm_read_degree("transposed", ts=16) == 1          # stage 04: Vs[c][tx]
+    assert pw.gemm_read_degree("blocked", ts=16) == 1             # stage 05: float4 Vs[c][v*NT+tx]
+
+
+def test_exercise_check_counts_multiplications(capsys):
+    from helpers.exercises import check_winograd_1d
+    direct = lambda d, g: [d[0] * g[0] + d[1] * g[1] + d[2] * g[2], d[1] * g[0] + d[2] * g[1] + d[3] * g[2]]
+    assert not check_winograd_1d(direct)
+    assert "6 times" in capsys.readouterr().out
+
+    def f23(d, g):
+        m1, m2 = (d[0] - d[2]) * g[0], (d[1] + d[2]) * (g[0] + g[1] + g[2]) / 2
+        m3, m4 = (d[2] - d[1]) * (g[0] - g[1] + g[2]) / 2, (d[1] - d[3]) * g[2]
+        return [m1 + m2 + m3, m2 - m3 - m4]
+    assert check_winograd_1d(f23)
+    assert not check_winograd_1d(lambda d, g: [0.0, 0.0])
