@@ -80,9 +80,10 @@ def fast_block(cpw: int, xpw: int, split: int, width: bool = False) -> str:
 
     Expects in scope: ``k0``, ``K``, ``OHW``, ``ob`` (dy offset of (n, k0, 0, 0)), the tables
     ``rowok[3]``, ``rowoff[3]``, the weight tensor ``w``, the clamped channels ``cw[CPW]``,
-    accumulators ``acc[CPW]`` (stage 07) or ``acc[CPW][XPW]`` (``width``: stage 08), and a macro
-    ``LOAD_ROW(d, o)`` that fills ``float d[XPW + 2]`` with one row of dy (column u is
-    x0 + PAD - 2 + u, zero where it does not exist).
+    accumulators ``acc[CPW]`` (stage 07) or ``acc[CPW][XPW]`` (``width``: stage 08), and two
+    macros: ``ROW_TAKEN(r)``, whether to run kernel row r at all, and ``LOAD_ROW(d, o, r)``, which
+    fills ``float d[XPW + 2]`` with row r of the window (column u is x0 + PAD - 2 + u; zero where
+    the output does not exist).
 
     Weights: the 144 floats of (c, k0..k0+15) are 36 aligned float4 (K % 16 == 0). The depths
     go in groups of ``split``: a group's float4 of every channel are loaded, then the group's
@@ -112,9 +113,9 @@ def fast_block(cpw: int, xpw: int, split: int, width: bool = False) -> str:
                 emit(" ".join(f"const float4 w{j}_{q} = w{j}[{q}];" for q in need))
         loaded.update(need)
         for r in range(3):
-            emit(f"if (rowok[{r}]) {{")
+            emit(f"if (ROW_TAKEN({r})) {{")
             for i in range(g0, g0 + split):
-                emit(f"    {{ float d[{xpw + 2}]; LOAD_ROW(d, ob + {i} * OHW + rowoff[{r}]);")
+                emit(f"    {{ float d[{xpw + 2}]; LOAD_ROW(d, ob + {i} * OHW + rowoff[{r}], {r});")
                 for j in range(cpw):
                     for p in range(xpw):
                         expr = acc(j, p)

@@ -34,7 +34,7 @@ def test_fast_block_loads_each_weight_once_before_use(cpw, xpw, split, width):
     # one multiply-add per (depth, tap, channel, position)
     assert code.count("mad(") == 16 * 9 * cpw * xpw
     # each (depth, tap) uses the weight float 9*depth + tap: check the lanes of every mad
-    for m in re.finditer(r"LOAD_ROW\(d, ob \+ (\d+) \* OHW \+ rowoff\[(\d)\]\);(.*?)\n    \}", code, re.S):
+    for m in re.finditer(r"LOAD_ROW\(d, ob \+ (\d+) \* OHW \+ rowoff\[(\d)\], \2\);(.*?)\n    \}", code, re.S):
         i, r = int(m.group(1)), int(m.group(2))
         for u, q, lane in re.findall(r"mad\(d\[(\d+)\], w\d+_(\d+)\.s(\d)", m.group(3)):
             e = 4 * int(q) + int(lane)

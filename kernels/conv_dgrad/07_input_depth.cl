@@ -8,20 +8,23 @@
 // (helpers/combining.py: fast_block) for the chosen CPW and SPLIT; it replaces the
 // "@generated" line below. Its weight loads are split: the depths go in groups of SPLIT, and a
 // group's weights are loaded just before the group is used, so fewer weights are live at once.
+// A missing row or column is read at a safe address and its value replaced by 0 (a select), so
+// there are no branches around the loads; with STRIDE > 1 a missing row is skipped instead.
 // Other problems take the general path: the same tables, plain loops.
 //
 // Why: up to stage 06, work-items of neighbouring channels read the same dy values again, one
 // channel each. Reading once for CPW channels divides that traffic by CPW; the price is
 // registers: CPW accumulators plus the weights of CPW channels, 9 floats per channel and depth.
 // Loading all 16 depths' weights at once (SPLIT=16, stage 06's way) keeps 144 x CPW floats
-// live; with too many the compiler spills them to memory and the stage gets slower. The chapter
+// live; with too many, a compiler has to keep some in memory (spill) and the stage slows. The chapter
 // times CPW and SPLIT; the benchmark's --tune picks them per device.
 //
 // Memory safety: the weights of (c, k0 .. k0+15) are 144 consecutive floats starting at
 // 9*(c*K + k0), a multiple of 16 floats when K % 16 == 0, so reading them as 36 float4 through an
 // aligned pointer is legal and stays inside the tensor. Channels c0+j >= C (the last block when
-// C % CPW != 0) read channel C-1's weights and are not stored. The row/column tables mark only
-// outputs that exist; the 3-wide load runs only when all 3 columns exist (stride 1).
+// C % CPW != 0) read channel C-1's weights and are not stored. Where the row/column tables
+// mark an output that does not exist, its entry is 0, so the read whose value is then replaced
+// by 0 stays inside the tensor; the 3-wide load runs only when all 3 columns exist (stride 1).
 //
 // Measured: the ladder in notebooks/07_combining_input_depth.ipynb
 // (this device, and the GPU runs recorded in results/).
@@ -51,17 +54,32 @@
 #endif
 #define NCOL KW               // columns of dy one row of the window spans
 
-// One row of the window: d[u] = gradient at column u (ow = x + PAD - 2 + u), 0 where the
-// column does not exist. Inside the tensor: one 3-wide load (stage 05).
-#define LOAD_ROW(d, o) do {                                                            \
+// Row r of the window: d[u] = gradient at column u (ow = x + PAD - 2 + u), 0 where the output
+// does not exist. Inside the tensor's columns: one 3-wide load (stage 05). Elsewhere each column
+// is read at its table entry, which points inside the tensor even where the output does not
+// exist (col, rowoff are 0 there), and a select puts the 0 in: no branch around the loads.
+#define LOAD_ROW(d, o, r) do {                                                         \
         if (inside) {                                                                  \
             const float3 g3 = GRAD_IN3(dy, y, (o) + col[0]);                           \
-            d[0] = g3.s0; d[1] = g3.s1; d[2] = g3.s2;                                  \
+            d[0] = rowok[r] ? g3.s0 : 0.0f;                                            \
+            d[1] = rowok[r] ? g3.s1 : 0.0f;                                            \
+            d[2] = rowok[r] ? g3.s2 : 0.0f;                                            \
         } else {                                                                       \
-            _Pragma("unroll") for (int u = 0; u < NCOL; u++)                           \
-                d[u] = colok[u] ? GRAD_IN(dy, y, (o) + col[u]) : 0.0f;                 \
+            _Pragma("unroll") for (int u = 0; u < NCOL; u++) {                         \
+                const float g = GRAD_IN(dy, y, (o) + col[u]);                          \
+                d[u] = (rowok[r] & colok[u]) ? g : 0.0f;                              \
+            }                                                                          \
         }                                                                              \
     } while (0)
+
+// With stride 1 a row is missing only at the top and bottom of the image: it is read (at row 0)
+// and multiplied by zeros rather than branched around. With a larger stride most rows are
+// missing for half the work-items, and the branch skips them.
+#if STRIDE == 1
+#define ROW_TAKEN(r) 1
+#else
+#define ROW_TAKEN(r) rowok[r]
+#endif
 
 __kernel void conv_dgrad(__global const float* restrict dy,  // gradient w.r.t. the layer output
                          __global const float* restrict y,   // layer output after activation
@@ -103,7 +121,7 @@ __kernel void conv_dgrad(__global const float* restrict dy,  // gradient w.r.t. 
 
 #if FAST
 #if STRIDE == 1
-    const bool inside = colok[0] && colok[NCOL - 1];    // stride 1: then every column between is too
+    const bool inside = colok[0] && colok[NCOL - 1];    // stride 1: every column between exists too
 #else
     const bool inside = false;
 #endif

@@ -7,16 +7,17 @@
 // columns valid) a row is XPW + 2 consecutive floats, fetched with 4-wide loads and a scalar
 // tail (LOAD_ROW). Every weight loaded is now used XPW times, every dy value up to CPW x 3 times.
 //
-// Why: in stage 07 each float4 of weights feeds CPW x 4 multiply-adds at most once per x
-// position; with XPW positions the same load feeds XPW times as many, and the three overlapping
-// windows of neighbouring positions share their dy columns. More reuse per load, more registers:
-// the accumulators alone are CPW x XPW floats, so XPW and CPW trade against each other (tuned per
-// device).
+// Why: in stage 07 each weight a work-item loads feeds one multiply-add; with XPW positions it
+// feeds XPW. And the windows of neighbouring positions overlap: XPW positions need XPW + 2
+// columns of dy per row, not 3 x XPW. More reuse per load, more registers: the sums alone are
+// CPW x XPW floats, so XPW and CPW trade against each other (tuned per device).
 //
-// Memory safety: the column table only marks columns 0 <= ow < OW (and ow*STRIDE exact); rows
-// likewise; positions x0+p >= W (the last group of a row) compute but are not stored; channels
-// c0+j >= C read channel C-1's weights and are not stored. The weight float4 loads are aligned
-// and inside the tensor as in stage 07.
+// Memory safety: the column table marks columns 0 <= ow < OW (with ow*STRIDE exact) and holds 0
+// for the others, rows likewise, so every read, even one whose value is replaced by 0, stays
+// inside the tensor; the 4-wide loads run only when all XPW + 2 columns exist. Positions
+// x0+p >= W (the last group of a row) compute but are not stored; channels c0+j >= C read
+// channel C-1's weights and are not stored. The weight float4 loads are aligned and inside the
+// tensor as in stage 07.
 //
 // Measured: the ladder in notebooks/08_combining_width.ipynb
 // (this device, and the GPU runs recorded in results/).
@@ -58,20 +59,37 @@ inline float4 act_derivative4(float4 a) {
 #define GRAD_IN4(dy, y, i) (vload4(0, (dy) + (i)) * act_derivative4(vload4(0, (y) + (i))))
 #endif
 
-// One row of the window: d[u] = gradient at column u (ow = x0 + PAD - 2 + u), 0 where the
-// column does not exist. Inside the tensor: consecutive floats, 4 at a time.
-#define LOAD_ROW(d, o) do {                                                            \
+// Row r of the window: d[u] = gradient at column u (ow = x0 + PAD - 2 + u), 0 where the output
+// does not exist. Inside the tensor's columns: XPW + 2 consecutive floats, 4 at a time. Elsewhere
+// each column is read at its table entry, which points inside the tensor even where the output
+// does not exist (col, rowoff are 0 there), and a select puts the 0 in: no branch around loads.
+#define LOAD_ROW(d, o, r) do {                                                         \
         if (inside) {                                                                  \
-            _Pragma("unroll") for (int q = 0; q < NCOL / 4; q++)                       \
-            {   const float4 v4 = GRAD_IN4(dy, y, (o) + col[0] + 4 * q);                  \
-                d[4 * q] = v4.x; d[4 * q + 1] = v4.y; d[4 * q + 2] = v4.z; d[4 * q + 3] = v4.w; } \
-            _Pragma("unroll") for (int u = NCOL / 4 * 4; u < NCOL; u++)                \
-                d[u] = GRAD_IN(dy, y, (o) + col[0] + u);                               \
+            _Pragma("unroll") for (int q = 0; q < NCOL / 4; q++) {                     \
+                const float4 v4 = GRAD_IN4(dy, y, (o) + col[0] + 4 * q);               \
+                d[4 * q] = rowok[r] ? v4.x : 0.0f; d[4 * q + 1] = rowok[r] ? v4.y : 0.0f; \
+                d[4 * q + 2] = rowok[r] ? v4.z : 0.0f; d[4 * q + 3] = rowok[r] ? v4.w : 0.0f; \
+            }                                                                          \
+            _Pragma("unroll") for (int u = NCOL / 4 * 4; u < NCOL; u++) {              \
+                const float g = GRAD_IN(dy, y, (o) + col[0] + u);                      \
+                d[u] = rowok[r] ? g : 0.0f;                                            \
+            }                                                                          \
         } else {                                                                       \
-            _Pragma("unroll") for (int u = 0; u < NCOL; u++)                           \
-                d[u] = colok[u] ? GRAD_IN(dy, y, (o) + col[u]) : 0.0f;                 \
+            _Pragma("unroll") for (int u = 0; u < NCOL; u++) {                         \
+                const float g = GRAD_IN(dy, y, (o) + col[u]);                          \
+                d[u] = (rowok[r] & colok[u]) ? g : 0.0f;                              \
+            }                                                                          \
         }                                                                              \
     } while (0)
+
+// With stride 1 a row is missing only at the top and bottom of the image: it is read (at row 0)
+// and multiplied by zeros rather than branched around. With a larger stride most rows are
+// missing for half the work-items, and the branch skips them.
+#if STRIDE == 1
+#define ROW_TAKEN(r) 1
+#else
+#define ROW_TAKEN(r) rowok[r]
+#endif
 
 __kernel void conv_dgrad(__global const float* restrict dy,  // gradient w.r.t. the layer output
                          __global const float* restrict y,   // layer output after activation
@@ -116,7 +134,7 @@ __kernel void conv_dgrad(__global const float* restrict dy,  // gradient w.r.t. 
 
 #if FAST
 #if STRIDE == 1
-    const bool inside = colok[0] && colok[NCOL - 1];    // stride 1: then every column between is too
+    const bool inside = colok[0] && colok[NCOL - 1];    // stride 1: every column between exists too
 #else
     const bool inside = false;
 #endif
