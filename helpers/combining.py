@@ -118,11 +118,12 @@ def fast_block(cpw: int, xpw: int, split: int, width: bool = False) -> str:
                 emit(f"    {{ float d[{xpw + 2}]; LOAD_ROW(d, ob + {i} * OHW + rowoff[{r}], {r});")
                 for j in range(cpw):
                     for p in range(xpw):
-                        expr = acc(j, p)
+                        terms = []
                         for s in range(3):       # tap (r, s) of depth i: float 9i + 3r + s
                             e = TAPS * i + 3 * r + s
-                            expr = f"mad(d[{p + 2 - s}], w{j}_{e // 4}.s{e % 4}, {expr})"
-                        emit(f"      {acc(j, p)} = {expr};")
+                            terms.append(f"d[{p + 2 - s}] * w{j}_{e // 4}.s{e % 4}")
+                        # a + x*y contracts to one fused multiply-add (OpenCL's default FP_CONTRACT)
+                        emit(f"      {acc(j, p)} = {acc(j, p)} + {' + '.join(terms)};")
                 emit("    }")
             emit("}")
     return "\n".join(out)
@@ -161,7 +162,7 @@ def code_stats(cpw: int, xpw: int, split: int) -> dict:
     """Counts in one generated 16-depth block: weight float4 loads, dy row loads, multiply-adds,
     and the most weight floats live at once (loaded, still to be used) if run in code order."""
     code = fast_block(cpw, xpw, split)
-    fmas = code.count("mad(")
+    fmas = len(re.findall(r"d\[\d+\] \* w", code))
     vec_loads = len(re.findall(r"= w\d+\[\d+\];", code))
     rows = code.count("LOAD_ROW(")
     # liveness of each float4: from its load to its last use, in code order
@@ -208,3 +209,4 @@ def register_usage(ctx, stage, defines: dict | None = None, op: str = "conv_dgra
     jit = {**problem.defines, **d, **(s.jit(problem, d) if s.jit else {})}
     source = s.source(jit) if s.source else None
     return ptxas_usage(build_log(ctx, s.kernel, jit, ["-cl-nv-verbose"], source=source))
+

@@ -50,7 +50,7 @@
 #define FAST 0                // 1 requires KH == KW == 3 and K % 16 == 0 (set by the host)
 #endif
 #ifndef CPW
-#define CPW 8                 // input channels per work-item, >= 1
+#define CPW 4                 // input channels per work-item, >= 1
 #endif
 #define NCOL KW               // columns of dy one row of the window spans
 
