@@ -104,3 +104,23 @@ def kernel(prg: cl.Program, name: str) -> cl.Kernel:
     if k is None:
         k = _kernels[key] = cl.Kernel(prg, name)
     return k
+
+
+def build_log(ctx: cl.Context, relpath: str, defines: dict | None = None, extra_options=(),
+              source: str | None = None) -> str:
+    """Build kernels/``relpath`` (or ``source``) again with ``extra_options`` added and return the
+    compiler's log for the context's first device ('' when the driver says nothing).
+
+    For reading what a compiler reports, e.g. NVIDIA's register and spill counts:
+    ``build_log(ctx, path, defines, ["-cl-nv-verbose"])`` (an option only NVIDIA's driver knows).
+    Not cached and not used for running kernels.
+    """
+    text = source if source is not None else kernel_source(relpath)
+    opts = options(defines) + list(extra_options)
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", cl.CompilerWarning)
+            prg = cl.Program(ctx, text).build(options=opts)
+    except cl.RuntimeError as err:
+        raise KernelBuildError(f"Building kernels/{relpath} with {' '.join(opts[1:])} failed.\n{err}") from None
+    return prg.get_build_info(ctx.devices[0], cl.program_build_info.LOG).strip()

@@ -209,3 +209,45 @@ def check_winograd_1d(answer_fn) -> bool:
             return _verdict(False, "", f"the values are right, but you multiply input values by filter values "
                             f"{count[0]} times; F(2,3) needs 4 (form B^T d and G g first, then multiply them)")
     return _verdict(True, "both outputs of F(2,3), with 4 multiplications of inputs by filter values", "")
+def check_weight_slot(answer_fn) -> bool:
+    """Chapter 06: (depth i, tap t) -> (load v, lane) of the nine 16-wide loads of a 16-depth
+    block, where weight t (0..8) of depth i (0..15) arrives."""
+    for i in range(16):
+        for t in range(9):
+            want = divmod(9 * i + t, 16)
+            got = answer_fn(i, t)
+            if tuple(got) != want:
+                return _verdict(False, "", f"depth {i}, tap {t}: you give {tuple(got)}, expected {want} "
+                                f"(it is float {9 * i + t} of the block)")
+    return _verdict(True, "weight t of depth i is float 9i + t of the block: load (9i+t)//16, "
+                    "lane (9i+t)%16", "")
+
+
+def check_weight_vectors(answer_fn) -> bool:
+    """Chapter 07: (first, last) depth of a group -> the float4 indices (0..35) of a 16-depth
+    block that hold the group's weights, in order (what the generator loads for the group)."""
+    from .combining import weight_vectors
+    for first in range(16):
+        for last in range(first, 16):
+            want = list(weight_vectors(first, last))
+            got = list(answer_fn(first, last))
+            if got != want:
+                return _verdict(False, "", f"depths {first}..{last}: you give {got}, expected {want} "
+                                f"(floats {9 * first}..{9 * last + 8})")
+    return _verdict(True, "a group of depths first..last needs float4 9·first//4 .. (9·last+8)//4", "")
+
+
+def check_width_columns(answer_fn) -> bool:
+    """Chapter 08: (x0, xpw, W, stride, pad) -> for a 3x3 kernel, the list of the work-item's
+    xpw + 2 columns: ow of each (an int), or None where that output does not exist."""
+    from .pictures_ladder2 import width_columns
+    cases = [(0, 4, 14, 1, 1), (12, 4, 14, 1, 1), (4, 4, 14, 2, 1), (0, 3, 5, 1, 0), (2, 1, 7, 3, 2),
+             (6, 8, 9, 2, 1)]
+    for x0, xpw, w, stride, pad in cases:
+        want = [c["ow"] for c in width_columns(x0, xpw, w, stride, pad)]
+        got = list(answer_fn(x0, xpw, w, stride, pad))
+        if got != want:
+            return _verdict(False, "", f"x0={x0}, XPW={xpw}, W={w}, stride {stride}, pad {pad}: you give "
+                            f"{got}, expected {want}")
+    return _verdict(True, "column u holds ow = (x0 + pad - 2 + u) / stride where that is exact and "
+                    "inside 0 .. OW-1", "")

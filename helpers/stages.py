@@ -14,6 +14,7 @@ from typing import Callable
 
 import numpy as np
 
+from . import combining
 from .problem import Problem
 
 
@@ -77,6 +78,23 @@ CONV_DGRAD = [
           "3x3 stride 1: 3-wide loads of dy rows for work-items whose window is inside the tensor; "
           "scalar at borders and for strides",
           defines={"WG": 64}, geometry=per_input_element, tune={"WG": [32, 64, 128, 256]}),
+    Stage("conv_dgrad", 6, "output_depth", "conv_dgrad/06_output_depth.cl",
+          "3x3 with K % 16 == 0 (JIT time): 16 output depths per iteration, their 144 weights through "
+          "nine 16-wide loads (ping-pong), depth loop innermost; otherwise stage 05's loops",
+          defines={"WG": 64}, geometry=per_input_element, jit=combining.depth16,
+          tune={"WG": [32, 64, 128, 256]}),
+    Stage("conv_dgrad", 7, "input_depth", "conv_dgrad/07_input_depth.cl",
+          "CPW input channels per work-item reuse each dy value; generated 3x3 block with split "
+          "weight loads (SPLIT depths at a time) when K % 16 == 0; general loops otherwise",
+          defines={"CPW": 4, "SPLIT": 4, "WG": 128}, geometry=combining.channel_tiles,
+          jit=combining.fast_3x3, source=combining.source_for("conv_dgrad/07_input_depth.cl"),
+          tune={"CPW": [2, 4, 8, 16], "SPLIT": [1, 4, 16], "WG": [64, 256]}),
+    Stage("conv_dgrad", 8, "width", "conv_dgrad/08_width.cl",
+          "XPW neighbouring x positions x CPW channels per work-item: a column table of XPW+2 "
+          "entries, 4-wide row loads inside the tensor, each weight used XPW times",
+          defines={"CPW": 4, "XPW": 4, "SPLIT": 4, "WG": 128}, geometry=combining.channel_width_tiles,
+          jit=combining.fast_3x3, source=combining.source_for("conv_dgrad/08_width.cl"),
+          tune={"CPW": [4, 8, 16], "XPW": [2, 4, 8], "SPLIT": [1, 4], "WG": [64, 128]}),
 ]
 
 

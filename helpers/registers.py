@@ -1,0 +1,77 @@
+"""Register and spill counts of stages 07-08 as NVIDIA's compiler reports them, recorded in
+results/ so that chapter 07 can show them on any machine.
+
+    python -m helpers.registers              # on an NVIDIA GPU: writes results/registers_conv_dgrad_<device>.json
+    python -m helpers.registers --out -      # print only
+
+Other drivers report nothing (the command says so and writes nothing).
+"""
+from __future__ import annotations
+
+import sys
+
+from .combining import register_usage
+
+
+REGISTER_GRID = {
+    "input_depth": [{"CPW": c, "SPLIT": s} for c in (1, 2, 4, 8, 16) for s in (1, 4, 16)],
+    "width": [{"CPW": c, "XPW": x, "SPLIT": s} for c in (4, 8, 16) for x in (2, 4, 8) for s in (1, 4)],
+}
+
+
+def register_table(ctx, layer: str = "res64@56") -> list[dict]:
+    """register_usage for stages 07 and 08 over REGISTER_GRID on one resnet50 layer ([] off NVIDIA)."""
+    from .layers import args, layer_set
+    lay = next(l for l in layer_set("resnet50") if l["name"] == layer)
+    rows = []
+    for stage, grid in REGISTER_GRID.items():
+        for d in grid:
+            u = register_usage(ctx, stage, defines=d, **args(lay))
+            if u is None:
+                return []
+            rows.append({"stage": stage, "defines": d, **u})
+    return rows
+
+
+def recorded_registers() -> list[dict]:
+    """Register tables recorded in results/ by ``python -m helpers.registers`` on NVIDIA GPUs."""
+    import json
+    from .results import RESULTS
+    return [json.loads(p.read_text()) for p in sorted(RESULTS.glob("registers_conv_dgrad_*.json"))]
+
+
+def main(argv=None) -> int:
+    """python -m helpers.registers [--device D] [--out PATH|-]: record stages 07-08's register and
+    spill counts as NVIDIA's compiler reports them (results/registers_conv_dgrad_<device>.json)."""
+    import argparse
+    import datetime as dt
+    import json
+    from .bench import slug
+    from .devices import device_info, get_context
+    from .results import RESULTS
+    ap = argparse.ArgumentParser(prog="python -m helpers.registers", description=main.__doc__.split("\n")[0])
+    ap.add_argument("--device", default=None)
+    ap.add_argument("--out", default=None)
+    a = ap.parse_args(argv)
+    ctx = get_context(a.device)
+    info = device_info(ctx)
+    rows = register_table(ctx)
+    if not rows:
+        print(f"{info['name']} ({info['platform']}) reports no register counts; only NVIDIA's driver does.")
+        return 0
+    for r in rows:
+        print(f"{r['stage']:<12} {str(r['defines']):<36} {r['registers']:4d} registers  "
+              f"{r['spill_stores']:5d} B spill stores  {r['spill_loads']:5d} B spill loads")
+    if a.out != "-":
+        RESULTS.mkdir(exist_ok=True)
+        path = a.out or str(RESULTS / f"registers_conv_dgrad_{slug(info['name'])}.json")
+        with open(path, "w") as f:
+            json.dump({"kind": "registers", "device": info, "layer": "res64@56",
+                       "date": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"), "rows": rows}, f, indent=1)
+            f.write("\n")
+        print(f"wrote {path}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
