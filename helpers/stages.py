@@ -94,7 +94,7 @@ CONV_DGRAD = [
           "entries, 4-wide row loads inside the tensor, each weight used XPW times",
           defines={"CPW": 4, "XPW": 4, "SPLIT": 4, "WG": 128}, geometry=combining.channel_width_tiles,
           jit=combining.fast_3x3, source=combining.source_for("conv_dgrad/08_width.cl"),
-          tune={"CPW": [4, 8, 16], "XPW": [2, 4, 8], "SPLIT": [1, 4], "WG": [64, 128]}),
+          tune={"CPW": [4, 8, 16], "XPW": [2, 4, 7, 8], "SPLIT": [1, 4], "WG": [64, 128]}),
 ]
 
 

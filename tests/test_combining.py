@@ -101,6 +101,7 @@ CASES = [
     ("width", {"CPW": 3, "XPW": 3, "SPLIT": 2, "WG": 32}, (2, 7, 6, 11, 32, 3, 1, 1, "relu")),
     ("width", {"CPW": 2, "XPW": 5, "SPLIT": 8, "WG": 16}, (1, 5, 7, 13, 16, 3, 2, 1, "sigmoid")),
     ("width", {"CPW": 4, "XPW": 8, "SPLIT": 1, "WG": 16}, (1, 6, 3, 10, 16, 3, 3, 2, "tanh")),
+    ("width", {"CPW": 3, "XPW": 7, "SPLIT": 4, "WG": 32}, (2, 9, 7, 7, 32, 3, 1, 1, "relu")),
     ("width", {"CPW": 3, "XPW": 2, "SPLIT": 4, "WG": 16}, (2, 5, 5, 7, 12, 5, 1, 2, "none")),
     ("width", {"CPW": 2, "XPW": 6, "SPLIT": 4, "WG": 16}, (1, 3, 4, 1, 16, 3, 1, 1, "relu")),
 ]
