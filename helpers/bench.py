@@ -51,7 +51,7 @@ def _progress(total, enabled):
             def update(self, n=1): pass
             def set_description(self, d): pass
             def close(self): pass
-            def write(self, s): print(s)
+            def write(self, s): print(s, flush=True)
         return _Null()
     return tqdm(total=total, leave=False)
 
@@ -63,7 +63,7 @@ def geomean(values) -> float:
 
 def run(op: str = "conv_dgrad", stages=None, layers="ci", ctx=None, *, activation: str = "none",
         warmup: int = 3, repeats: int = 20, vendor: bool = True, peak: bool = True, tune: bool = False,
-        progress: bool = True, verbose: bool = False) -> dict:
+        progress: bool = True, verbose: bool = False, record_tuned: bool = False) -> dict:
     """Benchmark ``stages`` (names/numbers, default all) of ``op`` over a layer set; returns a dict."""
     ctx = get_context(ctx)
     mod = op_module(op)
@@ -81,6 +81,8 @@ def run(op: str = "conv_dgrad", stages=None, layers="ci", ctx=None, *, activatio
     bar = _progress(len(lays) * len(stages), progress)
     if tune:
         out["tuned"] = {s.key: search(op, s, lays, ctx, activation, warmup, repeats, bar) for s in stages if s.tune}
+        if record_tuned:
+            save_tuned(out)           # kept even if the timing below is interrupted
     for lay in lays:
         args = mod.layer_args(lay, activation=activation)
         problem = prepare(op, **args)
@@ -253,7 +255,8 @@ def main(argv=None) -> int:
     a = ap.parse_args(argv)
     stages = [int(s) if s.isdigit() else s for s in a.stages.split(",")] if a.stages else None
     out = run(a.op, stages, a.layers, a.device, activation=a.activation, warmup=a.warmup,
-              repeats=a.repeats, vendor=not a.no_vendor, tune=a.tune, progress=sys.stderr.isatty())
+              repeats=a.repeats, vendor=not a.no_vendor, tune=a.tune, progress=sys.stderr.isatty(),
+              verbose=not sys.stderr.isatty(), record_tuned=a.tune and a.out != "-")
     print(report(out))
     if a.out != "-":
         act = f"_{a.activation}" if a.activation != "none" else ""
@@ -264,7 +267,6 @@ def main(argv=None) -> int:
             f.write("\n")
         print(f"wrote {path}")
         if a.tune:
-            save_tuned(out)
             print(f"recorded the tuned parameters in {TUNED}")
     return 0
 

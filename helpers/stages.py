@@ -88,13 +88,13 @@ CONV_DGRAD = [
           "weight loads (SPLIT depths at a time) when K % 16 == 0; general loops otherwise",
           defines={"CPW": 4, "SPLIT": 4, "WG": 128}, geometry=combining.channel_tiles,
           jit=combining.fast_3x3, source=combining.source_for("conv_dgrad/07_input_depth.cl"),
-          tune={"CPW": [2, 4, 8, 16], "SPLIT": [1, 4, 16], "WG": [64, 256]}),
+          tune={"CPW": [4, 8, 16], "SPLIT": [4, 16], "WG": [64, 256]}),
     Stage("conv_dgrad", 8, "width", "conv_dgrad/08_width.cl",
           "XPW neighbouring x positions x CPW channels per work-item: a column table of XPW+2 "
           "entries, 4-wide row loads inside the tensor, each weight used XPW times",
           defines={"CPW": 4, "XPW": 4, "SPLIT": 4, "WG": 128}, geometry=combining.channel_width_tiles,
           jit=combining.fast_3x3, source=combining.source_for("conv_dgrad/08_width.cl"),
-          tune={"CPW": [4, 8, 16], "XPW": [2, 4, 7, 8], "SPLIT": [1, 4], "WG": [64, 128]}),
+          tune={"CPW": [4, 8], "XPW": [4, 7, 8], "SPLIT": [4], "WG": [64, 128]}),
 ]
 
 
