@@ -342,7 +342,7 @@ CONV_FORWARD = [
 CONV_DGRAD.append(
     _wino("conv_dgrad", 12, "winograd", "conv_dgrad/12_winograd.cl",
           "3x3 stride 1: Winograd F(2x2,3x3) on dy with the rotated filter (conv_forward stage 05)",
-          dict(WINO_BLOCKED), dict(WINO_BLOCKED_TUNE), fallback="naive"))
+          dict(WINO_BLOCKED), dict(WINO_BLOCKED_TUNE), fallback="width"))
 
 REGISTRY: dict[str, list[Stage]] = {
     "conv_dgrad": CONV_DGRAD,
