@@ -14,7 +14,16 @@ Where things live:
     bench.py      `python -m helpers.bench`: stages x layers on a device, JSON into results/
     results.py    reading recorded results
     plots.py      the speed-up ladder and the roofline
-    pictures.py   pictures of memory accesses
+    pictures*.py  pictures of memory accesses (pictures_direct: chapters 03-05, pictures_combining:
+                  06-08, pictures_winograd: 12, pictures_batchnorm: 14)
+    direct.py     models of the direct kernels' checks and loads (chapters 03-05)
+    combining.py  generated unrolled code and launch geometry of stages 07-08, register counts
+    registers.py  `python -m helpers.registers`: NVIDIA's register/spill counts into results/
+    winograd.py   Winograd transforms derived by Toom-Cook, checked exactly
+    vendor*.py    cuDNN / PyTorch reference timings where PyTorch with CUDA is installed
+    tuning.py     per-device JIT parameters recorded by the benchmark (results/tuned.json)
+    notebook.py   what every chapter's first cell calls; kernel source and diff display
+    execute.py    `python -m helpers.execute`: re-run notebooks in place
     exercises.py  checks for the chapters' exercises
 """
 from .build import KernelBuildError, build, kernel, kernel_source

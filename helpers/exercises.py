@@ -240,7 +240,7 @@ def check_weight_vectors(answer_fn) -> bool:
 def check_width_columns(answer_fn) -> bool:
     """Chapter 08: (x0, xpw, W, stride, pad) -> for a 3x3 kernel, the list of the work-item's
     xpw + 2 columns: ow of each (an int), or None where that output does not exist."""
-    from .pictures_ladder2 import width_columns
+    from .pictures_combining import width_columns
     cases = [(0, 4, 14, 1, 1), (12, 4, 14, 1, 1), (4, 4, 14, 2, 1), (0, 3, 5, 1, 0), (2, 1, 7, 3, 2),
              (6, 8, 9, 2, 1)]
     for x0, xpw, w, stride, pad in cases:

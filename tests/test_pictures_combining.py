@@ -6,7 +6,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 import pytest  # noqa: E402
 
 from helpers import exercises  # noqa: E402
-from helpers import pictures_ladder2 as P  # noqa: E402
+from helpers import pictures_combining as P  # noqa: E402
 from helpers.reference import output_size  # noqa: E402
 
 
