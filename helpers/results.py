@@ -28,3 +28,57 @@ def find(op: str, layer_set: str, device_type: str | None = "GPU") -> list[dict]
 def device_label(run: dict) -> str:
     d = run["device"]
     return f"{d['name']} ({d['platform']}, driver {d['driver']}, {run['date'][:10]})"
+
+
+def _geo(rows, key):
+    from .bench import geomean
+    return geomean(r.get(key) for r in rows)
+
+
+def _stage_rows(run, stage):
+    return [r for r in run["rows"] if r["stage"] == stage]
+
+
+def headline() -> str:
+    """The README's table of what the recorded GPU runs show, computed from results/ (a test
+    checks that README.md holds exactly this text, so the two cannot drift apart)."""
+    lines = ["| operation, layers | device | result |", "| --- | --- | --- |"]
+    for run in find("conv_dgrad", "resnet50"):
+        naive = _stage_rows(run, "naive")
+        direct = [s for s in dict.fromkeys(r["stage"] for r in run["rows"]) if 3 <= _stage_rows(run, s)[0]["number"] <= 8]
+        best = max(direct, key=lambda s: _geo(_stage_rows(run, s), "x_first"), default=None)
+        wino = _stage_rows(run, "winograd")
+        text = f"naive {_geo(naive, 'gflops') / 1e3:.1f} TFLOP/s"
+        if best:
+            b = _stage_rows(run, best)
+            text += f"; best direct stage ({b[0]['number']:02d}) ×{_geo(b, 'x_first'):.1f} the naive"
+        if wino:
+            text += f"; Winograd stage ×{_geo(wino, 'x_first'):.1f} the naive, ×{_geo(wino, 'x_vendor'):.2f} cuDNN fp32"
+        lines.append(f"| input gradient, ResNet-50 3×3 layers (batch 64) | {run['device']['name']} | {text} |")
+    for run in find("conv_dgrad", "vgg16"):
+        wino = _stage_rows(run, "winograd")
+        if wino:
+            lines.append(f"| input gradient, VGG-16 (batch 32) | {run['device']['name']} | Winograd stage "
+                         f"×{_geo(wino, 'x_first'):.1f} the naive, ×{_geo(wino, 'x_vendor'):.2f} cuDNN fp32 |")
+    for run in find("conv_forward", "winograd6"):
+        blocked, naive = _stage_rows(run, "wino_blocked"), _stage_rows(run, "wino_naive")
+        if blocked and naive:
+            lines.append(f"| forward, the Winograd article's six shapes | {run['device']['name']} | register-blocked "
+                         f"Winograd ×{_geo(blocked, 'x_first'):.1f} the direct kernel, "
+                         f"×{_geo(blocked, 'gflops') / _geo(naive, 'gflops'):.0f} the naive Winograd, "
+                         f"×{_geo(blocked, 'x_vendor'):.2f} cuDNN fp32 |")
+    for op, what in (("batchnorm_forward", "forward"), ("batchnorm_backward", "backward with ReLU")):
+        for run in find(op, "bn"):
+            if op == "batchnorm_backward" and run["settings"]["activation"] != "relu":
+                continue
+            first = run["rows"][0]["layer"]
+            rows = [r for r in run["rows"] if r["layer"] == first]
+            best = max(rows, key=lambda r: r["gbps"])
+            lines.append(f"| batch norm {what}, {' '.join(best['problem'].split()[:3])} | {run['device']['name']} | "
+                         f"stage {best['key']}: {best['pct_copy']:.0f} % of the measured copy bandwidth, "
+                         f"×{best['x_vendor']:.2f} PyTorch |")
+    return "\n".join(lines)
+
+
+if __name__ == "__main__":
+    print(headline())
