@@ -264,3 +264,38 @@ def valid_tables_widget(h: int = 8, w: int = 8):
                          kernel=W.ToggleButtons(options=[1, 3, 5], value=3, description="kernel"),
                          stride=W.ToggleButtons(options=[1, 2, 3], value=1, description="stride"),
                          pad=W.IntSlider(min=0, max=4, value=1, description="padding", **slider))
+
+
+def recorded_step(number: int, op: str = "conv_dgrad", layer_sets=("resnet50", "vgg16", "edge"),
+                  per_layer=("resnet50",)) -> list[str]:
+    """What the GPU runs recorded in results/ measured for the stages up to ``number``: for each
+    layer set, the geometric mean over its layers of each stage's speed-up over the first stage,
+    over the stage before it, and against the vendor library; layer by layer (describe_step) for
+    the sets in ``per_layer``. A sentence instead where no run is recorded."""
+    from .bench import geomean, summary, vendor_name
+    from .results import device_label, find
+    out = []
+    for ls in layer_sets:
+        runs = [upto(r, number) for r in find(op, ls)]
+        runs = [r for r in runs if any(row["number"] == number for row in r["rows"])]
+        if not runs:
+            out.append(f"No GPU run of {op} over '{ls}' with stage {number:02d} is recorded in results/ yet.")
+            continue
+        for run in runs:
+            layers = list(dict.fromkeys(r["layer"] for r in run["rows"]))
+            med = {(r["layer"], r["key"]): r["median_ms"] for r in run["rows"]}
+            out.append(f"{op} over '{ls}' ({len(layers)} layers) on {device_label(run)}, geometric means:")
+            prev = None
+            for key, s in summary(run).items():
+                first = run["rows"][0]["key"]
+                line = f"  {key:<20} " + ("the baseline" if key == first else f"x{s['x_first']:.2f} over {first}")
+                if prev not in (None, first):
+                    step = geomean(med[(l, prev)] / med[(l, key)] for l in layers if (l, key) in med)
+                    line += f", x{step:.2f} over {prev}"
+                if s["x_vendor"] == s["x_vendor"]:
+                    line += f", x{s['x_vendor']:.3f} {vendor_name(run)}"
+                out.append(line)
+                prev = key
+            if ls in per_layer:
+                out += describe_step(run, number)
+    return out
