@@ -166,3 +166,12 @@ def test_weight_lines_with_other_load_patterns():
                                           requests=[(16 * i, 16) for i in range(9)], label="16-wide")
     assert (d["requests"], d["line_accesses"], d["straddling"]) == (9, 9, 0)
     plt.close("all")
+
+
+def test_recorded_step_reads_the_recorded_runs_or_says_none(monkeypatch):
+    from helpers import pictures_direct, results
+    lines = pictures_direct.recorded_step(5)
+    if results.find("conv_dgrad", "resnet50"):
+        assert any("05_input_vec" in l and "over 02_naive" in l for l in lines)
+    monkeypatch.setattr(results, "find", lambda *a, **k: [])
+    assert pictures_direct.recorded_step(5)[0].startswith("No GPU run of conv_dgrad over 'resnet50'")
