@@ -11,7 +11,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 from matplotlib.patches import Rectangle
 
-from .combining import BLOCK, TAPS, code_stats, fast_block
+from .combining import BLOCK, TAPS, fast_block
 
 DEPTH_COLORS = plt.get_cmap("tab20")(np.linspace(0, 1, 20))[:BLOCK]
 

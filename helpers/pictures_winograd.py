@@ -9,7 +9,6 @@ GPUs (AMD: 32 banks, similar rules) differ in details, and a CPU has no banks at
 """
 from __future__ import annotations
 
-import numpy as np
 
 BANKS = 32
 WARP = 32

@@ -88,3 +88,17 @@ def shape4(op: str, name: str, value) -> tuple:
     if min(dims) <= 0:
         raise ValueError(f"{op}: {name} has a zero-sized or negative dimension: {dims}")
     return tuple(int(d) for d in dims)
+
+
+def conv_geometry(op: str, weight: np.ndarray, c: int, h: int, w: int, stride: int, pad: int) -> tuple:
+    """(K, KH, KW, OH, OW) of a convolution with IOHW ``weight`` over a (., c, h, w) input, or a
+    ValueError naming what does not fit."""
+    from .reference import output_size
+    wc, k, kh, kw = weight.shape
+    if wc != c:
+        raise ValueError(f"{op}: weight is IOHW (C_in, C_out, R, S) = {weight.shape}, so its first "
+                         f"dimension must equal the input's channels C = {c}")
+    if kh > h + 2 * pad or kw > w + 2 * pad:
+        raise ValueError(f"{op}: a {kh}x{kw} kernel does not fit in the padded {h}x{w} input "
+                         f"(padding {pad})")
+    return k, kh, kw, output_size(h, kh, stride, pad), output_size(w, kw, stride, pad)

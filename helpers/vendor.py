@@ -19,6 +19,16 @@ def torch_cuda():
     return torch if torch.cuda.is_available() else None
 
 
+def fp32_torch():
+    """torch set up for fair fp32 comparisons (TF32 off, cuDNN's autotuner on), or None."""
+    torch = torch_cuda()
+    if torch is not None:
+        torch.backends.cudnn.allow_tf32 = False
+        torch.backends.cuda.matmul.allow_tf32 = False
+        torch.backends.cudnn.benchmark = True
+    return torch
+
+
 def time_cuda(fn, warmup: int, repeats: int, flush_bytes: int) -> dict:
     """Device time of ``fn``'s kernels per call, as our kernels are timed.
 
@@ -70,12 +80,9 @@ def versions() -> dict:
 def cudnn_conv_dgrad(grad_output, weight_iohw, input_shape, stride, padding, *, warmup=5, repeats=20,
                      flush_bytes=256 * 2**20):
     """Median time of cuDNN's fp32 input gradient for this layer, or None without CUDA."""
-    torch = torch_cuda()
+    torch = fp32_torch()
     if torch is None:
         return None
-    torch.backends.cudnn.allow_tf32 = False
-    torch.backends.cuda.matmul.allow_tf32 = False
-    torch.backends.cudnn.benchmark = True
     dy = torch.from_numpy(grad_output).cuda()
     w = torch.from_numpy(np.ascontiguousarray(weight_iohw.transpose(1, 0, 2, 3))).cuda()  # IOHW -> OIHW
     out = time_cuda(lambda: torch.nn.grad.conv2d_input(input_shape, w, dy, stride=stride, padding=padding),
@@ -87,12 +94,9 @@ def cudnn_conv_dgrad(grad_output, weight_iohw, input_shape, stride, padding, *, 
 
 def cudnn_conv_forward(x, weight_iohw, stride, padding, *, warmup=5, repeats=20, flush_bytes=256 * 2**20):
     """Median time of cuDNN's fp32 forward convolution for this layer, or None without CUDA."""
-    torch = torch_cuda()
+    torch = fp32_torch()
     if torch is None:
         return None
-    torch.backends.cudnn.allow_tf32 = False
-    torch.backends.cuda.matmul.allow_tf32 = False
-    torch.backends.cudnn.benchmark = True
     xt = torch.from_numpy(x).cuda()
     w = torch.from_numpy(np.ascontiguousarray(weight_iohw.transpose(1, 0, 2, 3))).cuda()  # IOHW -> OIHW
     out = time_cuda(lambda: torch.nn.functional.conv2d(xt, w, stride=stride, padding=padding),

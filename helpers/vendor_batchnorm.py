@@ -9,20 +9,13 @@ through autograd, which runs PyTorch's batch-norm backward kernel(s) and, with a
 """
 from __future__ import annotations
 
-from .vendor import time_cuda, torch_cuda
-
-
-def _setup(torch):
-    torch.backends.cudnn.allow_tf32 = False
-    torch.backends.cuda.matmul.allow_tf32 = False
-    torch.backends.cudnn.benchmark = True
+from .vendor import fp32_torch, time_cuda
 
 
 def torch_batchnorm_forward(problem, *, warmup=5, repeats=20, flush_bytes=256 * 2**20):
-    torch = torch_cuda()
+    torch = fp32_torch()
     if torch is None:
         return None
-    _setup(torch)
     a, d = problem.inputs, problem.dims
     F = torch.nn.functional
     x, g, b = (torch.from_numpy(a[k]).cuda() for k in ("x", "gamma", "beta"))
@@ -42,10 +35,9 @@ def torch_batchnorm_forward(problem, *, warmup=5, repeats=20, flush_bytes=256 * 
 
 
 def torch_batchnorm_backward(problem, *, warmup=5, repeats=20, flush_bytes=256 * 2**20):
-    torch = torch_cuda()
+    torch = fp32_torch()
     if torch is None:
         return None
-    _setup(torch)
     a, d = problem.inputs, problem.dims
     x = torch.from_numpy(a["x"]).cuda().requires_grad_(True)
     g = torch.from_numpy(a["gamma"]).cuda().requires_grad_(True)

@@ -13,7 +13,7 @@ import numpy as np
 
 from .. import reference as ref
 from ..check import rtol_for_sum
-from ..problem import Problem, positive_int, reject_unknown, shape4, tensor
+from ..problem import Problem, conv_geometry, positive_int, reject_unknown, shape4, tensor
 
 OP = "conv_dgrad"
 ACT_CODES = {"none": 0, "relu": 1, "sigmoid": 2, "tanh": 3}  # kernels/common/course.h: ACT_*
@@ -33,14 +33,7 @@ def prepare(**kwargs) -> Problem:
     if act not in ACT_CODES:
         raise ValueError(f"{OP}: activation must be one of {', '.join(ACT_CODES)}, got {act!r}")
 
-    wc, k, kh, kw = w.shape
-    if wc != c:
-        raise ValueError(f"{OP}: weight is IOHW (C_in, C_out, R, S) = {w.shape}, so its first "
-                         f"dimension must equal the input's channels C = {c}")
-    if kh > h + 2 * pad or kw > wd + 2 * pad:
-        raise ValueError(f"{OP}: a {kh}x{kw} kernel does not fit in the padded {h}x{wd} input "
-                         f"(padding {pad})")
-    oh, ow = ref.output_size(h, kh, stride, pad), ref.output_size(wd, kw, stride, pad)
+    k, kh, kw, oh, ow = conv_geometry(OP, w, c, h, wd, stride, pad)
     if dy.shape != (n, k, oh, ow):
         raise ValueError(f"{OP}: grad_output must have shape (N, K, OH, OW) = {(n, k, oh, ow)} for "
                          f"input {(n, c, h, wd)}, a {kh}x{kw} kernel, stride {stride}, padding {pad}; "

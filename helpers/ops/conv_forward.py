@@ -13,7 +13,7 @@ import numpy as np
 
 from .. import reference as ref
 from ..check import rtol_for_sum
-from ..problem import Problem, positive_int, reject_unknown, tensor
+from ..problem import Problem, conv_geometry, positive_int, reject_unknown, tensor
 
 OP = "conv_forward"
 ARGS = ("input", "weight", "stride", "padding")
@@ -59,14 +59,7 @@ def prepare(**kwargs) -> Problem:
     stride = positive_int(OP, "stride", kwargs.get("stride", 1))
     pad = positive_int(OP, "padding", kwargs.get("padding", 0), minimum=0)
     n, c, h, wd = x.shape
-    wc, k, kh, kw = w.shape
-    if wc != c:
-        raise ValueError(f"{OP}: weight is IOHW (C_in, C_out, R, S) = {w.shape}, so its first "
-                         f"dimension must equal the input's channels C = {c}")
-    if kh > h + 2 * pad or kw > wd + 2 * pad:
-        raise ValueError(f"{OP}: a {kh}x{kw} kernel does not fit in the padded {h}x{wd} input "
-                         f"(padding {pad})")
-    oh, ow = ref.output_size(h, kh, stride, pad), ref.output_size(wd, kw, stride, pad)
+    k, kh, kw, oh, ow = conv_geometry(OP, w, c, h, wd, stride, pad)
     if n * k * oh * ow > 2**31 - 1:
         raise ValueError(f"{OP}: the output would have {n * k * oh * ow:,} elements; the kernels "
                          f"index with 32-bit integers")
