@@ -244,3 +244,60 @@ def tuning_tables(op: str = "conv_dgrad", layer_set: str = "resnet50", stage_key
             out.append({"device": run["device"]["name"], "date": run["date"][:10], "best": t["defines"],
                         "tried": t.get("tried", [])})
     return out
+
+
+# ------------------------------------------------------------------------------------------
+# The recorded GPU runs, as numbers the chapters print
+
+def recorded_steps(number: int, op: str = "conv_dgrad", layer_sets=("resnet50", "vgg16", "edge"),
+                   per_layer: bool = True) -> list[str]:
+    """Lines stating what the recorded GPU runs (results/) measured for stage ``number``: per
+    layer set, the geometric means over its layers of GFLOP/s and of the speed-ups over the first
+    stage, over the stage before and against the vendor library, for the stages from the one
+    before ``number`` up to it; then (``per_layer``) each layer's speed-ups of stage ``number``."""
+    from .bench import geomean
+    from .results import find
+    out = []
+    for ls in layer_sets:
+        for run in find(op, ls):
+            rows = [r for r in run["rows"] if r["number"] <= number]
+            nums = sorted({r["number"] for r in rows})
+            if number not in nums or len(nums) < 2:
+                continue
+            prev, first = nums[-2], nums[0]
+            key = {r["number"]: r["key"] for r in rows}
+            med = {(r["layer"], r["number"]): r for r in rows}
+            layers = list(dict.fromkeys(r["layer"] for r in rows))
+            peak = run.get("roofline", {}).get("fma_gflops")
+            out.append(f"{run['device']['name']}, {op} over '{ls}' ({len(layers)} layers, {run['date'][:10]}); "
+                       f"geometric means:")
+            for n in nums[max(0, nums.index(prev) - 1):]:
+                rs = [med[(l, n)] for l in layers]
+                before = [n2 for n2 in nums if n2 < n]
+                step = (f", x{geomean(med[(l, before[-1])]['median_ms'] / med[(l, n)]['median_ms'] for l in layers):.2f} "
+                        f"over {key[before[-1]][:2]}" if before else "")
+                pct = f" ({100 * geomean(r['gflops'] for r in rs) / peak:.0f}% of FMA peak)" if peak else ""
+                out.append(f"   {key[n]:<18} {geomean(r['gflops'] for r in rs) / 1000:5.2f} TFLOP/s{pct}, "
+                           f"x{geomean(r['x_first'] for r in rs):.2f} over {key[first][:2]}{step}, "
+                           f"x{geomean(r.get('x_vendor') for r in rs):.2f} of cuDNN")
+            if per_layer:
+                out.append(f"   {key[number]} per layer (over {key[first][:2]}, over {key[prev][:2]}):")
+                for l in layers:
+                    r, rp = med[(l, number)], med[(l, prev)]
+                    out.append(f"      {l:<16} x{r['x_first']:.2f}, x{rp['median_ms'] / r['median_ms']:.2f}")
+    if not out:
+        out.append(f"No GPU run of {op} with stage {number:02d} is recorded in results/ yet.")
+    return out
+
+
+def work_groups(stage_key: str, lay: dict, defines: dict) -> dict:
+    """Launch size of stage 07 or 08 for a layer (dict from helpers.layers) and its defines:
+    work-groups, work-items launched, and the fraction of them that have positions to compute."""
+    from types import SimpleNamespace
+    from .combining import channel_tiles, channel_width_tiles
+    p = SimpleNamespace(dims={"N": lay["n"], "C": lay["c"], "H": lay["h"], "W": lay["w"]})
+    geometry = channel_width_tiles if stage_key.startswith("08") else channel_tiles
+    (g0, g1), (l0, _) = geometry(p, defines)
+    xpw = defines.get("XPW", 1)
+    real = lay["n"] * lay["h"] * -(-lay["w"] // xpw)
+    return {"groups": g0 // l0 * g1, "work_items": g0 * g1, "used": real / g0}
