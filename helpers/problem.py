@@ -102,3 +102,23 @@ def conv_geometry(op: str, weight: np.ndarray, c: int, h: int, w: int, stride: i
         raise ValueError(f"{op}: a {kh}x{kw} kernel does not fit in the padded {h}x{w} input "
                          f"(padding {pad})")
     return k, kh, kw, output_size(h, kh, stride, pad), output_size(w, kw, stride, pad)
+
+
+def activation_output(op: str, kwargs: dict, codes: dict, grad_output: np.ndarray):
+    """(activation, output): the activation's name, checked against ``codes``, and the forward
+    output its derivative is computed from (None with no activation), checked against grad_output."""
+    act = kwargs.get("activation", "none")
+    if act not in codes:
+        raise ValueError(f"{op}: activation must be one of {', '.join(codes)}, got {act!r}")
+    y = kwargs.get("output")
+    if act == "none":
+        if y is not None:
+            raise ValueError(f"{op}: output is only used with an activation; activation is 'none'")
+        return act, None
+    if y is None:
+        raise TypeError(f"{op}: activation {act!r} needs output (the forward output after the "
+                        f"activation) to compute its derivative")
+    y = tensor(op, "output", y, 4)
+    if y.shape != grad_output.shape:
+        raise ValueError(f"{op}: output must have grad_output's shape {grad_output.shape}, got {y.shape}")
+    return act, y

@@ -77,19 +77,21 @@ def test_finite_differences(act):
     dx = ref.conv2d_dgrad(g, wt, x.shape, stride, pad, act, y)
     dw = ref.conv2d_wgrad(x, g, wt.shape, stride, pad, act, y)
     eps = 1e-6
+    relu_mask = lambda: ref.conv2d_forward(x, wt, stride, pad) > 0
+    checked = 0
     for arr, grad in ((x, dx), (wt, dw)):
         for idx in [tuple(int(rng.integers(0, s)) for s in arr.shape) for _ in range(12)]:
             old = arr[idx]
             arr[idx] = old + eps
-            up = loss(x, wt)
+            up, mask_up = loss(x, wt), relu_mask()
             arr[idx] = old - eps
-            down = loss(x, wt)
+            down, mask_down = loss(x, wt), relu_mask()
             arr[idx] = old
-            # relu's kink: skip points where the step crosses it (derivative undefined there)
-            assert (up - down) / (2 * eps) == pytest.approx(grad[idx], rel=1e-5, abs=1e-6) or act == "relu"
-    if act == "relu":  # the kink-free check for relu: compare away from zero pre-activations
-        pre = ref.conv2d_forward(x, wt, stride, pad)
-        assert np.all(np.abs(pre) > 1e-9)
+            if act == "relu" and not np.array_equal(mask_up, mask_down):
+                continue  # the step crosses relu's kink, where the derivative is undefined
+            assert (up - down) / (2 * eps) == pytest.approx(grad[idx], rel=1e-5, abs=1e-6)
+            checked += 1
+    assert checked >= 20  # crossing a kink with a 1e-6 step is rare: nearly every point is compared
 
 
 def test_activation_derivatives_in_terms_of_output():

@@ -18,7 +18,7 @@ import numpy as np
 
 from .. import reference as ref
 from ..check import rtol_for_sum
-from ..problem import Problem, reject_unknown, tensor
+from ..problem import Problem, activation_output, reject_unknown
 from .batchnorm_forward import channel_vector, check_x, random_args
 
 OP = "batchnorm_backward"
@@ -36,20 +36,7 @@ def prepare(**kwargs) -> Problem:
     gamma = channel_vector(OP, "gamma", kwargs.get("gamma"), c)
     mean = channel_vector(OP, "mean", kwargs.get("mean"), c)
     inv_std = channel_vector(OP, "inv_std", kwargs.get("inv_std"), c)
-    act = kwargs.get("activation", "none")
-    if act not in ACT_CODES:
-        raise ValueError(f"{OP}: activation must be one of {', '.join(ACT_CODES)}, got {act!r}")
-    y = kwargs.get("output")
-    if act == "none":
-        if y is not None:
-            raise ValueError(f"{OP}: output is only used with activation='relu'; activation is 'none'")
-    else:
-        if y is None:
-            raise TypeError(f"{OP}: activation {act!r} needs output (the forward output after the "
-                            f"ReLU) to compute its derivative")
-        y = tensor(OP, "output", y, 4)
-        if y.shape != dy.shape:
-            raise ValueError(f"{OP}: output must have grad_output's shape {dy.shape}, got {y.shape}")
+    act, y = activation_output(OP, kwargs, ACT_CODES, dy)
     big = 3 if y is None else 4      # dy, x (, output) read twice; dx written once
     passes = 2 * (big - 1) + 1
     return Problem(

@@ -13,7 +13,7 @@ import numpy as np
 
 from .. import reference as ref
 from ..check import rtol_for_sum
-from ..problem import Problem, conv_geometry, positive_int, reject_unknown, shape4, tensor
+from ..problem import Problem, activation_output, conv_geometry, positive_int, reject_unknown, shape4, tensor
 
 OP = "conv_dgrad"
 ACT_CODES = {"none": 0, "relu": 1, "sigmoid": 2, "tanh": 3}  # kernels/common/course.h: ACT_*
@@ -29,26 +29,13 @@ def prepare(**kwargs) -> Problem:
     n, c, h, wd = shape4(OP, "input_shape", kwargs["input_shape"])
     stride = positive_int(OP, "stride", kwargs.get("stride", 1))
     pad = positive_int(OP, "padding", kwargs.get("padding", 0), minimum=0)
-    act = kwargs.get("activation", "none")
-    if act not in ACT_CODES:
-        raise ValueError(f"{OP}: activation must be one of {', '.join(ACT_CODES)}, got {act!r}")
 
     k, kh, kw, oh, ow = conv_geometry(OP, w, c, h, wd, stride, pad)
     if dy.shape != (n, k, oh, ow):
         raise ValueError(f"{OP}: grad_output must have shape (N, K, OH, OW) = {(n, k, oh, ow)} for "
                          f"input {(n, c, h, wd)}, a {kh}x{kw} kernel, stride {stride}, padding {pad}; "
                          f"got {dy.shape}")
-    y = kwargs.get("output")
-    if act == "none":
-        if y is not None:
-            raise ValueError(f"{OP}: output is only used with an activation; activation is 'none'")
-    else:
-        if y is None:
-            raise TypeError(f"{OP}: activation {act!r} needs output (the forward output after the "
-                            f"activation) to compute its derivative")
-        y = tensor(OP, "output", y, 4)
-        if y.shape != dy.shape:
-            raise ValueError(f"{OP}: output must have grad_output's shape {dy.shape}, got {y.shape}")
+    act, y = activation_output(OP, kwargs, ACT_CODES, dy)
     if n * c * h * wd > 2**31 - 1:
         raise ValueError(f"{OP}: the input gradient would have {n * c * h * wd:,} elements; the "
                          f"kernels index with 32-bit integers")
