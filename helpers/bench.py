@@ -23,20 +23,21 @@ import sys
 
 import numpy as np
 
-from .devices import device_info, get_context
-from .layers import layer_set
+from .analysis.results import RESULTS
+from .analysis.summary import geomean, summary, vendor_name
+from .engine.devices import device_info, get_context
+from .engine.timing import default_flush_bytes, time_plan
 from .ops import op_module
+from .ops.layers import layer_set
 from .peak import roofline
-from .results import RESULTS
 from .runner import Plan, prepare
 from .stages import get_stage, stage_names
-from .timing import default_flush_bytes, time_plan
 from .tuning import TUNED
 
 
 def versions() -> dict:
     import pyopencl
-    from .vendor import versions as vendor_versions
+    from .ops.vendor import versions as vendor_versions
     return {"python": platform.python_version(), "numpy": np.__version__,
             "pyopencl": pyopencl.VERSION_TEXT, **vendor_versions()}
 
@@ -54,11 +55,6 @@ def _progress(total, enabled):
             def write(self, s): print(s, flush=True)
         return _Null()
     return tqdm(total=total, leave=False)
-
-
-def geomean(values) -> float:
-    values = [v for v in values if v and v > 0]
-    return math.exp(sum(map(math.log, values)) / len(values)) if values else float("nan")
 
 
 def run(op: str = "conv_dgrad", stages=None, layers="ci", ctx=None, *, activation: str = "none",
@@ -125,7 +121,7 @@ def run(op: str = "conv_dgrad", stages=None, layers="ci", ctx=None, *, activatio
 
 
 def _check(plan, expected) -> bool:
-    from .check import check_close
+    from .engine.check import check_close
     got = plan.outputs()
     mod = op_module(plan.op)
     exp, mag = expected
@@ -147,17 +143,6 @@ def _relative(out: dict) -> None:
             r["x_first"] = base[r["layer"]] / r["median_ms"]
         if r["layer"] in vend:
             r["x_vendor"] = vend[r["layer"]] / r["median_ms"]
-
-
-def summary(out: dict) -> dict:
-    """Per stage: geometric means over the layers of GFLOP/s and of the speed-ups."""
-    res = {}
-    for key in dict.fromkeys(r["key"] for r in out["rows"]):
-        rows = [r for r in out["rows"] if r["key"] == key]
-        res[key] = {"gflops": geomean(r["gflops"] for r in rows), "gbps": geomean(r["gbps"] for r in rows),
-                    "x_first": geomean(r.get("x_first") for r in rows),
-                    "x_vendor": geomean(r.get("x_vendor") for r in rows)}
-    return res
 
 
 def search(op, stage, lays, ctx, activation, warmup, repeats, bar=None) -> dict:
@@ -184,11 +169,6 @@ def search(op, stage, lays, ctx, activation, warmup, repeats, bar=None) -> dict:
         raise RuntimeError(f"no tuning candidate of {stage.key} ran: {tried}")
     best = min(ok, key=lambda t: t["geomean_ms"])
     return {"defines": best["defines"], "geomean_ms": best["geomean_ms"], "tried": tried}
-
-
-def vendor_name(out: dict) -> str:
-    """The vendor library a run compared with (its ``name``; cuDNN where none is given)."""
-    return out["vendor"][0].get("name", "cuDNN") if out.get("vendor") else "cuDNN"
 
 
 def _line(row: dict, out: dict) -> str:

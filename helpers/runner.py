@@ -17,11 +17,12 @@ from __future__ import annotations
 import numpy as np
 import pyopencl as cl
 
-from .build import build, kernel
-from .devices import get_context, get_queue
+from .engine.build import build, kernel
+from .engine.devices import get_context, get_queue
+from .launch import Step, family, hook
 from .ops import op_module
-from .problem import Problem
-from .stages import Stage, Step, get_stage
+from .ops.problem import Problem
+from .stages import Stage, get_stage
 from .tuning import tuned_defines
 
 CANARY = np.uint32(0xDEADBEEF)   # a float32 no kernel computes by chance (-6.26e18)
@@ -95,7 +96,8 @@ def resolve(op: str, stage, problem: Problem, ctx, defines: dict | None) -> tupl
         if unknown and not seen:
             raise ValueError(f"stage {s.key} of {op} has no JIT parameter {', '.join(sorted(unknown))}; "
                              f"its parameters are {', '.join(sorted(s.defines)) or 'none'}")
-        need = s.requires(problem, d) if s.requires else None
+        requires = hook(s, "requires")
+        need = requires(problem, d) if requires else None
         if need is None:
             return s, d
         if s.fallback is None:
@@ -104,6 +106,21 @@ def resolve(op: str, stage, problem: Problem, ctx, defines: dict | None) -> tupl
         s = get_stage(op, s.fallback)
         if s.key in seen:
             raise RuntimeError(f"fallback cycle in the registry: {seen}")
+
+
+def jit_defines(s: Stage, p: Problem, d: dict) -> dict:
+    """Everything a stage is built with: the problem's defines, the stage's, and those its
+    family derives from the problem (``jit``)."""
+    derive = hook(s, "jit")
+    return {**p.defines, **d, **(derive(p, d) if derive else {})}
+
+
+def stage_source(s: Stage, jit: dict) -> str | None:
+    """Generated kernel text for a stage whose family writes part of it, else None (the file)."""
+    if callable(s.source):      # a test's planted fault: a function of the defines
+        return s.source(jit)
+    generate = hook(s, "source")
+    return generate(s, jit) if generate else None
 
 
 class Plan:
@@ -116,10 +133,11 @@ class Plan:
         self.queue = get_queue(ctx)
         dev = ctx.devices[0]
         s, p = self.stage, problem
-        jit = {**p.defines, **self.defines, **(s.jit(p, self.defines) if s.jit else {})}
+        jit = jit_defines(s, p, self.defines)
         self.jit_defines = jit
-
-        scratch = s.scratch(p, self.defines) if s.scratch else {}
+        self.steps = family(s.family).steps(s, p, self.defines)
+        self.workspace = family(s.family).workspace(s, p, self.defines)
+        scratch = {name: w.count for name, w in self.workspace.items()}
         sizes = {name: a.nbytes for name, a in p.inputs.items() if name not in p.aliases}
         sizes.update({name: 4 * int(np.prod(shape)) for name, shape in p.outputs.items()})
         sizes.update({name: 4 * int(n) for name, n in scratch.items()})
@@ -132,7 +150,7 @@ class Plan:
             raise ValueError(f"the tensors need {sum(sizes.values()) / 2**30:.2f} GiB, more than the "
                              f"{dev.global_mem_size / 2**30:.2f} GiB of {dev.name.strip()}; use a smaller batch")
 
-        source = s.source(jit) if s.source else None
+        source = stage_source(s, jit)
         self.program = build(ctx, s.kernel, jit, source=source)
 
         self.arrays: dict[str, DeviceArray] = {}
@@ -147,12 +165,6 @@ class Plan:
         for name, target in p.aliases.items():
             self.arrays[name] = self.arrays[target]
 
-        if s.steps is not None:
-            self.steps = list(s.steps(self))
-        else:
-            gsize, lsize = s.geometry(p, self.defines)
-            args = tuple(p.inputs) + tuple(p.outputs) + tuple(p.scalars)
-            self.steps = [Step(s.entry or op, gsize, lsize, args)]
         self._bound = [self._bind(step, dev) for step in self.steps]
 
     def _bind(self, step: Step, dev) -> tuple:

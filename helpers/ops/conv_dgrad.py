@@ -11,9 +11,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from .. import reference as ref
-from ..check import rtol_for_sum
-from ..problem import Problem, activation_output, conv_geometry, positive_int, reject_unknown, shape4, tensor
+from . import reference as ref
+from ..engine.check import rtol_for_sum
+from .problem import Problem, activation_output, conv_geometry, positive_int, reject_unknown, shape4, tensor
 
 OP = "conv_dgrad"
 ACT_CODES = {"none": 0, "relu": 1, "sigmoid": 2, "tanh": 3}  # kernels/common/course.h: ACT_*
@@ -103,7 +103,7 @@ def layer_args(layer: dict, activation: str = "none", seed: int = 0) -> dict:
 
 def vendor_time(problem: Problem, warmup: int, repeats: int, flush_bytes: int):
     """cuDNN's fp32 input gradient (TF32 off) through PyTorch on an NVIDIA GPU, or None."""
-    from ..vendor import cudnn_conv_dgrad
+    from .vendor import cudnn_conv_dgrad
     d = problem.dims
     return cudnn_conv_dgrad(problem.inputs["grad_output"], problem.inputs["weight"],
                             (d["N"], d["C"], d["H"], d["W"]), d["stride"], d["pad"],

@@ -11,9 +11,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from .. import reference as ref
-from ..check import rtol_for_sum
-from ..problem import Problem, conv_geometry, positive_int, reject_unknown, tensor
+from . import reference as ref
+from ..engine.check import rtol_for_sum
+from .problem import Problem, conv_geometry, positive_int, reject_unknown, tensor
 
 OP = "conv_forward"
 ARGS = ("input", "weight", "stride", "padding")
@@ -114,7 +114,7 @@ def layer_args(layer: dict, activation: str = "none", seed: int = 0) -> dict:
 
 def vendor_time(problem: Problem, warmup: int, repeats: int, flush_bytes: int):
     """cuDNN's fp32 forward convolution (TF32 off) through PyTorch on an NVIDIA GPU, or None."""
-    from ..vendor import cudnn_conv_forward
+    from .vendor import cudnn_conv_forward
     d = problem.dims
     return cudnn_conv_forward(problem.inputs["input"], problem.inputs["weight"], d["stride"], d["pad"],
                               warmup=warmup, repeats=repeats, flush_bytes=flush_bytes)

@@ -4,7 +4,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-RESULTS = Path(__file__).resolve().parent.parent / "results"
+RESULTS = Path(__file__).resolve().parents[2] / "results"
 
 
 def load(pattern: str = "*.json") -> list[dict]:
@@ -31,7 +31,7 @@ def device_label(run: dict) -> str:
 
 
 def _geo(rows, key):
-    from .bench import geomean
+    from .summary import geomean
     return geomean(r.get(key) for r in rows)
 
 

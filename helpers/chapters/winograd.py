@@ -155,7 +155,7 @@ def direct_conv2d(x: np.ndarray, w: np.ndarray, padding: int = 0, dtype=np.float
 def accuracy(channels=(1, 4, 16, 64, 256, 1024), size: int = 16, k: int = 8, seed: int = 0) -> list[dict]:
     """Float32 error of direct, F(2x2,3x3) and F(4x4,3x3) against a float64 reference, per C:
     max |error| / max |output| over the whole output (a normwise relative error)."""
-    from .reference import conv2d_forward
+    from ..ops.reference import conv2d_forward
     rows = []
     for c in channels:
         rng = np.random.default_rng(seed + c)
@@ -253,7 +253,7 @@ def header_source(m: int = 2, r: int = 3) -> str:
 
 
 def write_header() -> str:
-    from .build import COMMON
+    from ..engine.build import COMMON
     path = COMMON / HEADER
     path.write_text(header_source())
     return str(path)

@@ -13,9 +13,9 @@ import html
 import os
 from dataclasses import dataclass
 
-from .build import kernel_source
-from .devices import device_info, get_context, short_name
-from .stages import get_stage
+from ..engine.build import kernel_source
+from ..engine.devices import device_info, get_context, short_name
+from ..stages import get_stage
 
 
 @dataclass
