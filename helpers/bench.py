@@ -25,6 +25,7 @@ import numpy as np
 
 from .analysis.results import RESULTS
 from .analysis.summary import geomean, summary, vendor_name
+from .engine.backends import require
 from .engine.devices import device_info, get_context
 from .engine.timing import default_flush_bytes, time_plan
 from .ops import op_module
@@ -59,11 +60,13 @@ def _progress(total, enabled):
 
 def run(op: str = "conv_dgrad", stages=None, layers="ci", ctx=None, *, activation: str = "none",
         warmup: int = 3, repeats: int = 20, vendor: bool = True, peak: bool = True, tune: bool = False,
-        progress: bool = True, verbose: bool = False, record_tuned: bool = False) -> dict:
+        progress: bool = True, verbose: bool = False, record_tuned: bool = False, tag: str | None = None) -> dict:
     """Benchmark ``stages`` (names/numbers, default all) of ``op`` over a layer set; returns a dict."""
     ctx = get_context(ctx)
     mod = op_module(op)
     stages = [get_stage(op, s) for s in (stages or stage_names(op))]
+    for s in stages:
+        require(s.backend, f"stage {s.name} of {op}")
     lays = layer_set(layers) if isinstance(layers, str) else list(layers)
     info = device_info(ctx)
     flush = default_flush_bytes(ctx)
@@ -72,6 +75,8 @@ def run(op: str = "conv_dgrad", stages=None, layers="ci", ctx=None, *, activatio
            "host": {"machine": platform.machine(), "system": platform.system()}, "versions": versions(),
            "settings": {"warmup": warmup, "repeats": repeats, "flush_bytes": flush, "activation": activation},
            "rows": [], "vendor": [], "tuned": {}}
+    if tag:
+        out["tag"] = tag          # a run for one comparison (e.g. cuda_twins), apart from the ladders
     if peak:
         out["roofline"] = roofline(ctx)
     bar = _progress(len(lays) * len(stages), progress)
@@ -95,7 +100,8 @@ def run(op: str = "conv_dgrad", stages=None, layers="ci", ctx=None, *, activatio
             verdict_after = _check(plan, expected)                # ... and after
             sec = timing.median_ms * 1e-3
             row = {"layer": lay["name"], "shape": lay, "problem": problem.label, "stage": s.name,
-                   "key": s.key, "number": s.number, "ran": plan.stage.key, "defines": plan.jit_defines,
+                   "key": s.key, "number": s.number, "ran": plan.stage.key,
+                   "backend": plan.stage.backend, "precision": plan.stage.precision, "defines": plan.jit_defines,
                    **timing.summary(), "times_ms": timing.times_ms,
                    "gflops": problem.flops / sec / 1e9, "gbps": problem.min_bytes / sec / 1e9,
                    "flops": problem.flops, "min_bytes": problem.min_bytes,
@@ -230,17 +236,20 @@ def main(argv=None) -> int:
     ap.add_argument("--repeats", type=int, default=20)
     ap.add_argument("--tune", action="store_true", help="search the stages' JIT parameters first; record them")
     ap.add_argument("--no-vendor", action="store_true", help="skip the cuDNN reference timing")
+    ap.add_argument("--tag", default=None, help="name a run made for one comparison (e.g. cuda_twins); "
+                                               "chapters read tagged runs only where they ask for the tag")
     ap.add_argument("--out", default=None, help="JSON path (default results/<op>_<layers>[_<activation>]_<device>.json); "
                                                "'-': none")
     a = ap.parse_args(argv)
     stages = [int(s) if s.isdigit() else s for s in a.stages.split(",")] if a.stages else None
     out = run(a.op, stages, a.layers, a.device, activation=a.activation, warmup=a.warmup,
               repeats=a.repeats, vendor=not a.no_vendor, tune=a.tune, progress=sys.stderr.isatty(),
-              verbose=not sys.stderr.isatty(), record_tuned=a.tune and a.out != "-")
+              verbose=not sys.stderr.isatty(), record_tuned=a.tune and a.out != "-", tag=a.tag)
     print(report(out))
     if a.out != "-":
         act = f"_{a.activation}" if a.activation != "none" else ""
-        path = a.out or str(RESULTS / f"{a.op}_{a.layers}{act}_{slug(out['device']['name'])}.json")
+        tag = f"_{a.tag}" if a.tag else ""
+        path = a.out or str(RESULTS / f"{a.op}_{a.layers}{act}{tag}_{slug(out['device']['name'])}.json")
         RESULTS.mkdir(exist_ok=True)
         with open(path, "w") as f:
             json.dump(out, f, indent=1)

@@ -17,6 +17,7 @@ from __future__ import annotations
 import numpy as np
 import pyopencl as cl
 
+from .engine.backends import cuda
 from .engine.build import build, kernel
 from .engine.devices import get_context, get_queue
 from .launch import Step, family, hook
@@ -88,9 +89,9 @@ class DeviceArray:
 def resolve(op: str, stage, problem: Problem, ctx, defines: dict | None) -> tuple[Stage, dict]:
     """The stage that will actually run (following fallbacks) and its JIT parameters."""
     s = get_stage(op, stage)
-    dev = ctx.devices[0].name
     seen = []
     while True:
+        dev = cuda.device()["name"] if s.backend == "cuda" else ctx.devices[0].name
         d = {**s.defines, **tuned_defines(op, s.key, dev), **{k: v for k, v in (defines or {}).items() if k in s.defines}}
         unknown = set(defines or {}) - set(s.defines) - set(problem.defines)
         if unknown and not seen:
@@ -123,7 +124,7 @@ def stage_source(s: Stage, jit: dict) -> str | None:
     return generate(s, jit) if generate else None
 
 
-class Plan:
+class ClPlan:
     """A stage bound to a problem on a device: buffers uploaded, program built, ready to enqueue."""
 
     def __init__(self, op: str, stage, problem: Problem, ctx: cl.Context, defines: dict | None, guard: bool):
@@ -213,6 +214,100 @@ class Plan:
         return self.problem.result(self.outputs())
 
 
+class CudaPlan:
+    """A CUDA stage bound to a problem: the same contract as ClPlan (enqueue, outputs,
+    check_guards, result, queue.finish), on CuPy's current device."""
+
+    class _Queue:
+        finish = staticmethod(cuda.synchronize)
+
+    def __init__(self, op: str, stage, problem: Problem, ctx, defines: dict | None, guard: bool):
+        self.op, self.problem, self.ctx, self.guard = op, problem, ctx, guard
+        self.queue = self._Queue()
+        self.requested = get_stage(op, stage)
+        self.stage, self.defines = resolve(op, stage, problem, ctx, defines)
+        s, p = self.stage, problem
+        dev = cuda.device()
+        self.jit_defines = jit = jit_defines(s, p, self.defines)
+        self.steps = family(s.family).steps(s, p, self.defines)
+        self.workspace = family(s.family).workspace(s, p, self.defines)
+        need = sum(a.nbytes for n, a in p.inputs.items() if n not in p.aliases)
+        need += sum(4 * int(np.prod(shape)) for shape in p.outputs.values())
+        need += sum(w.nbytes for w in self.workspace.values())
+        if need > dev["total_memory"]:
+            raise ValueError(f"the tensors need {need / 2**30:.2f} GiB, more than the "
+                             f"{dev['total_memory'] / 2**30:.2f} GiB of {dev['name']}; use a smaller batch")
+        self.module = cuda.build(s.kernel, jit, source=stage_source(s, jit))
+        self.arrays = {}
+        for name, arr in p.inputs.items():
+            if name not in p.aliases:
+                self.arrays[name] = cuda.Tensor(name, arr.shape, arr, guard, True)
+        for name, shape in p.outputs.items():
+            self.arrays[name] = cuda.Tensor(name, shape, None, guard, False)
+        for name, w in self.workspace.items():
+            self.arrays[name] = cuda.Tensor(name, (int(w.count),), None, guard, False, dtype=w.dtype)
+        for name, target in p.aliases.items():
+            self.arrays[name] = self.arrays[target]
+        self._bound = [self._bind(step, dev) for step in self.steps]
+
+    def _bind(self, step: Step, dev: dict) -> tuple:
+        k = self.module.get_function(step.kernel)
+        threads = int(np.prod(step.local_size))
+        limit = min(k.max_threads_per_block, dev["max_threads_per_block"])
+        if threads > limit:
+            raise ValueError(f"stage {self.stage.key}: blocks of {threads} threads, but kernel {step.kernel} "
+                             f"allows at most {limit} on {dev['name']}; lower WG")
+        for g, l in zip(step.global_size, step.local_size):
+            if g % l:
+                raise RuntimeError(f"registry bug: global size {step.global_size} is not a multiple "
+                                   f"of the block {step.local_size}")
+        values = []
+        for a in step.args:
+            if isinstance(a, str):
+                if a in self.arrays:
+                    values.append(self.arrays[a].array)
+                elif a in self.problem.scalars:
+                    values.append(np.int32(self.problem.scalars[a]))
+                else:
+                    raise RuntimeError(f"registry bug: step argument {a!r} is neither a tensor nor a scalar")
+            else:
+                values.append(a)
+        return k, step.global_size, step.local_size, tuple(values)
+
+    def enqueue(self) -> list:
+        """Launch every kernel of the stage once (asynchronously)."""
+        for k, g, l, args in self._bound:
+            cuda.launch(k, g, l, args)
+        return []
+
+    def time(self, **kwargs) -> list:
+        return cuda.time_launches(self.enqueue, **kwargs)
+
+    def outputs(self) -> dict:
+        cuda.synchronize()
+        return {name: self.arrays[name].read() for name in self.problem.outputs}
+
+    def check_guards(self) -> None:
+        for name, arr in self.arrays.items():
+            if name not in self.problem.aliases:
+                bad = arr.changed_guards()
+                if bad:
+                    raise GuardViolation(bad)
+
+    def result(self):
+        cuda.synchronize()
+        if self.guard:
+            self.check_guards()
+        return self.problem.result(self.outputs())
+
+
+def Plan(op: str, stage, problem: Problem, ctx, defines: dict | None, guard: bool):
+    """A stage bound to a problem on a device, in its backend (ClPlan or CudaPlan)."""
+    if get_stage(op, stage).backend == "cuda":
+        return CudaPlan(op, stage, problem, ctx, defines, guard)
+    return ClPlan(op, stage, problem, ctx, defines, guard)
+
+
 def prepare(op: str, **kwargs) -> Problem:
     """Validate an operation's arguments (raises TypeError/ValueError naming the problem)."""
     return op_module(op).prepare(**kwargs)
@@ -220,7 +315,9 @@ def prepare(op: str, **kwargs) -> Problem:
 
 def plan_stage(op: str, stage, *, ctx=None, defines: dict | None = None, guard: bool = False, **kwargs) -> Plan:
     problem = prepare(op, **kwargs)
-    return Plan(op, stage, problem, get_context(ctx), defines, guard)
+    if get_stage(op, stage).backend == "cuda":
+        return CudaPlan(op, stage, problem, ctx, defines, guard)
+    return ClPlan(op, stage, problem, get_context(ctx), defines, guard)
 
 
 def run_stage(op: str, stage, *, ctx=None, defines: dict | None = None, guard: bool = False, **kwargs):

@@ -52,9 +52,15 @@ DIRECT_DGRAD = dict(family="direct", launch="per_input_element", defines=WG, tun
 CONV_DGRAD = [
     Stage("conv_dgrad", 2, "naive", "conv_dgrad/02_naive.cl",
           "one work-item per input element; bounds and stride checks inside the loops", **DIRECT_DGRAD),
+    Stage("conv_dgrad", 2, "naive_cuda", "conv_dgrad/02_naive.cu",
+          "stage 02 in CUDA: one thread per input element, the same loops", backend="cuda",
+          **DIRECT_DGRAD),
     Stage("conv_dgrad", 3, "memoized_bounds", "conv_dgrad/03_memoized_bounds.cl",
           "padding and stride checks evaluated once per work-item into a table, looked up in the k loop",
           **DIRECT_DGRAD),
+    Stage("conv_dgrad", 3, "memoized_bounds_cuda", "conv_dgrad/03_memoized_bounds.cu",
+          "stage 03 in CUDA: the same per-thread tables of valid kernel rows and columns",
+          backend="cuda", **DIRECT_DGRAD),
     Stage("conv_dgrad", 4, "weight_vec", "conv_dgrad/04_weight_vec.cl",
           "3x3 (JIT time): the 9 weights of a (c, k) pair as one 8-wide load + one scalar; "
           "other kernel sizes: stage 03's path", **DIRECT_DGRAD),
@@ -155,9 +161,12 @@ def _stages(op: str) -> list[Stage]:
     return REGISTRY[op]
 
 
-def stage_names(op: str) -> list[str]:
-    """Names of an operation's stages in course order."""
-    return [s.name for s in _stages(op)]
+def stage_names(op: str, backend: str | None = "opencl") -> list[str]:
+    """Names of an operation's stages in course order: its OpenCL stages (what runs on any
+    device), those of another backend ("cuda"), or all (backend=None)."""
+    if backend is not None and backend not in BACKENDS:
+        raise ValueError(f"unknown backend {backend!r}; the backends are {', '.join(BACKENDS)}")
+    return [s.name for s in _stages(op) if backend is None or s.backend == backend]
 
 
 def get_stage(op: str, stage) -> Stage:

@@ -19,9 +19,11 @@ def load(pattern: str = "*.json") -> list[dict]:
     return runs
 
 
-def find(op: str, layer_set: str, device_type: str | None = "GPU") -> list[dict]:
-    """Recorded runs of an op over a layer set (by default only those from GPUs)."""
+def find(op: str, layer_set: str, device_type: str | None = "GPU", tag: str | None = None) -> list[dict]:
+    """Recorded runs of an op over a layer set (by default only those from GPUs), untagged
+    (the ladders) unless a ``tag`` is asked for (runs made for one comparison, e.g. cuda_twins)."""
     return [r for r in load() if r.get("op") == op and r.get("layer_set") == layer_set
+            and r.get("tag") == tag
             and (device_type is None or r["device"].get("type") == device_type)]
 
 
