@@ -75,8 +75,9 @@ def _path(op_or_path: str, stage=None) -> str:
 
 
 def show_source(op_or_path: str, stage=None) -> Source:
-    """A stage's kernel file (or any file under kernels/), highlighted."""
-    return Source(kernel_source(_path(op_or_path, stage)))
+    """A stage's kernel file (or any file under kernels/), highlighted (CUDA for .cu files)."""
+    path = _path(op_or_path, stage)
+    return Source(kernel_source(path), "cuda" if path.endswith(".cu") else "c")
 
 
 def show_diff(op: str, old, new) -> Source:
