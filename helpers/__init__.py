@@ -30,9 +30,11 @@ __all__ = [
 ]
 
 
-def check_stage(op: str, stage, *, ctx=None, defines=None, guard=False, **kwargs) -> CheckResult:
+def check_stage(op: str, stage, *, ctx=None, defines=None, guard=False, workspace_limit=None,
+                **kwargs) -> CheckResult:
     """Run a stage and check every output against the NumPy reference; raises on a mismatch."""
-    plan = plan_stage(op, stage, ctx=ctx, defines=defines, guard=guard, **kwargs)
+    plan = plan_stage(op, stage, ctx=ctx, defines=defines, guard=guard, workspace_limit=workspace_limit,
+                      **kwargs)
     plan.enqueue()
     plan.queue.finish()
     if guard:

@@ -124,10 +124,29 @@ def stage_source(s: Stage, jit: dict) -> str | None:
     return generate(s, jit) if generate else None
 
 
+def workspace_bytes(op: str, stage, *, ctx=None, defines: dict | None = None, **kwargs) -> int:
+    """Bytes of scratch the stage that would run (after fallbacks) needs for this problem:
+    what a caller compares with its workspace budget before choosing an algorithm."""
+    problem = prepare(op, **kwargs)
+    s = get_stage(op, stage)
+    s, d = resolve(op, stage, problem, None if s.backend == "cuda" else get_context(ctx), defines)
+    return sum(w.nbytes for w in family(s.family).workspace(s, problem, d).values())
+
+
+def check_workspace(s: Stage, workspace: dict, limit: int | None) -> None:
+    """Refuse, before any allocation, a stage whose workspaces exceed the caller's budget."""
+    need = sum(w.nbytes for w in workspace.values())
+    if limit is not None and need > limit:
+        parts = ", ".join(f"{n} {w.count:,} x {w.dtype}" for n, w in workspace.items())
+        raise ValueError(f"stage {s.key} needs {need:,} bytes of workspace ({parts}), more than the "
+                         f"budget of {limit:,} bytes; raise workspace_limit or choose another stage")
+
+
 class ClPlan:
     """A stage bound to a problem on a device: buffers uploaded, program built, ready to enqueue."""
 
-    def __init__(self, op: str, stage, problem: Problem, ctx: cl.Context, defines: dict | None, guard: bool):
+    def __init__(self, op: str, stage, problem: Problem, ctx: cl.Context, defines: dict | None, guard: bool,
+                 workspace_limit: int | None = None):
         self.op, self.problem, self.ctx, self.guard = op, problem, ctx, guard
         self.requested = get_stage(op, stage)
         self.stage, self.defines = resolve(op, stage, problem, ctx, defines)
@@ -138,6 +157,11 @@ class ClPlan:
         self.jit_defines = jit
         self.steps = family(s.family).steps(s, p, self.defines)
         self.workspace = family(s.family).workspace(s, p, self.defines)
+        check_workspace(s, self.workspace, workspace_limit)
+        for name, w in self.workspace.items():
+            if np.dtype(w.dtype) != np.float32:
+                raise NotImplementedError(f"stage {s.key}: workspace {name} of {w.dtype}; the OpenCL "
+                                          f"path allocates float32 workspaces only")
         scratch = {name: w.count for name, w in self.workspace.items()}
         sizes = {name: a.nbytes for name, a in p.inputs.items() if name not in p.aliases}
         sizes.update({name: 4 * int(np.prod(shape)) for name, shape in p.outputs.items()})
@@ -162,7 +186,7 @@ class ClPlan:
         for name, shape in p.outputs.items():
             self.arrays[name] = DeviceArray(ctx, self.queue, name, shape, None, guard, False)
         for name, n in scratch.items():
-            self.arrays[name] = DeviceArray(ctx, self.queue, name, (int(n),), None, False, False)
+            self.arrays[name] = DeviceArray(ctx, self.queue, name, (int(n),), None, guard, False)
         for name, target in p.aliases.items():
             self.arrays[name] = self.arrays[target]
 
@@ -221,7 +245,8 @@ class CudaPlan:
     class _Queue:
         finish = staticmethod(cuda.synchronize)
 
-    def __init__(self, op: str, stage, problem: Problem, ctx, defines: dict | None, guard: bool):
+    def __init__(self, op: str, stage, problem: Problem, ctx, defines: dict | None, guard: bool,
+                 workspace_limit: int | None = None):
         self.op, self.problem, self.ctx, self.guard = op, problem, ctx, guard
         self.queue = self._Queue()
         self.requested = get_stage(op, stage)
@@ -231,6 +256,7 @@ class CudaPlan:
         self.jit_defines = jit = jit_defines(s, p, self.defines)
         self.steps = family(s.family).steps(s, p, self.defines)
         self.workspace = family(s.family).workspace(s, p, self.defines)
+        check_workspace(s, self.workspace, workspace_limit)
         need = sum(a.nbytes for n, a in p.inputs.items() if n not in p.aliases)
         need += sum(4 * int(np.prod(shape)) for shape in p.outputs.values())
         need += sum(w.nbytes for w in self.workspace.values())
@@ -301,11 +327,11 @@ class CudaPlan:
         return self.problem.result(self.outputs())
 
 
-def Plan(op: str, stage, problem: Problem, ctx, defines: dict | None, guard: bool):
+def Plan(op: str, stage, problem: Problem, ctx, defines: dict | None, guard: bool,
+         workspace_limit: int | None = None):
     """A stage bound to a problem on a device, in its backend (ClPlan or CudaPlan)."""
-    if get_stage(op, stage).backend == "cuda":
-        return CudaPlan(op, stage, problem, ctx, defines, guard)
-    return ClPlan(op, stage, problem, ctx, defines, guard)
+    cls = CudaPlan if get_stage(op, stage).backend == "cuda" else ClPlan
+    return cls(op, stage, problem, ctx, defines, guard, workspace_limit)
 
 
 def prepare(op: str, **kwargs) -> Problem:
@@ -313,21 +339,26 @@ def prepare(op: str, **kwargs) -> Problem:
     return op_module(op).prepare(**kwargs)
 
 
-def plan_stage(op: str, stage, *, ctx=None, defines: dict | None = None, guard: bool = False, **kwargs) -> Plan:
+def plan_stage(op: str, stage, *, ctx=None, defines: dict | None = None, guard: bool = False,
+               workspace_limit: int | None = None, **kwargs):
+    """Validate, resolve, build and upload: a Plan to enqueue (see run_stage for the arguments)."""
     problem = prepare(op, **kwargs)
     if get_stage(op, stage).backend == "cuda":
-        return CudaPlan(op, stage, problem, ctx, defines, guard)
-    return ClPlan(op, stage, problem, get_context(ctx), defines, guard)
+        return CudaPlan(op, stage, problem, ctx, defines, guard, workspace_limit)
+    return ClPlan(op, stage, problem, get_context(ctx), defines, guard, workspace_limit)
 
 
-def run_stage(op: str, stage, *, ctx=None, defines: dict | None = None, guard: bool = False, **kwargs):
+def run_stage(op: str, stage, *, ctx=None, defines: dict | None = None, guard: bool = False,
+              workspace_limit: int | None = None, **kwargs):
     """Run one stage of an operation once and return its result as NumPy array(s).
 
     ``stage``: name or number (see stage_names(op)); ``ctx``: a context, device or selector
     (default: COURSE_DEVICE, PYOPENCL_CTX, else a GPU, else the CPU); ``defines``: JIT
     parameters overriding the stage's defaults; ``guard``: surround tensors with guard zones and
-    check them. The other keyword arguments are the operation's (see helpers/ops/<op>.py).
+    check them (workspaces too); ``workspace_limit``: bytes of scratch the stage may use (refused
+    before any allocation beyond it). The other keyword arguments are the operation's (see
+    helpers/ops/<op>.py).
     """
-    plan = plan_stage(op, stage, ctx=ctx, defines=defines, guard=guard, **kwargs)
+    plan = plan_stage(op, stage, ctx=ctx, defines=defines, guard=guard, workspace_limit=workspace_limit, **kwargs)
     plan.enqueue()
     return plan.result()
