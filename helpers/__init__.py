@@ -52,4 +52,5 @@ def check_outputs(plan) -> CheckResult:
                            rtol=mod.rtol(plan.problem), name=name) for name in plan.problem.outputs]
     names = " and ".join(plan.problem.outputs)
     return CheckResult(f"{plan.stage.key} {names}", sum(r.count for r in results),
-                       max(r.max_error for r in results), max(r.worst_ratio for r in results))
+                       max(r.max_error for r in results), max(r.worst_ratio for r in results),
+                       getattr(plan, "path", ""))

@@ -101,7 +101,7 @@ def run(op: str = "conv_dgrad", stages=None, layers="ci", ctx=None, *, activatio
             sec = timing.median_ms * 1e-3
             row = {"layer": lay["name"], "shape": lay, "problem": problem.label, "stage": s.name,
                    "key": s.key, "number": s.number, "ran": plan.stage.key,
-                   "backend": plan.stage.backend, "precision": plan.stage.precision, "defines": plan.jit_defines,
+                   "backend": plan.stage.backend, "precision": plan.stage.precision, "path": plan.path, "defines": plan.jit_defines,
                    **timing.summary(), "times_ms": timing.times_ms,
                    "gflops": problem.flops / sec / 1e9, "gbps": problem.min_bytes / sec / 1e9,
                    "flops": problem.flops, "min_bytes": problem.min_bytes,

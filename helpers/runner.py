@@ -124,6 +124,27 @@ def stage_source(s: Stage, jit: dict) -> str | None:
     return generate(s, jit) if generate else None
 
 
+PATHS = ("fast", "general", "only", "fallback")
+
+
+def path_taken(requested: Stage, ran: Stage, jit: dict) -> str:
+    """Which path a problem took: "fallback" (another stage ran), "fast" or "general" (the
+    stage's ``fast`` defines hold or not), "only" (a stage with one path)."""
+    if ran.key != requested.key:
+        return "fallback"
+    if not ran.fast:
+        return "only"
+    return "fast" if all(jit.get(k) == v for k, v in ran.fast.items()) else "general"
+
+
+def path_of(op: str, stage, *, ctx=None, defines: dict | None = None, **kwargs) -> str:
+    """The path run_stage would take for these arguments, decided on the host without a launch."""
+    problem = prepare(op, **kwargs)
+    requested = get_stage(op, stage)
+    s, d = resolve(op, stage, problem, None if requested.backend == "cuda" else get_context(ctx), defines)
+    return path_taken(requested, s, jit_defines(s, problem, d))
+
+
 def workspace_bytes(op: str, stage, *, ctx=None, defines: dict | None = None, **kwargs) -> int:
     """Bytes of scratch the stage that would run (after fallbacks) needs for this problem:
     what a caller compares with its workspace budget before choosing an algorithm."""
@@ -155,6 +176,7 @@ class ClPlan:
         s, p = self.stage, problem
         jit = jit_defines(s, p, self.defines)
         self.jit_defines = jit
+        self.path = path_taken(self.requested, s, jit)
         self.steps = family(s.family).steps(s, p, self.defines)
         self.workspace = family(s.family).workspace(s, p, self.defines)
         check_workspace(s, self.workspace, workspace_limit)
@@ -254,6 +276,7 @@ class CudaPlan:
         s, p = self.stage, problem
         dev = cuda.device()
         self.jit_defines = jit = jit_defines(s, p, self.defines)
+        self.path = path_taken(self.requested, s, jit)
         self.steps = family(s.family).steps(s, p, self.defines)
         self.workspace = family(s.family).workspace(s, p, self.defines)
         check_workspace(s, self.workspace, workspace_limit)

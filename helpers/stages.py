@@ -10,7 +10,8 @@ the grid and, for multi-kernel stages, the steps and their workspaces), default 
 (-D options; tuned values override), tune candidates for the benchmark's search, and by name
 the family functions that derive defines from the problem (``jit``), say what a problem needs
 (``requires``) and generate source (``source``). When ``requires`` fails, ``fallback`` names
-the stage run instead; None: run_stage refuses with an error naming the need.
+the stage run instead; None: run_stage refuses with an error naming the need. ``fast`` names
+the build defines that select a stage's fast path, so every run reports the path it took.
 """
 from __future__ import annotations
 
@@ -37,6 +38,8 @@ class Stage:
     requires: str = ""               # family function (problem, defines) -> None or the unmet need
     fallback: str | None = None      # stage name to run when ``requires`` fails; None: refuse
     source: str = ""                 # family function (stage, defines) -> generated kernel text
+    fast: dict = field(default_factory=dict)  # the build defines that select the fast path (as the
+                                     # kernel's #if reads them); empty: the stage has one path
     entry: str = ""                  # kernel function name of a one-kernel stage (default: the op)
 
     @property
@@ -63,24 +66,24 @@ CONV_DGRAD = [
           backend="cuda", **DIRECT_DGRAD),
     Stage("conv_dgrad", 4, "weight_vec", "conv_dgrad/04_weight_vec.cl",
           "3x3 (JIT time): the 9 weights of a (c, k) pair as one 8-wide load + one scalar; "
-          "other kernel sizes: stage 03's path", **DIRECT_DGRAD),
+          "other kernel sizes: stage 03's path", fast={"KH": 3, "KW": 3}, **DIRECT_DGRAD),
     Stage("conv_dgrad", 5, "input_vec", "conv_dgrad/05_input_vec.cl",
           "3x3 stride 1: 3-wide loads of dy rows for work-items whose window is inside the tensor; "
-          "scalar at borders and for strides", **DIRECT_DGRAD),
+          "scalar at borders and for strides", fast={"KH": 3, "KW": 3, "STRIDE": 1}, **DIRECT_DGRAD),
     Stage("conv_dgrad", 6, "output_depth", "conv_dgrad/06_output_depth.cl",
           "3x3 with K % 16 == 0 (JIT time): 16 output depths per iteration, their 144 weights through "
           "nine 16-wide loads (ping-pong), depth loop innermost; otherwise stage 05's loops",
-          jit="depth16", **DIRECT_DGRAD),
+          jit="depth16", fast={"KH": 3, "KW": 3, "K16": 1}, **DIRECT_DGRAD),
     Stage("conv_dgrad", 7, "input_depth", "conv_dgrad/07_input_depth.cl",
           "CPW input channels per work-item reuse each dy value; generated 3x3 block with split "
           "weight loads (SPLIT depths at a time) when K % 16 == 0; general loops otherwise",
-          family="direct", launch="channel_tiles", jit="fast_3x3", source="unrolled",
+          family="direct", launch="channel_tiles", jit="fast_3x3", source="unrolled", fast={"FAST": 1},
           defines={"CPW": 4, "SPLIT": 4, "WG": 128},
           tune={"CPW": [4, 8, 16], "SPLIT": [4, 16], "WG": [64, 256]}),
     Stage("conv_dgrad", 8, "width", "conv_dgrad/08_width.cl",
           "XPW neighbouring x positions x CPW channels per work-item: a column table of XPW+2 "
           "entries, 4-wide row loads inside the tensor, each weight used XPW times",
-          family="direct", launch="channel_width_tiles", jit="fast_3x3", source="unrolled",
+          family="direct", launch="channel_width_tiles", jit="fast_3x3", source="unrolled", fast={"FAST": 1},
           defines={"CPW": 4, "XPW": 4, "SPLIT": 4, "WG": 128},
           tune={"CPW": [4, 8], "XPW": [4, 7, 8], "SPLIT": [4], "WG": [64, 128]}),
 ]
@@ -105,7 +108,7 @@ def _bn_stages(op: str) -> list:
         Stage(op, 5, "fused", "batchnorm/05_fused.cl",
               "many work-groups per channel: block partials, then merge + normalize in one kernel; "
               "each tensor read twice",
-              family="batchnorm", launch="blocks", requires="wg_power_of_two", jit="vec4",
+              family="batchnorm", launch="blocks", requires="wg_power_of_two", jit="vec4", fast={"VEC4": 1},
               defines={"WG": 256, "ITEMS": 4}, tune={"WG": [128, 256, 512], "ITEMS": [1, 2, 4, 8]}),
     ]
 
