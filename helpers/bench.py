@@ -60,7 +60,8 @@ def _progress(total, enabled):
 
 def run(op: str = "conv_dgrad", stages=None, layers="ci", ctx=None, *, activation: str = "none",
         warmup: int = 3, repeats: int = 20, vendor: bool = True, peak: bool = True, tune: bool = False,
-        progress: bool = True, verbose: bool = False, record_tuned: bool = False, tag: str | None = None) -> dict:
+        progress: bool = True, verbose: bool = False, record_tuned: bool = False, tag: str | None = None,
+        defines: dict | None = None) -> dict:
     """Benchmark ``stages`` (names/numbers, default all) of ``op`` over a layer set; returns a dict."""
     ctx = get_context(ctx)
     mod = op_module(op)
@@ -68,6 +69,9 @@ def run(op: str = "conv_dgrad", stages=None, layers="ci", ctx=None, *, activatio
     for s in stages:
         require(s.backend, f"stage {s.name} of {op}")
     lays = layer_set(layers) if isinstance(layers, str) else list(layers)
+    for s in stages:                  # wrong JIT parameters: refused before any launch
+        from .runner import check_define_values
+        check_define_values(s, defines or {})
     info = device_info(ctx)
     flush = default_flush_bytes(ctx)
     out = {"schema": 1, "kind": "bench", "op": op, "layer_set": layers if isinstance(layers, str) else "custom",
@@ -90,8 +94,9 @@ def run(op: str = "conv_dgrad", stages=None, layers="ci", ctx=None, *, activatio
         expected = None
         for s in stages:
             bar.set_description(f"{lay['name']} {s.key}")
-            defines = out["tuned"].get(s.key, {}).get("defines")
-            plan = Plan(op, s.name, problem, ctx, defines, guard=False)
+            given = {k: v for k, v in (defines or {}).items() if k in s.defines}
+            chosen = {**(out["tuned"].get(s.key, {}).get("defines") or {}), **given} or None
+            plan = Plan(op, s.name, problem, ctx, chosen, guard=False)
             plan.enqueue()
             if expected is None:
                 expected = mod.reference(problem)
@@ -113,6 +118,10 @@ def run(op: str = "conv_dgrad", stages=None, layers="ci", ctx=None, *, activatio
             bar.update()
             if verbose:
                 bar.write(_line(row, out))
+        if not vendor:
+            out["vendor_skipped"] = "--no-vendor was given"
+        elif not hasattr(mod, "vendor_time"):
+            out["vendor_skipped"] = f"{op} has no vendor reference"
         if vendor and hasattr(mod, "vendor_time"):
             v = mod.vendor_time(problem, warmup=max(warmup, 5), repeats=repeats, flush_bytes=flush)
             if v is not None:
@@ -201,6 +210,9 @@ def report(out: dict) -> str:
     for v in out["vendor"]:
         lines.append(f"{v['layer']:>16} {vendor_name(out):<22} {v['median_ms']:10.4f} ms  {v['gflops']:9.1f} "
                      f"GFLOP/s  {v['gbps']:8.1f} GB/s")
+    if not out["vendor"]:
+        why = out.get("vendor_skipped") or "needs PyTorch with CUDA on an NVIDIA GPU, not found here"
+        lines.append(f"vendor column ({vendor_name(out)}) skipped: {why}")
     lines.append("geometric means per stage:")
     for key, s in summary(out).items():
         extra = f"  x{s['x_vendor']:.2f} {vendor_name(out)}" if not math.isnan(s["x_vendor"]) else ""
@@ -225,13 +237,54 @@ def save_tuned(out: dict) -> None:
     TUNED.write_text(json.dumps(data, indent=1, sort_keys=True) + "\n")
 
 
+def parse_defines(text: str | None) -> dict | None:
+    """'WG=128,CPW=8' -> {'WG': 128, 'CPW': 8}; a value that is not an integer is refused."""
+    if not text:
+        return None
+    out = {}
+    for part in text.split(","):
+        name, eq, value = part.partition("=")
+        if not eq or not name.strip():
+            raise ValueError(f"--defines takes NAME=INTEGER pairs separated by commas (e.g. WG=128,CPW=8); got {part!r}")
+        try:
+            out[name.strip()] = int(value)
+        except ValueError:
+            raise ValueError(f"--defines {name.strip()}={value!r}: JIT parameters are integers (e.g. WG=128)") from None
+    return out
+
+
+def _epilog() -> str:
+    from .ops.layers import LAYER_SETS
+    from .stages import REGISTRY
+    lines = ["operations and their stages (number name [backend]):"]
+    for op, stages in REGISTRY.items():
+        lines.append(f"  {op}: " + ", ".join(f"{s.number} {s.name}" + (f" [{s.backend}]" if s.backend != "opencl" else "")
+                                           for s in stages))
+    lines.append("layer sets: " + ", ".join(LAYER_SETS))
+    lines.append("devices: python -m helpers lists them ('P:D' or part of a name)")
+    return "\n".join(lines)
+
+
 def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m helpers.bench", description=__doc__.split("\n")[0])
+    """The command line: one line on stderr for a mistake (exit status 2), never a traceback."""
+    from .engine.backends import BackendUnavailable
+    from .engine.devices import NoDeviceError
+    try:
+        return _main(argv)
+    except (ValueError, TypeError, NoDeviceError, BackendUnavailable) as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 2
+
+
+def _main(argv=None) -> int:
+    ap = argparse.ArgumentParser(prog="python -m helpers.bench", description=__doc__.split("\n")[0],
+                                 epilog=_epilog(), formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--op", default="conv_dgrad")
     ap.add_argument("--stages", default=None, help="comma-separated names or numbers (default: all)")
     ap.add_argument("--layers", default="ci", help="layer set (helpers/layers.py)")
     ap.add_argument("--device", default=None, help="'P:D' or part of a name (default: COURSE_DEVICE, else a GPU)")
     ap.add_argument("--activation", default="none")
+    ap.add_argument("--defines", default=None, help="JIT parameters for every stage that has them, e.g. WG=128,CPW=8")
     ap.add_argument("--warmup", type=int, default=3)
     ap.add_argument("--repeats", type=int, default=20)
     ap.add_argument("--tune", action="store_true", help="search the stages' JIT parameters first; record them")
@@ -242,9 +295,13 @@ def main(argv=None) -> int:
                                                "'-': none")
     a = ap.parse_args(argv)
     stages = [int(s) if s.isdigit() else s for s in a.stages.split(",")] if a.stages else None
+    defines = parse_defines(a.defines)
+    layer_set(a.layers)                                   # a wrong name: refused before any work
+    for s in stages or stage_names(a.op):
+        get_stage(a.op, s)
     out = run(a.op, stages, a.layers, a.device, activation=a.activation, warmup=a.warmup,
-              repeats=a.repeats, vendor=not a.no_vendor, tune=a.tune, progress=sys.stderr.isatty(),
-              verbose=not sys.stderr.isatty(), record_tuned=a.tune and a.out != "-", tag=a.tag)
+              repeats=a.repeats, vendor=not a.no_vendor, tune=a.tune, defines=defines, progress=sys.stderr.isatty(),
+              verbose=False, record_tuned=a.tune and a.out != "-", tag=a.tag)
     print(report(out))
     if a.out != "-":
         act = f"_{a.activation}" if a.activation != "none" else ""

@@ -86,9 +86,26 @@ class DeviceArray:
                                      f"(first at element offset {first})")
 
 
+def check_define_values(s: Stage, defines: dict) -> None:
+    """A caller's JIT parameters, before anything is built: integers, >= 1 (0 or 1 for flags
+    whose default is 0 or 1)."""
+    for name, v in defines.items():
+        if name not in s.defines:
+            continue
+        if isinstance(v, bool) or not isinstance(v, (int, np.integer)):
+            raise ValueError(f"{name}={v!r} for stage {s.key}: JIT parameters are integers "
+                             f"(e.g. {name}={s.defines[name]}; candidates {s.tune.get(name, [s.defines[name]])})")
+        low = 0 if s.defines[name] in (0, 1) else 1
+        if v < low or (low == 0 and v > 1):
+            accepted = "0 or 1" if low == 0 else "a positive integer"
+            raise ValueError(f"{name}={v} for stage {s.key}: {name} must be {accepted} "
+                             f"(e.g. {name}={s.defines[name]}; candidates {s.tune.get(name, [s.defines[name]])})")
+
+
 def resolve(op: str, stage, problem: Problem, ctx, defines: dict | None) -> tuple[Stage, dict]:
     """The stage that will actually run (following fallbacks) and its JIT parameters."""
     s = get_stage(op, stage)
+    check_define_values(s, defines or {})
     seen = []
     while True:
         dev = cuda.device()["name"] if s.backend == "cuda" else ctx.devices[0].name
