@@ -1,6 +1,6 @@
 """The course's helpers: every notebook, test and benchmark imports from here.
 
-Layers, each importing only from the ones above it in this list:
+Layers, each importing only from itself and the ones above it in this list (helpers/LAYOUT.md):
     engine/     devices (choosing an OpenCL device), build (-D JIT parameters, build errors with
                 source lines), check (the one checker), timing (profiling events, median, spread)
     ops/        each operation's argument checks (Problem), NumPy references, layer sets,
@@ -16,11 +16,27 @@ Layers, each importing only from the ones above it in this list:
     chapters/   what notebooks call: notebook (first cell, source display), pictures*,
                 exercises, direct (models of chapters 03-05), winograd (Toom-Cook), execute
 """
-from .engine.build import KernelBuildError, build, kernel, kernel_source
-from .engine.check import CheckResult, MismatchError, check_close
-from .engine.devices import NoDeviceError, device_info, get_context, get_queue, list_devices, short_name
-from .runner import GuardViolation, plan_stage, prepare, run_stage
-from .stages import REGISTRY, get_stage, stage_names
+import importlib
+
+# The public names, loaded on first use (so that helpers.analysis runs without OpenCL or CUDA).
+_PUBLIC = {
+    "KernelBuildError": "engine.build", "build": "engine.build", "kernel": "engine.build",
+    "kernel_source": "engine.build",
+    "CheckResult": "engine.check", "MismatchError": "engine.check", "check_close": "engine.check",
+    "NoDeviceError": "engine.devices", "device_info": "engine.devices", "get_context": "engine.devices",
+    "get_queue": "engine.devices", "list_devices": "engine.devices", "short_name": "engine.devices",
+    "GuardViolation": "runner", "plan_stage": "runner", "prepare": "runner", "run_stage": "runner",
+    "REGISTRY": "stages", "get_stage": "stages", "stage_names": "stages",
+}
+
+
+def __getattr__(name: str):
+    if name in _PUBLIC:
+        value = getattr(importlib.import_module(f".{_PUBLIC[name]}", __name__), name)
+        globals()[name] = value
+        return value
+    raise AttributeError(f"module 'helpers' has no attribute {name!r}")
+
 
 __all__ = [
     "REGISTRY", "CheckResult", "GuardViolation", "KernelBuildError", "MismatchError", "NoDeviceError",
@@ -31,8 +47,9 @@ __all__ = [
 
 
 def check_stage(op: str, stage, *, ctx=None, defines=None, guard=False, workspace_limit=None,
-                **kwargs) -> CheckResult:
+                **kwargs):
     """Run a stage and check every output against the NumPy reference; raises on a mismatch."""
+    from .runner import plan_stage
     plan = plan_stage(op, stage, ctx=ctx, defines=defines, guard=guard, workspace_limit=workspace_limit,
                       **kwargs)
     plan.enqueue()
@@ -42,8 +59,9 @@ def check_stage(op: str, stage, *, ctx=None, defines=None, guard=False, workspac
     return check_outputs(plan)
 
 
-def check_outputs(plan) -> CheckResult:
+def check_outputs(plan):
     """Compare a plan's current outputs with its operation's reference (the last check returned)."""
+    from .engine.check import CheckResult, check_close
     from .ops import op_module
     mod = op_module(plan.op)
     expected, magnitude = mod.reference(plan.problem)
