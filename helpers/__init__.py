@@ -60,15 +60,6 @@ def check_stage(op: str, stage, *, ctx=None, defines=None, guard=False, workspac
 
 
 def check_outputs(plan):
-    """Compare a plan's current outputs with its operation's reference (the last check returned)."""
-    from .engine.check import CheckResult, check_close
-    from .ops import op_module
-    mod = op_module(plan.op)
-    expected, magnitude = mod.reference(plan.problem)
-    got = plan.outputs()
-    results = [check_close(got[name], expected[name], magnitude=magnitude[name],
-                           rtol=mod.rtol(plan.problem), name=name) for name in plan.problem.outputs]
-    names = " and ".join(plan.problem.outputs)
-    return CheckResult(f"{plan.stage.key} {names}", sum(r.count for r in results),
-                       max(r.max_error for r in results), max(r.worst_ratio for r in results),
-                       getattr(plan, "path", ""))
+    """Compare a plan's current outputs with its operation's reference (runner.check_plan)."""
+    from .runner import check_plan
+    return check_plan(plan)

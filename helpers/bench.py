@@ -31,7 +31,7 @@ from .engine.timing import default_flush_bytes, time_plan
 from .ops import op_module
 from .ops.layers import layer_set
 from .peak import roofline
-from .runner import Plan, prepare
+from .runner import Plan, check_plan, prepare
 from .stages import get_stage, stage_names
 from .tuning import TUNED
 
@@ -136,12 +136,8 @@ def run(op: str = "conv_dgrad", stages=None, layers="ci", ctx=None, *, activatio
 
 
 def _check(plan, expected) -> bool:
-    from .engine.check import check_close
-    got = plan.outputs()
-    mod = op_module(plan.op)
-    exp, mag = expected
-    for name in plan.problem.outputs:
-        check_close(got[name], exp[name], magnitude=mag[name], rtol=mod.rtol(plan.problem), name=name)
+    """The one check (runner.check_plan) against a reference computed once per layer."""
+    check_plan(plan, expected)
     return True
 
 
@@ -161,17 +157,23 @@ def _relative(out: dict) -> None:
 
 
 def search(op, stage, lays, ctx, activation, warmup, repeats, bar=None) -> dict:
-    """Try every combination of the stage's tune candidates; keep the best geometric-mean time."""
+    """Try every combination of the stage's tune candidates, each checked before it is timed;
+    keep the best geometric-mean time."""
     mod = op_module(op)
     names = sorted(stage.tune)
     tried = []
+    problems = [prepare(op, **mod.layer_args(lay, activation=activation)) for lay in lays]
+    expected = {}
     for values in itertools.product(*(stage.tune[n] for n in names)):
         defines = dict(zip(names, values))
         times = []
         try:
-            for lay in lays:
-                plan = Plan(op, stage.name, prepare(op, **mod.layer_args(lay, activation=activation)),
-                            ctx, defines, guard=False)
+            for i, problem in enumerate(problems):
+                plan = Plan(op, stage.name, problem, ctx, defines, guard=False)
+                plan.enqueue()
+                if i not in expected:
+                    expected[i] = mod.reference(problem)
+                check_plan(plan, expected[i])             # a wrong candidate is never timed
                 times.append(time_plan(plan, warmup=warmup, repeats=max(5, repeats // 4)).median_ms)
         except Exception as err:  # a combination the device cannot run (too many registers, ...)
             tried.append({"defines": defines, "error": str(err).splitlines()[0]})

@@ -19,6 +19,7 @@ import pyopencl as cl
 
 from .engine.backends import cuda
 from .engine.build import build, kernel
+from .engine.check import CheckResult, check_close
 from .engine.devices import get_context, get_queue
 from .launch import Step, family, hook
 from .ops import op_module
@@ -180,7 +181,34 @@ def check_workspace(s: Stage, workspace: dict, limit: int | None) -> None:
                          f"budget of {limit:,} bytes; raise workspace_limit or choose another stage")
 
 
-class ClPlan:
+def check_plan(plan, expected: tuple | None = None) -> CheckResult:
+    """The one check: a plan's current outputs against its operation's reference (every output,
+    the op's tolerance scaled by magnitude); raises MismatchError. ``expected``: the reference's
+    (expected, magnitude), when the caller already has it. Marks the plan as checked."""
+    mod = op_module(plan.op)
+    expected, magnitude = expected if expected is not None else mod.reference(plan.problem)
+    got = plan.outputs()
+    results = [check_close(got[name], expected[name], magnitude=magnitude[name],
+                           rtol=mod.rtol(plan.problem), name=name) for name in plan.problem.outputs]
+    plan.checked = True
+    names = " and ".join(plan.problem.outputs)
+    return CheckResult(f"{plan.stage.key} {names}", sum(r.count for r in results),
+                       max(r.max_error for r in results), max(r.worst_ratio for r in results), plan.path)
+
+
+class Checked:
+    """What both plans share: nothing is timed before it was checked once."""
+    checked = False
+
+    def ensure_checked(self) -> None:
+        """Run once and check against the reference, unless that was done already (time_plan
+        calls it, so every configuration that is timed was checked first)."""
+        if not self.checked:
+            self.enqueue()
+            check_plan(self)
+
+
+class ClPlan(Checked):
     """A stage bound to a problem on a device: buffers uploaded, program built, ready to enqueue."""
 
     def __init__(self, op: str, stage, problem: Problem, ctx: cl.Context, defines: dict | None, guard: bool,
@@ -277,7 +305,7 @@ class ClPlan:
         return self.problem.result(self.outputs())
 
 
-class CudaPlan:
+class CudaPlan(Checked):
     """A CUDA stage bound to a problem: the same contract as ClPlan (enqueue, outputs,
     check_guards, result, queue.finish), on CuPy's current device."""
 
