@@ -98,7 +98,7 @@ def check_define_values(s: Stage, defines: dict) -> None:
                              f"(e.g. {name}={s.defines[name]}; candidates {s.tune.get(name, [s.defines[name]])})")
         low = 0 if s.defines[name] in (0, 1) else 1
         if v < low or (low == 0 and v > 1):
-            accepted = "0 or 1" if low == 0 else "a positive integer"
+            accepted = "0 or 1" if low == 0 else ">= 1 (a positive integer)"
             raise ValueError(f"{name}={v} for stage {s.key}: {name} must be {accepted} "
                              f"(e.g. {name}={s.defines[name]}; candidates {s.tune.get(name, [s.defines[name]])})")
 

@@ -11,8 +11,8 @@ from helpers import bench
     (["--stages", "nope"], "has no stage 'nope'; its stages are"),
     (["--device", "no-such-device"], "No OpenCL device matches"),
     (["--stages", "naive", "--defines", "WG=abc"], "JIT parameters are integers"),
-    (["--stages", "naive", "--defines", "WG=0"], "WG must be a positive integer"),
-    (["--stages", "naive", "--defines", "WG=-64"], "WG must be a positive integer"),
+    (["--stages", "naive", "--defines", "WG=0"], "WG must be >= 1"),
+    (["--stages", "naive", "--defines", "WG=-64"], "WG must be >= 1"),
     (["--stages", "naive", "--defines", "WG"], "NAME=INTEGER"),
 ])
 def test_mistakes_get_one_line(capsys, monkeypatch, argv, says):
