@@ -283,7 +283,7 @@ def _main(argv=None) -> int:
                                  epilog=_epilog(), formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--op", default="conv_dgrad")
     ap.add_argument("--stages", default=None, help="comma-separated names or numbers (default: all)")
-    ap.add_argument("--layers", default="ci", help="layer set (helpers/layers.py)")
+    ap.add_argument("--layers", default="ci", help="layer set (helpers/ops/layers.py)")
     ap.add_argument("--device", default=None, help="'P:D' or part of a name (default: COURSE_DEVICE, else a GPU)")
     ap.add_argument("--activation", default="none")
     ap.add_argument("--defines", default=None, help="JIT parameters for every stage that has them, e.g. WG=128,CPW=8")

@@ -1,4 +1,4 @@
-"""The Python models of the direct kernels (helpers/direct.py), their pictures and exercises.
+"""The Python models of the direct kernels (helpers/chapters/direct.py), their pictures and exercises.
 
 The models are what chapters 03-05 count and draw, so they are checked against independent
 definitions here, and against the kernels' own behaviour where a kernel decides something.

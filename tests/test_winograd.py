@@ -1,5 +1,5 @@
-"""helpers/winograd.py: the derived transforms are exact, the generated header is current,
-the NumPy model computes a convolution; helpers/pictures_winograd.py counts bank conflicts."""
+"""helpers/chapters/winograd.py: the derived transforms are exact, the generated header is current,
+the NumPy model computes a convolution; helpers/chapters/pictures_winograd.py counts bank conflicts."""
 from fractions import Fraction
 
 import numpy as np

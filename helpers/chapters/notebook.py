@@ -1,6 +1,6 @@
 """What every chapter's first cell calls, and how chapters show kernel sources.
 
-    from helpers.notebook import start, show_source, show_diff
+    from helpers.chapters.notebook import start, show_source, show_diff
     nb = start()          # picks the device, prints it, says whether sizes are small or full
     nb.layers             # layer set to time: 'small' on a CPU by default, 'resnet50' with COURSE_SIZE=full
 

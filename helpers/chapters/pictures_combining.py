@@ -291,7 +291,7 @@ def recorded_steps(number: int, op: str = "conv_dgrad", layer_sets=("resnet50", 
 
 
 def work_groups(stage_key: str, lay: dict, defines: dict) -> dict:
-    """Launch size of stage 07 or 08 for a layer (dict from helpers.layers) and its defines:
+    """Launch size of stage 07 or 08 for a layer (dict from helpers.ops.layers) and its defines:
     work-groups, work-items launched, and the fraction of them that have positions to compute."""
     from types import SimpleNamespace
     from ..launch.direct import channel_tiles, channel_width_tiles

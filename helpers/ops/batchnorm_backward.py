@@ -6,7 +6,7 @@
 
 ``mean`` and ``inv_std`` are what the training forward pass returned. With activation "relu",
 ``output`` is the post-ReLU forward output and the ReLU's derivative (output > 0) is fused on the
-read of grad_output. See helpers/reference.py: batchnorm_backward for the formulas.
+read of grad_output. See helpers/ops/reference.py: batchnorm_backward for the formulas.
 
 Every stage's kernels take ``(grad_output, output, x, gamma, mean, inv_std, grad_input,
 grad_gamma, grad_beta, N, C, HW)``, built with -DACT (kernels/common/course.h).

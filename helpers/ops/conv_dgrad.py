@@ -96,7 +96,7 @@ def random_problem_args(n, c, h, w, k, kernel=3, stride=1, padding=1, activation
 
 
 def layer_args(layer: dict, activation: str = "none", seed: int = 0) -> dict:
-    """Arguments for one layer of a set in helpers/layers.py."""
+    """Arguments for one layer of a set in helpers/ops/layers.py."""
     return random_problem_args(layer["n"], layer["c"], layer["h"], layer["w"], layer["k"], layer["kernel"],
                                layer["stride"], layer["padding"], activation, seed)
 
