@@ -14,7 +14,7 @@ from typing import Callable
 
 import numpy as np
 
-from . import combining
+from . import combining, local
 from .problem import Problem
 
 
@@ -95,6 +95,26 @@ CONV_DGRAD = [
           defines={"CPW": 4, "XPW": 4, "SPLIT": 4, "WG": 128}, geometry=combining.channel_width_tiles,
           jit=combining.fast_3x3, source=combining.source_for("conv_dgrad/08_width.cl"),
           tune={"CPW": [4, 8], "XPW": [4, 7, 8], "SPLIT": [4], "WG": [64, 128]}),
+    # Chapter 09: tiles in local memory (helpers/local.py: geometry, constraints, the load model).
+    # Stride 1 only; strided layers run stage 08.
+    Stage("conv_dgrad", 9, "local_tile", "conv_dgrad/09_local_tile.cl",
+          "a group copies its tile's dy patch (with halo) and weight slab into local memory per chunk "
+          "of KC output channels; one work-item per (position, channel) sums from local memory",
+          defines={"TX": 16, "TY": 4, "CB": 4, "KC": 8}, geometry=local.tiles,
+          requires=local.stride_one, fallback="width",
+          tune={"TX": [16, 32], "TY": [2, 4], "CB": [4, 8], "KC": [4, 8]}),
+    Stage("conv_dgrad", 9, "register_block", "conv_dgrad/09_register_block.cl",
+          "the same tile; each work-item sums XPW positions x CPW channels in registers from one "
+          "row of dy and CPW weights read from local memory",
+          defines={"TX": 32, "TY": 4, "CB": 32, "KC": 8, "XPW": 4, "CPW": 4}, geometry=local.tiles,
+          requires=local.stride_one, fallback="width",
+          tune={"TX": [32, 64], "TY": [4, 8], "CB": [32, 64], "KC": [4, 8], "XPW": [4, 8], "CPW": [4, 8]}),
+    Stage("conv_dgrad", 9, "prefetch", "conv_dgrad/09_prefetch.cl",
+          "the next chunk's global loads in flight during the arithmetic (registers), stored into "
+          "the other half of a double local buffer: one barrier per chunk",
+          defines={"TX": 32, "TY": 4, "CB": 32, "KC": 4, "XPW": 4, "CPW": 4, "BUFFERS": 2},
+          geometry=local.tiles, requires=local.stride_one, fallback="width",
+          tune={"TX": [32, 64], "TY": [4, 8], "CB": [32, 64], "KC": [4, 8], "XPW": [4, 8], "CPW": [4, 8]}),
 ]
 
 

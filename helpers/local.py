@@ -1,0 +1,105 @@
+"""Stages 09 of conv_dgrad (local memory): launch geometry, the constraints on their tile
+parameters, the local memory a tile needs, and a model of how often each global value is read.
+
+A work-group owns a tile: TY x TX input positions of one image times CB input channels. It walks
+the output channels in chunks of KC; per chunk it copies the dy patch the tile needs (TY+KH-1 rows
+x TX+KW-1 columns, the halo included) and the CB x KC x KH x KW weights into local memory.
+Work-items compute XPW positions x CPW channels each (09_local_tile: XPW = CPW = 1).
+
+    tile_facts(dict(TX=32, TY=4, CB=32, KC=8, XPW=4, CPW=4), kh=3, kw=3)
+"""
+from __future__ import annotations
+
+from .problem import Problem
+
+LOCAL_LIMIT = 32 * 1024    # bytes: the least local memory OpenCL guarantees (full profile)
+GROUP_LIMIT = 256          # work-items: what the devices the course targets all allow
+
+
+def params(d: dict) -> dict:
+    """The tile parameters with the stage's fixed ones filled in (09_local_tile: XPW = CPW = 1)."""
+    return {"XPW": 1, "CPW": 1, "BUFFERS": 1, **d}
+
+
+def tile_facts(d: dict, kh: int = 3, kw: int = 3) -> dict:
+    """Work-items per group, local memory (bytes) and per-chunk copy sizes of a tile."""
+    d = params(d)
+    ls = (d["TX"] // d["XPW"]) * d["TY"] * (d["CB"] // d["CPW"])
+    patch = d["KC"] * (d["TY"] + kh - 1) * (d["TX"] + kw - 1)
+    weights = d["CB"] * d["KC"] * kh * kw
+    return {"LS": ls, "patch": patch, "weights": weights,
+            "local_bytes": 4 * d["BUFFERS"] * (patch + weights), "accumulators": d["XPW"] * d["CPW"]}
+
+
+def check_params(d: dict, kh: int = 3, kw: int = 3) -> None:
+    """The constraints written beside the defines of 09_*.cl; raises ValueError naming the first unmet."""
+    d = params(d)
+    for name in ("TX", "TY", "CB", "KC", "XPW", "CPW"):
+        if not isinstance(d[name], int) or d[name] < 1:
+            raise ValueError(f"{name} must be a positive integer, got {d[name]!r}")
+    if d["TX"] % d["XPW"]:
+        raise ValueError(f"XPW={d['XPW']} must divide TX={d['TX']}")
+    if d["CB"] % d["CPW"]:
+        raise ValueError(f"CPW={d['CPW']} must divide CB={d['CB']}")
+    f = tile_facts(d, kh, kw)
+    if f["LS"] > GROUP_LIMIT:
+        raise ValueError(f"the tile needs {f['LS']} work-items per group, more than {GROUP_LIMIT}")
+    if f["local_bytes"] > LOCAL_LIMIT:
+        raise ValueError(f"the tile needs {f['local_bytes']:,} bytes of local memory ({kh}x{kw} kernel), "
+                         f"more than {LOCAL_LIMIT:,}: lower KC, CB or the tile")
+
+
+def stride_one(p: Problem, d: dict):
+    """The tiled stages' requirements of a problem: stride 1 (a strided layer's patch would be
+    mostly holes), and a kernel small enough for the tile's halo and weights to fit in local
+    memory. Parameters that do not fit even a 3x3 kernel are an error (raised by ``tiles``), not
+    a reason to fall back: a tuning search must not time the fallback in their place."""
+    dims = p.dims
+    if dims["stride"] != 1:
+        return f"the local-memory tile needs stride 1; this problem has stride {dims['stride']}"
+    try:
+        check_params(d)
+    except ValueError:
+        return None
+    try:
+        check_params(d, dims["KH"], dims["KW"])
+    except ValueError as err:
+        return str(err)
+    return None
+
+
+def tiles(p: Problem, d: dict):
+    """dim 0 = (image, tile row, tile column) x LS work-items, dim 1 = blocks of CB channels."""
+    dims = p.dims
+    check_params(d, dims["KH"], dims["KW"])
+    ls = tile_facts(d, dims["KH"], dims["KW"])["LS"]
+    groups = dims["N"] * -(-dims["H"] // d["TY"]) * -(-dims["W"] // d["TX"])
+    return (groups * ls, -(-dims["C"] // d["CB"])), (ls, 1)
+
+
+def global_reads(dims: dict, d: dict | None = None) -> dict:
+    """Floats each stage reads from global memory for one layer (stride 1), dy and w separately.
+
+    Without a tile (d None: one work-item per element, no cache, as stage 02 counts): every
+    work-item reads KH*KW dy values and KH*KW weights per output channel. With a tile: each group
+    reads its patch and weight slab once per chunk (the halo and the padded channels included).
+    """
+    n, c, h, w, k = (dims[x] for x in ("N", "C", "H", "W", "K"))
+    kh, kw = dims["KH"], dims["KW"]
+    if d is None:
+        per = n * c * h * w * k * kh * kw
+        return {"dy": per, "w": per}
+    groups = n * -(-h // d["TY"]) * -(-w // d["TX"]) * -(-c // d["CB"])
+    chunks = -(-k // d["KC"])
+    f = tile_facts(d, kh, kw)
+    return {"dy": groups * chunks * f["patch"], "w": groups * chunks * f["weights"]}
+
+
+def reuse(dims: dict, d: dict | None = None) -> dict:
+    """How many times each global value is read on average (1: once), and FLOPs per byte read."""
+    reads = global_reads(dims, d)
+    dy_size = dims["N"] * dims["K"] * dims["OH"] * dims["OW"]
+    w_size = dims["C"] * dims["K"] * dims["KH"] * dims["KW"]
+    flops = 2 * dims["N"] * dims["K"] * dims["OH"] * dims["OW"] * dims["C"] * dims["KH"] * dims["KW"]
+    return {"dy": reads["dy"] / dy_size, "w": reads["w"] / w_size,
+            "flops_per_byte": flops / (4 * (reads["dy"] + reads["w"]))}
