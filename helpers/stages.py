@@ -102,19 +102,19 @@ CONV_DGRAD = [
           "of KC output channels; one work-item per (position, channel) sums from local memory",
           defines={"TX": 16, "TY": 4, "CB": 4, "KC": 8}, geometry=local.tiles,
           requires=local.stride_one, fallback="width",
-          tune={"TX": [16, 32], "TY": [2, 4], "CB": [4, 8], "KC": [4, 8]}),
+          tune={"TX": [16, 32], "CB": [4, 8]}),
     Stage("conv_dgrad", 9, "register_block", "conv_dgrad/09_register_block.cl",
           "the same tile; each work-item sums XPW positions x CPW channels in registers from one "
           "row of dy and CPW weights read from local memory",
           defines={"TX": 32, "TY": 4, "CB": 32, "KC": 8, "XPW": 4, "CPW": 4}, geometry=local.tiles,
           requires=local.stride_one, fallback="width",
-          tune={"TX": [32, 64], "TY": [4, 8], "CB": [32, 64], "KC": [4, 8], "XPW": [4, 8], "CPW": [4, 8]}),
+          tune={"TY": [4, 8], "XPW": [4, 8], "CPW": [4, 8]}),
     Stage("conv_dgrad", 9, "prefetch", "conv_dgrad/09_prefetch.cl",
           "the next chunk's global loads in flight during the arithmetic (registers), stored into "
           "the other half of a double local buffer: one barrier per chunk",
           defines={"TX": 32, "TY": 4, "CB": 32, "KC": 4, "XPW": 4, "CPW": 4, "BUFFERS": 2},
           geometry=local.tiles, requires=local.stride_one, fallback="width",
-          tune={"TX": [32, 64], "TY": [4, 8], "CB": [32, 64], "KC": [4, 8], "XPW": [4, 8], "CPW": [4, 8]}),
+          tune={"TY": [4, 8], "XPW": [4, 8], "CPW": [4, 8]}),
 ]
 
 
