@@ -18,7 +18,7 @@ GROUP_LIMIT = 256          # work-items: what the devices the course targets all
 
 def params(d: dict) -> dict:
     """The tile parameters with the stage's fixed ones filled in (09_local_tile: XPW = CPW = 1)."""
-    return {"XPW": 1, "CPW": 1, "BUFFERS": 1, **d}
+    return {"XPW": 1, "CPW": 1, "BUFFERS": 1, "VEC4": 0, "WPAD": 0, **d}
 
 
 def tile_facts(d: dict, kh: int = 3, kw: int = 3) -> dict:
@@ -27,8 +27,11 @@ def tile_facts(d: dict, kh: int = 3, kw: int = 3) -> dict:
     ls = (d["TX"] // d["XPW"]) * d["TY"] * (d["CB"] // d["CPW"])
     patch = d["KC"] * (d["TY"] + kh - 1) * (d["TX"] + kw - 1)
     weights = d["CB"] * d["KC"] * kh * kw
+    # stored: chapter 10 (VEC4) pads the patch's rows to float4s and may pad the slab's rows (WPAD)
+    row = -(-(d["TX"] + kw - 1) // 4) * 4 if d["VEC4"] else d["TX"] + kw - 1
+    stored = d["KC"] * (d["TY"] + kh - 1) * row + (d["CB"] + d["WPAD"]) * d["KC"] * kh * kw
     return {"LS": ls, "patch": patch, "weights": weights,
-            "local_bytes": 4 * d["BUFFERS"] * (patch + weights), "accumulators": d["XPW"] * d["CPW"]}
+            "local_bytes": 4 * d["BUFFERS"] * stored, "accumulators": d["XPW"] * d["CPW"]}
 
 
 def check_params(d: dict, kh: int = 3, kw: int = 3) -> None:
@@ -41,12 +44,34 @@ def check_params(d: dict, kh: int = 3, kw: int = 3) -> None:
         raise ValueError(f"XPW={d['XPW']} must divide TX={d['TX']}")
     if d["CB"] % d["CPW"]:
         raise ValueError(f"CPW={d['CPW']} must divide CB={d['CB']}")
+    if d["VEC4"] and (d["XPW"] % 4 or d["CPW"] % 4):
+        raise ValueError(f"the float4 reads need XPW and CPW multiples of 4, got XPW={d['XPW']}, CPW={d['CPW']}")
+    if d["VEC4"] and (d["CB"] // 4) & (d["CB"] // 4 - 1):
+        raise ValueError(f"the swizzle needs CB/4 a power of two, got CB={d['CB']}")
     f = tile_facts(d, kh, kw)
     if f["LS"] > GROUP_LIMIT:
         raise ValueError(f"the tile needs {f['LS']} work-items per group, more than {GROUP_LIMIT}")
     if f["local_bytes"] > LOCAL_LIMIT:
         raise ValueError(f"the tile needs {f['local_bytes']:,} bytes of local memory ({kh}x{kw} kernel), "
                          f"more than {LOCAL_LIMIT:,}: lower KC, CB or the tile")
+
+
+def fitted(p: Problem, d: dict) -> dict:
+    """The tile shaped to the image: no wider than the row's next power of two (a multiple of
+    XPW), and rows traded for the width given up, no more than the plane's next power of two,
+    keeping about TX x TY positions per tile. A 7x7 plane with the default 32 x 4 tile would leave
+    78 % of every group idle; fitted, 8 x 8. Powers of two keep the number of builds small."""
+    d = params(d)
+    pow2 = lambda v: 1 << (max(v, 1) - 1).bit_length()
+    tx = min(d["TX"], -(-pow2(p.dims["W"]) // d["XPW"]) * d["XPW"])
+    ty = min(d["TY"] * max(1, d["TX"] // tx), pow2(p.dims["H"]))
+    return {**d, "TX": tx, "TY": ty}
+
+
+def jit_tile(p: Problem, d: dict) -> dict:
+    """The registry's ``jit`` hook: the fitted TX and TY the kernel is built with."""
+    f = fitted(p, d)
+    return {"TX": f["TX"], "TY": f["TY"]}
 
 
 def stride_one(p: Problem, d: dict):
@@ -62,7 +87,7 @@ def stride_one(p: Problem, d: dict):
     except ValueError:
         return None
     try:
-        check_params(d, dims["KH"], dims["KW"])
+        check_params(fitted(p, d), dims["KH"], dims["KW"])
     except ValueError as err:
         return str(err)
     return None
@@ -71,6 +96,8 @@ def stride_one(p: Problem, d: dict):
 def tiles(p: Problem, d: dict):
     """dim 0 = (image, tile row, tile column) x LS work-items, dim 1 = blocks of CB channels."""
     dims = p.dims
+    check_params(d)
+    d = fitted(p, d)
     check_params(d, dims["KH"], dims["KW"])
     ls = tile_facts(d, dims["KH"], dims["KW"])["LS"]
     groups = dims["N"] * -(-dims["H"] // d["TY"]) * -(-dims["W"] // d["TX"])

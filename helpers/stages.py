@@ -100,21 +100,37 @@ CONV_DGRAD = [
     Stage("conv_dgrad", 9, "local_tile", "conv_dgrad/09_local_tile.cl",
           "a group copies its tile's dy patch (with halo) and weight slab into local memory per chunk "
           "of KC output channels; one work-item per (position, channel) sums from local memory",
-          defines={"TX": 16, "TY": 4, "CB": 4, "KC": 8}, geometry=local.tiles,
+          defines={"TX": 16, "TY": 4, "CB": 4, "KC": 8},
+          geometry=local.tiles, jit=local.jit_tile,
           requires=local.stride_one, fallback="width",
           tune={"TX": [16, 32], "CB": [4, 8]}),
     Stage("conv_dgrad", 9, "register_block", "conv_dgrad/09_register_block.cl",
           "the same tile; each work-item sums XPW positions x CPW channels in registers from one "
           "row of dy and CPW weights read from local memory",
-          defines={"TX": 32, "TY": 4, "CB": 32, "KC": 8, "XPW": 4, "CPW": 4}, geometry=local.tiles,
+          defines={"TX": 32, "TY": 4, "CB": 32, "KC": 8, "XPW": 4, "CPW": 4},
+          geometry=local.tiles, jit=local.jit_tile,
           requires=local.stride_one, fallback="width",
           tune={"TY": [4, 8], "XPW": [4, 8], "CPW": [4, 8]}),
     Stage("conv_dgrad", 9, "prefetch", "conv_dgrad/09_prefetch.cl",
           "the next chunk's global loads in flight during the arithmetic (registers), stored into "
           "the other half of a double local buffer: one barrier per chunk",
           defines={"TX": 32, "TY": 4, "CB": 32, "KC": 4, "XPW": 4, "CPW": 4, "BUFFERS": 2},
-          geometry=local.tiles, requires=local.stride_one, fallback="width",
+          geometry=local.tiles, jit=local.jit_tile, requires=local.stride_one, fallback="width",
           tune={"TY": [4, 8], "XPW": [4, 8], "CPW": [4, 8]}),
+    # Chapter 10: bank conflicts. The slab transposed for float4 reads (its copy conflicts), then
+    # two fixes: padding, XOR swizzle. VEC4 and WPAD describe the layout to helpers/local.py.
+    *[Stage("conv_dgrad", 10, name, f"conv_dgrad/10_{name}.cl", title,
+            defines={"TX": 32, "TY": 4, "CB": 32, "KC": 4, "XPW": 8, "CPW": 4, "BUFFERS": 2, "VEC4": 1,
+                     "WPAD": wpad},
+            geometry=local.tiles, jit=local.jit_tile, requires=local.stride_one, fallback="width",
+            tune={"TY": [4, 8], "XPW": [4, 8], "CPW": [4, 8]})
+      for name, wpad, title in (
+          ("transposed", 0, "09_prefetch with the weight slab stored [depth*tap][channel] and float4 reads "
+                            "of weights and dy rows; the copy's stores down a column conflict"),
+          ("padded", 4, "rows of the transposed slab padded by 4 floats: the copy's stores 4-way "
+                        "instead of 32-way, float4 reads kept"),
+          ("swizzle", 0, "no padding: float4s of a row XOR-swizzled by the row, the copy storing 4 "
+                         "channels x 8 rows per warp: no conflicts"))],
 ]
 
 
