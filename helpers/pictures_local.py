@@ -126,7 +126,7 @@ def layer_dims(lay: dict) -> dict:
     return dict(N=lay["n"], C=lay["c"], H=lay["h"], W=lay["w"], K=lay["k"], OH=oh, OW=ow, KH=k, KW=k)
 
 
-def recorded_runs(pattern: str = "*.json") -> list[dict]:
+def recorded_runs(pattern: str = "run*_conv_dgrad_*.json") -> list[dict]:
     """GPU runs in results/local/ that hold chapter 09 stages, oldest first."""
     import json
     from .results import RESULTS
@@ -139,19 +139,20 @@ def recorded_runs(pattern: str = "*.json") -> list[dict]:
     return runs
 
 
-def recorded_local(min_pct: float = 50.0, over_08: float = 4.0) -> list[str]:
+def recorded_local(min_pct: float = 50.0, over_08: float = 4.0, show=("02", "08", "09"), ours: str = "09",
+                   pattern: str = "run*_conv_dgrad_resnet50_*.json") -> list[str]:
     """Per recorded run: each layer's times of stages 08 and 09 (% of the measured FMA peak), the
     targets (best stage 09 >= min_pct % of the peak, geometric mean over the stride-1 layers;
     >= over_08 x stage 08 on res64@56; the stride-2 layer no slower than stage 08)."""
     from .bench import geomean
-    runs = recorded_runs()
+    runs = [run for run in recorded_runs(pattern) if any(r["key"].startswith(ours) for r in run["rows"])]
     if not runs:
-        return ["No GPU run of chapter 09's stages is recorded in results/local/ yet."]
+        return [f"No GPU run of stages {ours} is recorded in results/local/ yet."]
     out = []
     for run in runs:
         peak = run["roofline"]["fma_gflops"]
         rows = {(r["layer"], r["key"]): r for r in run["rows"]}
-        keys = [k for k in dict.fromkeys(r["key"] for r in run["rows"]) if k[:2] in ("02", "08", "09")]
+        keys = [k for k in dict.fromkeys(r["key"] for r in run["rows"]) if k[:2] in show]
         layers = list(dict.fromkeys(r["layer"] for r in run["rows"]))
         out.append(f"{run['device']['name']} (driver {run['device']['driver']}, {run['date'][:10]}, "
                    f"{run['file']}): measured FMA peak {peak / 1000:.1f} TFLOP/s; ms (% of the peak)")
@@ -161,10 +162,12 @@ def recorded_local(min_pct: float = 50.0, over_08: float = 4.0) -> list[str]:
                      if (lay, k) in rows else "" for k in keys]
             out.append("   " + f"{lay:<14}" + "".join(f"{c:>22}" for c in cells))
         flat = [lay for lay in layers if "/s" not in lay]
-        ours = [k for k in keys if k.startswith("09")]
-        pct = {k: geomean(rows[(lay, k)]["gflops"] for lay in flat) / peak * 100 for k in ours}
+        mine = [k for k in keys if k.startswith(ours)]
+        pct = {k: geomean(rows[(lay, k)]["gflops"] for lay in flat) / peak * 100 for k in mine}
+        out.append("   geometric mean over the stride-1 layers, % of the FMA peak: "
+                   + ", ".join(f"{k} {v:.1f}%" for k, v in pct.items()))
         best = max(pct, key=pct.get)
-        out.append(f"   best stage 09 over the stride-1 layers: {best}, {pct[best]:.1f}% of the FMA peak "
+        out.append(f"   best stage {ours} over the stride-1 layers: {best}, {pct[best]:.1f}% of the FMA peak "
                    f"(geometric mean) -> target {min_pct:.0f}% {'met' if pct[best] >= min_pct else 'not met'}")
         if ("res64@56", "08_width") in rows:
             x = rows[("res64@56", "08_width")]["median_ms"] / rows[("res64@56", best)]["median_ms"]
@@ -173,6 +176,6 @@ def recorded_local(min_pct: float = 50.0, over_08: float = 4.0) -> list[str]:
             s2 = [lay for lay in layers if "/s" in lay]
             for lay in s2:
                 t8, t9 = rows[(lay, "08_width")], rows[(lay, best)]
-                out.append(f"   {lay}: {best} runs {t9.get('ran', 'stage 08 (fallback)')}, "
+                out.append(f"   {lay}: {best} runs {t9['ran']} (the fallback), "
                            f"{t9['median_ms']:.3f} ms against stage 08's {t8['median_ms']:.3f} ms")
     return out
