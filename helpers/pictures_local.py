@@ -179,3 +179,53 @@ def recorded_local(min_pct: float = 50.0, over_08: float = 4.0, show=("02", "08"
                 out.append(f"   {lay}: {best} runs {t9['ran']} (the fallback), "
                            f"{t9['median_ms']:.3f} ms against stage 08's {t8['median_ms']:.3f} ms")
     return out
+
+
+def bank_map_widget(d: dict | None = None):
+    """ipywidgets: pick the slab layout (stage), the access, the warp and the step; draws which
+    bank each work-item of the warp hits, and the passes (helpers/local.py: warp_lanes)."""
+    import ipywidgets as widgets
+    from .pictures_winograd import draw_lanes
+    d = d or {"TX": 32, "TY": 4, "CB": 32, "KC": 4, "XPW": 8, "CPW": 4}
+
+    def show(layout, access, warp, step):
+        lanes = local.warp_lanes(layout, access, d, warp=warp, step=step)
+        if not any(lanes):
+            print("no work-item of this warp takes part in this step")
+            return
+        fig, ax = plt.subplots(figsize=(10, 3))
+        draw_lanes(ax, lanes, f"{layout}, {access}, warp {warp}, step {step}: {{passes}} pass(es)")
+        plt.show()
+
+    ls = local.tile_facts(d)["LS"]
+    return widgets.interact(show, layout=list(local.LAYOUTS), access=list(local.ACCESSES),
+                            warp=widgets.IntSlider(min=0, max=max(0, ls // 32 - 1), value=0),
+                            step=widgets.IntSlider(min=0, max=8, value=0))
+
+
+def three_way_table() -> list[str]:
+    """Bank conflicts of a launch three ways: the simulator, ncu on the CUDA twin (results/local),
+    and the recorded times (ncu's kernel time at the profiled batch; the twin's and the OpenCL
+    stage's median at batch 64)."""
+    import json
+    from .results import RESULTS
+    path = RESULTS / "local" / "ncu_banks_conv_dgrad_nvidia-h200.json"
+    if not path.is_file():
+        return ["No ncu counts are recorded in results/local/ yet."]
+    rec = json.loads(path.read_text())
+    runs = recorded_runs("run2_conv_dgrad_resnet50_*.json")
+    ocl = {(r["layer"], r["key"]): r for run in runs for r in run["rows"]}
+    twin64 = {r["twin"]: r["median_ms"] for r in rec["twin_times_n64"]["rows"]}
+    out = [f"{rec['device']} (driver {rec['driver']}, {rec['date']}); ncu: `{rec['command']}`",
+           f"{'stage':<14} {'tile':>6} {'stores: sim':>12} {'ncu':>10} {'loads: sim':>11} {'ncu':>9} "
+           f"{'ncu ms':>7} {'twin ms':>8} {'OpenCL ms':>10}"]
+    for r in rec["rows"]:
+        d = r["defines"]
+        dims = dict(N=r["n"], C=64, H=56, W=56, K=64, OH=56, OW=56, KH=d["KH"], KW=d["KW"])
+        sim = local.launch_conflicts(r["twin"][3:], {k: d[k] for k in ("TX", "TY", "CB", "KC", "XPW", "CPW")}, dims)
+        o = ocl.get((r["layer"], r["twin"]))
+        out.append(f"{r['twin']:<14} {d['TX']:>3}x{d['TY']:<2} {sim['store']:12,d} {r['shared_st_conflicts']:10,d} "
+                   f"{sim['load']:11,d} {r['shared_ld_conflicts']:9,d} {r['ncu_time_ns'] / 1e6:7.3f} "
+                   f"{twin64[r['twin']]:8.3f} {o['median_ms'] if o else float('nan'):10.3f}")
+    out.append(f"(conflicts at batch {rec['rows'][0]['n']} of {rec['rows'][0]['layer']}; twin and OpenCL times at batch 64)")
+    return out
