@@ -15,9 +15,12 @@ Where things live:
     results.py    reading recorded results
     plots.py      the speed-up ladder and the roofline
     pictures*.py  pictures of memory accesses (pictures_direct: chapters 03-05, pictures_combining:
-                  06-08, pictures_winograd: 12, pictures_batchnorm: 14)
+                  06-08, pictures_local: 09-10, pictures_winograd: 12 and the bank simulator,
+                  pictures_batchnorm: 14)
     direct.py     models of the direct kernels' checks and loads (chapters 03-05)
     combining.py  generated unrolled code and launch geometry of stages 07-08, register counts
+    local.py      stages 09-10 (local memory): tile geometry and constraints, the global-read model,
+                  the bank model of their local-memory accesses
     registers.py  `python -m helpers.registers`: NVIDIA's register/spill counts into results/
     winograd.py   Winograd transforms derived by Toom-Cook, checked exactly
     vendor*.py    cuDNN / PyTorch reference timings where PyTorch with CUDA is installed

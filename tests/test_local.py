@@ -61,3 +61,36 @@ def test_fitted_tile_keeps_small_planes_busy():
     assert (f["TX"], f["TY"]) == (8, 8)
     p = prepare("conv_dgrad", **random_problem_args(1, 8, 14, 14, 8, 3, 1, 1, "none", seed=0))
     assert local.jit_tile(p, {"TX": 32, "TY": 4, "CB": 32, "KC": 4, "XPW": 4, "CPW": 4}) == {"TX": 16, "TY": 8}
+
+
+def test_bank_model_of_the_stages():
+    from helpers.pictures_winograd import passes
+    tile = {"TX": 32, "TY": 4, "CB": 32, "KC": 4, "XPW": 8, "CPW": 4}
+    p = {lay: passes(local.warp_lanes(lay, "weight store", tile)) for lay in local.LAYOUTS}
+    assert p == {"prefetch": 1, "transposed": 32, "padded": 4, "swizzle": 1}
+    for lay in ("transposed", "padded", "swizzle"):           # float4 reads: 4 quarter-warp passes
+        assert passes(local.warp_lanes(lay, "dy read", tile)) == 4
+        assert passes(local.warp_lanes(lay, "weight read", tile)) == 4
+    # every weight has its own word in each layout, inside a half of the slab
+    s = local._shape(tile, 3, 3)
+    for lay, row in (("transposed", 32), ("padded", 36), ("swizzle", 32)):
+        words = {local.weight_word(lay, s, r, c) for r in range(s["ROWS"]) for c in range(32)}
+        assert len(words) == 32 * s["ROWS"] and max(words) < row * s["ROWS"]
+
+
+def test_simulator_reproduces_the_recorded_ncu_store_counts():
+    """results/local holds ncu's counts for the CUDA twins; the model must stay within 1 %."""
+    import json
+    from helpers.results import RESULTS
+    rec = json.loads((RESULTS / "local" / "ncu_banks_conv_dgrad_nvidia-h200.json").read_text())
+    for r in rec["rows"]:
+        d = {k: r["defines"][k] for k in ("TX", "TY", "CB", "KC", "XPW", "CPW")}
+        dims = dict(N=r["n"], C=64, H=56, W=56, K=64, OH=56, OW=56, KH=3, KW=3)
+        sim = local.launch_conflicts(r["twin"][3:], d, dims)["store"]
+        assert abs(sim - r["shared_st_conflicts"]) <= max(0.01 * r["shared_st_conflicts"], 2500), r["twin"]
+
+
+def test_passes_ignores_idle_lanes():
+    from helpers.pictures_winograd import passes
+    assert passes([[0]] + [None] * 31) == 1
+    assert passes([[4 * i, 4 * i + 1, 4 * i + 2, 4 * i + 3] for i in range(8)] + [None] * 24) == 1
