@@ -161,6 +161,10 @@ def recorded_local(min_pct: float = 50.0, over_08: float = 4.0, show=("02", "08"
             cells = [f"{rows[(lay, k)]['median_ms']:8.3f} ({rows[(lay, k)]['gflops'] / peak:4.0%})"
                      if (lay, k) in rows else "" for k in keys]
             out.append("   " + f"{lay:<14}" + "".join(f"{c:>22}" for c in cells))
+        vendor = {v["layer"]: v for v in run.get("vendor", [])}
+        if vendor:
+            out.append("   cuDNN fp32: " + ", ".join(f"{lay} {vendor[lay]['median_ms']:.3f} ms "
+                                                     f"({vendor[lay]['gflops'] / peak:.0%})" for lay in layers if lay in vendor))
         flat = [lay for lay in layers if "/s" not in lay]
         mine = [k for k in keys if k.startswith(ours)]
         pct = {k: geomean(rows[(lay, k)]["gflops"] for lay in flat) / peak * 100 for k in mine}
