@@ -2,7 +2,7 @@
 import pytest
 
 import helpers
-from helpers import local
+from helpers.chapters import local
 from helpers.ops.conv_dgrad import random_problem_args
 from helpers.runner import prepare, resolve
 
@@ -64,7 +64,7 @@ def test_fitted_tile_keeps_small_planes_busy():
 
 
 def test_bank_model_of_the_stages():
-    from helpers.pictures_winograd import passes
+    from helpers.chapters.pictures_winograd import passes
     tile = {"TX": 32, "TY": 4, "CB": 32, "KC": 4, "XPW": 8, "CPW": 4}
     p = {lay: passes(local.warp_lanes(lay, "weight store", tile)) for lay in local.LAYOUTS}
     assert p == {"prefetch": 1, "transposed": 32, "padded": 4, "swizzle": 1}
@@ -81,7 +81,7 @@ def test_bank_model_of_the_stages():
 def test_simulator_reproduces_the_recorded_ncu_store_counts():
     """results/local holds ncu's counts for the CUDA twins; the model must stay within 1 %."""
     import json
-    from helpers.results import RESULTS
+    from helpers.analysis.results import RESULTS
     rec = json.loads((RESULTS / "local" / "ncu_banks_conv_dgrad_nvidia-h200.json").read_text())
     for r in rec["rows"]:
         d = {k: r["defines"][k] for k in ("TX", "TY", "CB", "KC", "XPW", "CPW")}
@@ -91,6 +91,6 @@ def test_simulator_reproduces_the_recorded_ncu_store_counts():
 
 
 def test_passes_ignores_idle_lanes():
-    from helpers.pictures_winograd import passes
+    from helpers.chapters.pictures_winograd import passes
     assert passes([[0]] + [None] * 31) == 1
     assert passes([[4 * i, 4 * i + 1, 4 * i + 2, 4 * i + 3] for i in range(8)] + [None] * 24) == 1

@@ -27,7 +27,7 @@
 // NDRange: dim 0 = tile (n, tile row, tile column) x LS work-items, dim 1 = block of CB channels.
 // JIT parameters: KH, KW, ACT (from the problem); STRIDE must be 1 (the host falls back to stage
 // 08 otherwise); TX, TY (tile), CB (channels per group), KC (chunk of output channels);
-// LS = TX*TY*CB work-items per group (host: helpers/local.py checks the limits).
+// LS = TX*TY*CB work-items per group (host: helpers/launch/local.py checks the limits).
 
 #include "course.h"
 

@@ -19,7 +19,7 @@
 // Layouts: dy, y (N,K,OH,OW); w IOHW (C,K,KH,KW); dx (N,C,H,W), all row-major.
 // Local: dyt[2][KC][PH][PW], wt[2][CB][KC][KH*KW] (two halves: the one computed on, the one filled).
 // NDRange: dim 0 = tile (n, tile row, tile column) x LS work-items, dim 1 = block of CB channels.
-// JIT parameters: as 09_register_block (host: helpers/local.py checks them and the limits).
+// JIT parameters: as 09_register_block (host: helpers/launch/local.py checks them and the limits).
 
 #include "course.h"
 

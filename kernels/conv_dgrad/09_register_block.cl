@@ -23,7 +23,7 @@
 // NDRange: dim 0 = tile (n, tile row, tile column) x LS work-items, dim 1 = block of CB channels.
 // JIT parameters: KH, KW, ACT (from the problem); STRIDE must be 1 (the host falls back to stage
 // 08 otherwise); TX, TY, CB, KC as 09_local_tile; XPW (divides TX), CPW (divides CB)
-// (host: helpers/local.py checks them and the limits).
+// (host: helpers/launch/local.py checks them and the limits).
 
 #include "course.h"
 

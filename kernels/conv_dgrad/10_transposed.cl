@@ -23,7 +23,7 @@
 // Local: dyt[2][KC][PH][PWQ] float4s; wt[2][KC*KH*KW][WROW] floats, WROW = CB, read as float4s.
 // NDRange: dim 0 = tile (n, tile row, tile column) x LS work-items, dim 1 = block of CB channels.
 // JIT parameters: as 09_prefetch, and XPW % 4 == 0, CPW % 4 == 0 (float4 reads)
-// (host: helpers/local.py checks them and the limits).
+// (host: helpers/launch/local.py checks them and the limits).
 
 #include "course.h"
 

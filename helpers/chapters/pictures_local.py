@@ -1,5 +1,5 @@
 """Pictures for chapter 09 (local memory): which bytes a work-group copies, how often each global
-value is read (the model in helpers/local.py) against the roofline, and a tile-size explorer."""
+value is read (the model in helpers/chapters/local.py) against the roofline, and a tile-size explorer."""
 from __future__ import annotations
 
 import matplotlib.pyplot as plt
@@ -120,7 +120,7 @@ def reuse_on_roofline(run: dict, layers: list[dict], stages: dict, ax=None):
 
 
 def layer_dims(lay: dict) -> dict:
-    """conv_dgrad's named sizes for a layer of helpers/layers.py."""
+    """conv_dgrad's named sizes for a layer of helpers/ops/layers.py."""
     k, s, p = lay["kernel"], lay["stride"], lay["padding"]
     oh, ow = (lay["h"] + 2 * p - k) // s + 1, (lay["w"] + 2 * p - k) // s + 1
     return dict(N=lay["n"], C=lay["c"], H=lay["h"], W=lay["w"], K=lay["k"], OH=oh, OW=ow, KH=k, KW=k)
@@ -129,7 +129,7 @@ def layer_dims(lay: dict) -> dict:
 def recorded_runs(pattern: str = "run*_conv_dgrad_*.json") -> list[dict]:
     """GPU runs in results/local/ that hold chapter 09 stages, oldest first."""
     import json
-    from .results import RESULTS
+    from ..analysis.results import RESULTS
     runs = []
     for path in sorted((RESULTS / "local").glob(pattern)):
         run = json.loads(path.read_text())
@@ -144,7 +144,7 @@ def recorded_local(min_pct: float = 50.0, over_08: float = 4.0, show=("02", "08"
     """Per recorded run: each layer's times of stages 08 and 09 (% of the measured FMA peak), the
     targets (best stage 09 >= min_pct % of the peak, geometric mean over the stride-1 layers;
     >= over_08 x stage 08 on res64@56; the stride-2 layer no slower than stage 08)."""
-    from .bench import geomean
+    from ..analysis.summary import geomean
     runs = [run for run in recorded_runs(pattern) if any(r["key"].startswith(ours) for r in run["rows"])]
     if not runs:
         return [f"No GPU run of stages {ours} is recorded in results/local/ yet."]
@@ -187,7 +187,7 @@ def recorded_local(min_pct: float = 50.0, over_08: float = 4.0, show=("02", "08"
 
 def bank_map_widget(d: dict | None = None):
     """ipywidgets: pick the slab layout (stage), the access, the warp and the step; draws which
-    bank each work-item of the warp hits, and the passes (helpers/local.py: warp_lanes)."""
+    bank each work-item of the warp hits, and the passes (helpers/chapters/local.py: warp_lanes)."""
     import ipywidgets as widgets
     from .pictures_winograd import draw_lanes
     d = d or {"TX": 32, "TY": 4, "CB": 32, "KC": 4, "XPW": 8, "CPW": 4}
@@ -212,7 +212,7 @@ def three_way_table() -> list[str]:
     and the recorded times (ncu's kernel time at the profiled batch; the twin's and the OpenCL
     stage's median at batch 64)."""
     import json
-    from .results import RESULTS
+    from ..analysis.results import RESULTS
     path = RESULTS / "local" / "ncu_banks_conv_dgrad_nvidia-h200.json"
     if not path.is_file():
         return ["No ncu counts are recorded in results/local/ yet."]
