@@ -220,7 +220,10 @@ def three_way_table() -> list[str]:
     runs = recorded_runs("run2_conv_dgrad_resnet50_*.json")
     ocl = {(r["layer"], r["key"]): r for run in runs for r in run["rows"]}
     twin64 = {r["twin"]: r["median_ms"] for r in rec["twin_times_n64"]["rows"]}
-    out = [f"{rec['device']} (driver {rec['driver']}, {rec['date']}); ncu: `{rec['command']}`",
+    example = "10_padded" if "10_padded" in rec.get("commands", {}) else None
+    how = (f"ncu through the engine, one run per stage with the tile shown, e.g. {example}: "
+           f"`{rec['commands'][example]}`" if example else f"ncu: `{rec['command']}`")
+    out = [f"{rec['device']} (driver {rec['driver']}, {rec['date']}); {how}",
            f"{'stage':<14} {'tile':>6} {'stores: sim':>12} {'ncu':>10} {'loads: sim':>11} {'ncu':>9} "
            f"{'ncu ms':>7} {'twin ms':>8} {'OpenCL ms':>10}"]
     for r in rec["rows"]:
