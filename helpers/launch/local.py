@@ -60,14 +60,15 @@ def check_params(d: dict, kh: int = 3, kw: int = 3) -> None:
 
 
 def fitted(p: Problem, d: dict) -> dict:
-    """The tile shaped to the image: no wider than the row's next power of two (a multiple of
-    XPW), and rows traded for the width given up, no more than the plane's next power of two,
-    keeping about TX x TY positions per tile. A 7x7 plane with the default 32 x 4 tile would leave
-    78 % of every group idle; fitted, 8 x 8. Powers of two keep the number of builds small."""
+    """The tile shaped to the image: no wider than the plane's side (the larger of H and W, to
+    the next power of two, at least 8; a multiple of XPW), rows traded for the width given up,
+    no more than that side, keeping about TX x TY positions per tile. A 7x7 plane with the
+    default 32 x 4 tile would leave 78 % of every group idle; fitted, 8 x 8. One number (the
+    side) decides the tile, so it takes few values: few builds (the tests' grid: 3 tiles)."""
     d = params(d)
-    pow2 = lambda v: 1 << (max(v, 1) - 1).bit_length()
-    tx = min(d["TX"], -(-pow2(p.dims["W"]) // d["XPW"]) * d["XPW"])
-    ty = min(d["TY"] * max(1, d["TX"] // tx), pow2(p.dims["H"]))
+    side = 1 << (max(p.dims["H"], p.dims["W"], 8) - 1).bit_length()
+    tx = min(d["TX"], -(-side // d["XPW"]) * d["XPW"])
+    ty = min(d["TY"] * max(1, d["TX"] // tx), side)
     return {**d, "TX": tx, "TY": ty}
 
 
