@@ -94,3 +94,13 @@ def test_passes_ignores_idle_lanes():
     from helpers.chapters.pictures_winograd import passes
     assert passes([[0]] + [None] * 31) == 1
     assert passes([[4 * i, 4 * i + 1, 4 * i + 2, 4 * i + 3] for i in range(8)] + [None] * 24) == 1
+
+
+def test_profile_stage_runs_one_stage_once_on_a_layer(ctx, capsys):
+    """The tool profilers wrap (results/local records ncu commands through it)."""
+    from helpers.profile_stage import main, profile
+    out = profile("conv_dgrad", "local_tile", "tiny16@12", device=ctx)
+    assert out["stage"] == "09_local_tile" and out["path"] == "only" and len(out["steps"]) == 1
+    assert out["defines"]["TX"] == 16 and out["max_error"] >= 0
+    assert main(["conv_dgrad", "local_tile", "--layer", "res0@0"]) == 2
+    assert "no layer 'res0@0'" in capsys.readouterr().err
