@@ -53,6 +53,9 @@ DIRECT_DGRAD = dict(family="direct", launch="per_input_element", defines=WG, tun
 LOCAL = dict(family="local", launch="tiles", jit="jit_tile", requires="stride_one")
 FALLBACK = {"opencl": "width", "cuda": "memoized_bounds_cuda"}   # of the local stages, per backend
 LOCAL_TUNE = {"TY": [4, 8], "XPW": [4, 8], "CPW": [4, 8]}
+# 09's defaults (XPW = CPW = 4) with TY = 8 would need 512 work-items per group: TY stays 4 (the
+# H200 search over all combinations kept TY = 4 for both stages: results/local/run2_tune_*)
+LOCAL_TUNE_09 = {"XPW": [4, 8], "CPW": [4, 8]}
 PREFETCH = {"TX": 32, "TY": 4, "CB": 32, "KC": 4, "XPW": 4, "CPW": 4, "BUFFERS": 2}
 
 # conv_dgrad: the input gradient of a convolution layer (chapters 02-10, 12)
@@ -95,15 +98,15 @@ CONV_DGRAD = [
     Stage("conv_dgrad", 9, "local_tile", "conv_dgrad/09_local_tile.cl",
           "a group copies its tile's dy patch (with halo) and weight slab into local memory per chunk "
           "of KC output channels; one work-item per (position, channel) sums from local memory",
-          defines={"TX": 16, "TY": 4, "CB": 4, "KC": 8}, tune={"TX": [16, 32], "CB": [4, 8]},
-          fallback="width", **LOCAL),
+          defines={"TX": 16, "TY": 4, "CB": 4, "KC": 8}, tune={"KC": [4, 8]},   # TX = 32 or CB = 8:
+          fallback="width", **LOCAL),     # 512 work-items per group (the H200 search kept 16 x 4 x 4)
     Stage("conv_dgrad", 9, "register_block", "conv_dgrad/09_register_block.cl",
           "the same tile; each work-item sums XPW positions x CPW channels in registers from one "
           "row of dy and CPW weights read from local memory",
           defines={"TX": 32, "TY": 4, "CB": 32, "KC": 8, "XPW": 4, "CPW": 4},
-          tune={"TY": [4, 8], "XPW": [4, 8], "CPW": [4, 8]}, fallback="width", **LOCAL),
+          tune=LOCAL_TUNE_09, fallback="width", **LOCAL),
     *[Stage("conv_dgrad", 9, name, "conv_dgrad/09_prefetch" + ext, title, backend=backend,
-            defines=PREFETCH, tune=LOCAL_TUNE, fallback=FALLBACK[backend], **LOCAL)
+            defines=PREFETCH, tune=LOCAL_TUNE_09, fallback=FALLBACK[backend], **LOCAL)
       for name, ext, backend, title in (
           ("prefetch", ".cl", "opencl",
            "the next chunk's global loads in flight during the arithmetic (registers), stored into "
