@@ -5,16 +5,19 @@ Layers, each importing only from itself and the ones above it in this list (help
                 source lines), check (the one checker), timing (profiling events, median, spread)
     ops/        each operation's argument checks (Problem), NumPy references, layer sets,
                 vendor (cuDNN / PyTorch) timings
-    launch/     one launcher per kernel family (direct, winograd, batchnorm): grids, multi-kernel
-                steps and workspaces; unrolled.py generates the 3x3 block of stages 07-08
+    launch/     one launcher per kernel family (direct, local, winograd, batchnorm): grids,
+                multi-kernel steps and workspaces; unrolled.py generates the 3x3 block of stages
+                07-08; local.py: the tiles of stages 09-10 (geometry, constraints)
     stages.py   the one registry of stages, data only (REGISTRY, stage_names, get_stage)
     runner.py   run_stage / plan_stage: the one way to run a stage (guard regions for tests);
                 tuning.py: per-device JIT parameters recorded by the benchmark
     analysis/   reading recorded results, summaries, the ladder and roofline plots (no OpenCL)
     bench.py    `python -m helpers.bench`: stages x layers on a device, JSON into results/
     peak.py, registers.py   measured roofline; NVIDIA register counts into results/
+    profile_stage.py        `python -m helpers.profile_stage`: one stage once on one layer (ncu)
     chapters/   what notebooks call: notebook (first cell, source display), pictures*,
-                exercises, direct (models of chapters 03-05), winograd (Toom-Cook), execute
+                exercises, direct (models of chapters 03-05), local (reuse and bank models of
+                chapters 09-10), winograd (Toom-Cook), execute
 """
 import importlib
 

@@ -50,8 +50,15 @@ class Stage:
 WG = {"WG": 64}
 WG_TUNE = {"WG": [32, 64, 128, 256]}
 DIRECT_DGRAD = dict(family="direct", launch="per_input_element", defines=WG, tune=WG_TUNE)
+LOCAL = dict(family="local", launch="tiles", jit="jit_tile", requires="stride_one")
+FALLBACK = {"opencl": "width", "cuda": "memoized_bounds_cuda"}   # of the local stages, per backend
+LOCAL_TUNE = {"TY": [4, 8], "XPW": [4, 8], "CPW": [4, 8]}
+# 09's defaults (XPW = CPW = 4) with TY = 8 would need 512 work-items per group: TY stays 4 (the
+# H200 search over all combinations kept TY = 4 for both stages: results/local/run2_tune_*)
+LOCAL_TUNE_09 = {"XPW": [4, 8], "CPW": [4, 8]}
+PREFETCH = {"TX": 32, "TY": 4, "CB": 32, "KC": 4, "XPW": 4, "CPW": 4, "BUFFERS": 2}
 
-# conv_dgrad: the input gradient of a convolution layer (chapters 02-08, 12)
+# conv_dgrad: the input gradient of a convolution layer (chapters 02-10, 12)
 CONV_DGRAD = [
     Stage("conv_dgrad", 2, "naive", "conv_dgrad/02_naive.cl",
           "one work-item per input element; bounds and stride checks inside the loops", **DIRECT_DGRAD),
@@ -86,6 +93,41 @@ CONV_DGRAD = [
           family="direct", launch="channel_width_tiles", jit="fast_3x3", source="unrolled", fast={"FAST": 1},
           defines={"CPW": 4, "XPW": 4, "SPLIT": 4, "WG": 128},
           tune={"CPW": [4, 8], "XPW": [4, 7, 8], "SPLIT": [4], "WG": [64, 128]}),
+    # Chapter 09: tiles in local memory (helpers/launch/local.py: geometry, constraints). Stride 1
+    # only; strided layers and kernels whose tile does not fit run stage 08 (the CUDA twins: 03's).
+    Stage("conv_dgrad", 9, "local_tile", "conv_dgrad/09_local_tile.cl",
+          "a group copies its tile's dy patch (with halo) and weight slab into local memory per chunk "
+          "of KC output channels; one work-item per (position, channel) sums from local memory",
+          defines={"TX": 16, "TY": 4, "CB": 4, "KC": 8}, tune={"KC": [4, 8]},   # TX = 32 or CB = 8:
+          fallback="width", **LOCAL),     # 512 work-items per group (the H200 search kept 16 x 4 x 4)
+    Stage("conv_dgrad", 9, "register_block", "conv_dgrad/09_register_block.cl",
+          "the same tile; each work-item sums XPW positions x CPW channels in registers from one "
+          "row of dy and CPW weights read from local memory",
+          defines={"TX": 32, "TY": 4, "CB": 32, "KC": 8, "XPW": 4, "CPW": 4},
+          tune=LOCAL_TUNE_09, fallback="width", **LOCAL),
+    *[Stage("conv_dgrad", 9, name, "conv_dgrad/09_prefetch" + ext, title, backend=backend,
+            defines=PREFETCH, tune=LOCAL_TUNE_09, fallback=FALLBACK[backend], **LOCAL)
+      for name, ext, backend, title in (
+          ("prefetch", ".cl", "opencl",
+           "the next chunk's global loads in flight during the arithmetic (registers), stored into "
+           "the other half of a double local buffer: one barrier per chunk"),
+          ("prefetch_cuda", ".cu", "cuda",
+           "stage 09_prefetch in CUDA: the same tile, double buffer and one barrier per chunk"))],
+    # Chapter 10: bank conflicts. The slab transposed for float4 reads (its copy conflicts), then
+    # two fixes: padding, XOR swizzle. VEC4 and WPAD describe the layout to the bank model
+    # (helpers/chapters/local.py). Each has a CUDA twin (ncu counts its bank conflicts).
+    *[Stage("conv_dgrad", 10, name + suffix, f"conv_dgrad/10_{name}{ext}",
+            title if backend == "opencl" else f"stage 10_{name} in CUDA: the same slab layout and accesses",
+            backend=backend, defines={**PREFETCH, "XPW": 8, "VEC4": 1, "WPAD": wpad},
+            tune=LOCAL_TUNE, fallback=FALLBACK[backend], **LOCAL)
+      for name, wpad, title in (
+          ("transposed", 0, "09_prefetch with the weight slab stored [depth*tap][channel] and float4 reads "
+                            "of weights and dy rows; the copy's stores down a column conflict"),
+          ("padded", 4, "rows of the transposed slab padded by 4 floats: the copy's stores 4-way "
+                        "instead of 32-way, float4 reads kept"),
+          ("swizzle", 0, "no padding: float4s of a row XOR-swizzled by the row, the copy storing 4 "
+                         "channels x 8 rows per warp: no conflicts"))
+      for suffix, ext, backend in (("", ".cl", "opencl"), ("_cuda", ".cu", "cuda"))],
 ]
 
 

@@ -38,11 +38,18 @@ def _args(c, seed=0):
                                c["padding"], c["activation"], seed=seed)
 
 
+def twin_of(s):
+    """The OpenCL stage a CUDA stage twins: its name without '_cuda' (naive_cuda -> naive)."""
+    return helpers.get_stage(s.op, s.name.removesuffix("_cuda"))
+
+
 def test_there_are_cuda_twins():
     assert len(CUDA_STAGES) >= 2
     for s in CUDA_STAGES:
         assert s.kernel.endswith(".cu") and s.precision in ("fp32", "tf32", "fp16", "bf16")
-        twin = helpers.get_stage(s.op, s.number)
+        twin = twin_of(s)
+        assert twin.number == s.number and twin.family == s.family and twin.defines == s.defines
+        assert s.fallback is None or helpers.get_stage(s.op, s.fallback).backend == "cuda"
         assert twin.backend == "opencl" and twin.kernel.rsplit(".", 1)[0] == s.kernel.rsplit(".", 1)[0]
 
 
@@ -91,7 +98,7 @@ def test_cuda_twin_agrees_with_opencl(ctx, stage):
     s = helpers.get_stage("conv_dgrad", stage)
     args = random_problem_args(2, 32, 14, 14, 48, 3, 1, 1, "relu", seed=7)
     got = helpers.run_stage("conv_dgrad", stage, **args)
-    ref = helpers.run_stage("conv_dgrad", s.number, ctx=ctx, **args)
+    ref = helpers.run_stage("conv_dgrad", twin_of(s).name, ctx=ctx, **args)
     assert got.shape == ref.shape and got.dtype == np.float32
     helpers.check_stage("conv_dgrad", stage, **args)
     np.testing.assert_allclose(got, ref, rtol=1e-5, atol=1e-5 * float(np.abs(ref).max()))

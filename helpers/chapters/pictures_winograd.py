@@ -45,10 +45,11 @@ def warp_access(stage: str, ts: int = 16, c: int = 0, tile: int = 64, reg: int =
 
 
 def passes(lanes) -> int:
-    """Total passes for a warp access: per part of the warp (by access width), the conflict degree."""
-    width = len(lanes[0])                       # 1, 2 or 4 words per work-item
+    """Total passes for a warp access: per part of the warp (by access width), the conflict degree.
+    A work-item may be idle (None or []: a masked lane); a part with no active work-item costs nothing."""
+    width = max(len(lane) for lane in lanes if lane)   # 1, 2 or 4 words per work-item
     part = WARP // width                        # 32, 16 or 8 work-items served together
-    return sum(conflict_degree([a for lane in lanes[i:i + part] for a in lane]) for i in range(0, WARP, part))
+    return sum(conflict_degree([a for lane in lanes[i:i + part] for a in lane or ()]) for i in range(0, WARP, part))
 
 
 def gemm_read_degree(stage: str, ts: int = 16, **kw) -> int:
@@ -60,24 +61,31 @@ def gemm_read_degree(stage: str, ts: int = 16, **kw) -> int:
 
 def bank_picture(ax, stage: str, ts: int = 16, **kw):
     """Banks across, passes down: each box is one word read in that pass, labelled with its work-items."""
-    lanes = warp_access(stage, ts, **kw)
-    width = len(lanes[0])
+    return draw_lanes(ax, warp_access(stage, ts, **kw), f"{stage}: {{passes}} pass(es) for one warp's read")
+
+
+def draw_lanes(ax, lanes, title: str = "{passes} pass(es)"):
+    """The bank map of one warp's access (word addresses per work-item, None for an idle one):
+    banks across, passes down, each box a word served in that pass, labelled with its first
+    work-item ("+" when several share the word: a broadcast); red where a bank serves several words."""
+    from matplotlib.patches import Rectangle
+    width = max(len(lane) for lane in lanes if lane)
     part = WARP // width
     row = 0
     for start in range(0, WARP, part):
         words: dict[int, list] = {}
         for lane in range(start, start + part):
-            for a in lanes[lane]:
+            for a in lanes[lane] or ():
                 words.setdefault(a, []).append(lane)
         by_bank: dict[int, list] = {}
         for a in sorted(words):
             by_bank.setdefault(a % BANKS, []).append(a)
-        depth = max(len(v) for v in by_bank.values())
+        depth = max((len(v) for v in by_bank.values()), default=0)
         for bank, addrs in by_bank.items():
             for j, a in enumerate(addrs):
                 ls = words[a]
-                ax.add_patch(__import__("matplotlib.patches", fromlist=["Rectangle"]).Rectangle(
-                    (bank, row + j), 0.95, 0.9, color="tab:red" if len(addrs) > 1 else "tab:green", alpha=0.6))
+                ax.add_patch(Rectangle((bank, row + j), 0.95, 0.9,
+                                       color="tab:red" if len(addrs) > 1 else "tab:green", alpha=0.6))
                 label = f"{ls[0]}" if len(ls) == 1 else f"{ls[0]}+"
                 ax.text(bank + 0.47, row + j + 0.45, label, ha="center", va="center", fontsize=6)
         row += depth
@@ -86,7 +94,7 @@ def bank_picture(ax, stage: str, ts: int = 16, **kw):
     ax.set_yticks(range(row + 1))
     ax.set_xlabel("bank")
     ax.set_ylabel("pass")
-    ax.set_title(f"{stage}: {passes(lanes)} pass(es) for one warp's read", fontsize=9)
+    ax.set_title(title.format(passes=passes(lanes)), fontsize=9)
     ax.set_xticks(range(0, BANKS, 4))
     ax.grid(False)
     return ax

@@ -1,0 +1,155 @@
+"""Models of chapters 09-10 (local memory): how often each global value is read with and without
+a tile, and the bank model of the stages' local-memory accesses, one warp at a time. The tile's
+geometry and constraints are the launcher's (helpers/launch/local.py).
+
+    reuse(dims, dict(TX=32, TY=4, CB=32, KC=8, XPW=4, CPW=4))
+"""
+from __future__ import annotations
+
+from ..launch.local import GROUP_LIMIT, LOCAL_LIMIT, check_params, fitted, jit_tile, params, tile_facts  # noqa: F401
+
+
+def global_reads(dims: dict, d: dict | None = None) -> dict:
+    """Floats each stage reads from global memory for one layer (stride 1), dy and w separately.
+
+    Without a tile (d None: one work-item per element, no cache, as stage 02 counts): every
+    work-item reads KH*KW dy values and KH*KW weights per output channel. With a tile: each group
+    reads its patch and weight slab once per chunk (the halo and the padded channels included).
+    """
+    n, c, h, w, k = (dims[x] for x in ("N", "C", "H", "W", "K"))
+    kh, kw = dims["KH"], dims["KW"]
+    if d is None:
+        per = n * c * h * w * k * kh * kw
+        return {"dy": per, "w": per}
+    groups = n * -(-h // d["TY"]) * -(-w // d["TX"]) * -(-c // d["CB"])
+    chunks = -(-k // d["KC"])
+    f = tile_facts(d, kh, kw)
+    return {"dy": groups * chunks * f["patch"], "w": groups * chunks * f["weights"]}
+
+
+def reuse(dims: dict, d: dict | None = None) -> dict:
+    """How many times each global value is read on average (1: once), and FLOPs per byte read."""
+    reads = global_reads(dims, d)
+    dy_size = dims["N"] * dims["K"] * dims["OH"] * dims["OW"]
+    w_size = dims["C"] * dims["K"] * dims["KH"] * dims["KW"]
+    flops = 2 * dims["N"] * dims["K"] * dims["OH"] * dims["OW"] * dims["C"] * dims["KH"] * dims["KW"]
+    return {"dy": reads["dy"] / dy_size, "w": reads["w"] / w_size,
+            "flops_per_byte": flops / (4 * (reads["dy"] + reads["w"]))}
+
+
+# ------------------------------------------------------------------------------------------
+# Chapter 10: the local-memory accesses of stages 09_prefetch and 10_*, one warp at a time, in
+# the bank model of helpers/chapters/pictures_winograd.py (32 banks of 4 bytes; 8-byte accesses
+# served a half-warp at a time, 16-byte ones a quarter-warp at a time).
+
+LAYOUTS = ("prefetch", "transposed", "padded", "swizzle")
+ACCESSES = ("weight store", "dy store", "weight read", "dy read")
+
+
+def _shape(d: dict, kh: int, kw: int) -> dict:
+    d = params(d)
+    txg, cg = d["TX"] // d["XPW"], d["CB"] // d["CPW"]
+    ph, pw = d["TY"] + kh - 1, d["TX"] + kw - 1
+    return dict(d, TXG=txg, CG=cg, LS=txg * d["TY"] * cg, PH=ph, PW=pw, PWQ=-(-pw // 4), ROWS=d["KC"] * kh * kw,
+                TAPS=kh * kw, KH=kh, KW=kw)
+
+
+def weight_word(layout: str, s: dict, row: int, cc: int) -> int:
+    """Word address of weight (row = depth*taps + tap, channel cc) in one half of the slab."""
+    if layout == "prefetch":
+        return cc * s["ROWS"] + row                       # w's own order [channel][depth][tap]
+    if layout == "padded":
+        return row * (s["CB"] + 4) + cc
+    if layout == "swizzle":
+        return row * s["CB"] + (((cc // 4) ^ (row & (s["CB"] // 4 - 1))) * 4) + cc % 4
+    return row * s["CB"] + cc                             # transposed
+
+
+def _copy_weight(layout: str, s: dict, i: int) -> tuple:
+    """(row, channel) of the copy's element i."""
+    if layout == "swizzle":
+        return i // 4 % s["ROWS"], i // (4 * s["ROWS"]) * 4 + i % 4
+    return i % s["ROWS"], i // s["ROWS"]
+
+
+def warp_lanes(layout: str, access: str, d: dict, kh: int = 3, kw: int = 3, warp: int = 0, step: int = 0) -> list:
+    """Word addresses per work-item of one warp for one access instruction of a stage.
+
+    Stores: step = q, the copy's q-th element per work-item. Reads (depth 0 of the chunk, tap row
+    r = step % KH): 'weight read' the first weight read (tap s = 0, channels j4 = 0), 'dy read'
+    the first read of the work-item's row.
+    """
+    s = _shape(d, kh, kw)
+    vec = layout != "prefetch"
+    lanes = []
+    for lane in range(32):
+        lid = warp * 32 + lane
+        if lid >= s["LS"]:
+            lanes.append(None)
+            continue
+        xi, yi, ci = lid % s["TXG"], lid // s["TXG"] % s["TY"], lid // (s["TXG"] * s["TY"])
+        if access in ("weight store", "dy store"):
+            i = lid + step * s["LS"]
+            if access == "weight store":
+                if i >= s["CB"] * s["ROWS"]:
+                    lanes.append(None)
+                    continue
+                lanes.append([weight_word(layout, s, *_copy_weight(layout, s, i))])
+            else:
+                if i >= s["KC"] * s["PH"] * s["PW"]:
+                    lanes.append(None)
+                    continue
+                row_len = 4 * s["PWQ"] if vec else s["PW"]
+                lanes.append([(i // (s["PH"] * s["PW"]) * s["PH"] + i // s["PW"] % s["PH"]) * row_len + i % s["PW"]])
+        else:
+            r = step % kh
+            py = yi + kh - 1 - r
+            if access == "dy read":
+                if vec:
+                    base = 4 * (py * s["PWQ"] + xi * (s["XPW"] // 4))
+                    lanes.append([base + e for e in range(4)])
+                else:
+                    lanes.append([py * s["PW"] + xi * s["XPW"]])
+            else:
+                if vec:
+                    base = weight_word(layout, s, r * kw, ci * s["CPW"])
+                    lanes.append([base + e for e in range(4)])
+                else:
+                    lanes.append([weight_word(layout, s, r * kw, ci * s["CPW"])])
+    return lanes
+
+
+def launch_conflicts(layout: str, d: dict, dims: dict) -> dict:
+    """Extra passes (conflicts: passes beyond a conflict-free access of the same width) of a whole
+    launch, stores and reads, counted warp by warp for one group and one chunk and multiplied out.
+    The unit ncu counts in l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_{st,ld}."""
+    from .pictures_winograd import passes
+    kh, kw = dims["KH"], dims["KW"]
+    s = _shape(d, kh, kw)
+    vec = layout != "prefetch"
+    warps = -(-s["LS"] // 32)
+
+    def extra(lanes):
+        active = [lane for lane in lanes if lane]
+        if not active:
+            return 0
+        width = len(active[0])
+        parts = sum(1 for p in range(0, 32, 32 // width) if any(lanes[p:p + 32 // width]))
+        return passes(lanes) - parts
+
+    store = 0
+    for access, total in (("weight store", s["CB"] * s["ROWS"]), ("dy store", s["KC"] * s["PH"] * s["PW"])):
+        for q in range(-(-total // s["LS"])):
+            store += sum(extra(warp_lanes(layout, access, d, kh, kw, w, q)) for w in range(warps))
+    # reads per chunk: every depth and tap row; dy: NU scalars or ceil(NU/4) float4s; weights:
+    # KW taps x (CPW scalars or CPW/4 float4s), each instruction the pattern of the first
+    # (later ones shift every address alike: same banks pattern up to a rotation).
+    nu = s["XPW"] + kw - 1
+    per_row = {"dy read": -(-nu // 4) if vec else nu, "weight read": kw * (s["CPW"] // 4 if vec else s["CPW"])}
+    load = 0
+    for access, count in per_row.items():
+        for r in range(kh):
+            load += s["KC"] * count * sum(extra(warp_lanes(layout, access, d, kh, kw, w, r)) for w in range(warps))
+    groups = dims["N"] * -(-dims["H"] // s["TY"]) * -(-dims["W"] // s["TX"]) * -(-dims["C"] // s["CB"])
+    chunks = -(-dims["K"] // s["KC"])
+    return {"store": store * groups * chunks, "load": load * groups * chunks}
