@@ -15,6 +15,7 @@ from typing import Callable
 import numpy as np
 
 from . import combining
+from . import gemm as gemm_launch
 from .problem import Problem
 
 
@@ -337,6 +338,17 @@ CONV_FORWARD = [
           dict(WINO_BLOCKED), dict(WINO_BLOCKED_TUNE)),
 ]
 
+# conv_dgrad as a matrix product (chapter 11): dx (C x N*H*W) = w (C x K*R*S) . dy-columns,
+# every stage on the course GEMM's tile loop (kernels/common/gemm_core.h).
+_IGEMM = dict(defines=dict(gemm_launch.TILES), requires=gemm_launch.conv_tiles_requires,
+              tune=dict(gemm_launch.TILES_TUNE))
+CONV_DGRAD += [
+    Stage("conv_dgrad", 11, "igemm_analytic", "conv_dgrad/11_igemm_analytic.cl",
+          "implicit GEMM: dy gathered into the GEMM's B tiles with indices computed by division; "
+          "strided layers multiply the zeros of the missing taps",
+          geometry=gemm_launch.igemm_geometry, **_IGEMM),
+]
+
 # conv_dgrad's Winograd stage comes after the direct ladder; its fallback for other shapes is
 # the best direct stage of the ladder.
 CONV_DGRAD.append(
@@ -344,11 +356,27 @@ CONV_DGRAD.append(
           "3x3 stride 1: Winograd F(2x2,3x3) on dy with the rotated filter (conv_forward stage 05)",
           dict(WINO_BLOCKED), dict(WINO_BLOCKED_TUNE), fallback="width"))
 
+# gemm: the course's matrix product C = A . B (chapter 11)
+GEMM = [
+    Stage("gemm", 1, "naive", "gemm/01_naive.cl",
+          "one work-item per element of C; every operand fetched from global memory",
+          defines={"WG": 64}, geometry=gemm_launch.gemm_naive, tune={"WG": [32, 64, 128, 256]}),
+    Stage("gemm", 2, "local_tiles", "gemm/02_local_tiles.cl",
+          "TS x TS tiles of A and B through local memory, one element of C per work-item",
+          defines={"TS": 16}, geometry=gemm_launch.gemm_local, tune={"TS": [8, 16]}),
+    Stage("gemm", 3, "register_blocked", "gemm/03_register_blocked.cl",
+          "a WM x WN block of C per work-item in registers, float4 tile loads where rows allow "
+          "(kernels/common/gemm_core.h)",
+          defines=dict(gemm_launch.TILES), geometry=gemm_launch.gemm_blocked, jit=gemm_launch.gemm_vectors,
+          requires=gemm_launch.gemm_tiles_requires, tune=dict(gemm_launch.TILES_TUNE)),
+]
+
 REGISTRY: dict[str, list[Stage]] = {
     "conv_dgrad": CONV_DGRAD,
     "conv_forward": CONV_FORWARD,
     "batchnorm_forward": BATCHNORM_FORWARD,
     "batchnorm_backward": BATCHNORM_BACKWARD,
+    "gemm": GEMM,
 }
 
 

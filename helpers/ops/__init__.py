@@ -13,6 +13,7 @@ _MODULES = {
     "batchnorm_forward": "helpers.ops.batchnorm_forward",
     "batchnorm_backward": "helpers.ops.batchnorm_backward",
     "conv_forward": "helpers.ops.conv_forward",
+    "gemm": "helpers.ops.gemm",
 }
 
 

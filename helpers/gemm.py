@@ -1,0 +1,80 @@
+"""Launch geometry, requirements and JIT parameters of the GEMM family (chapter 11): the course
+GEMM (op gemm) and the GEMM-based conv_dgrad stages, which all run kernels/common/gemm_core.h.
+
+A blocked launch covers a TM x TN block of the product per work-group of (TN/WN) x (TM/WM)
+work-items; for conv_dgrad the product is dx (C x N*H*W) = w (C x K*R*S) . dy-columns.
+"""
+from __future__ import annotations
+
+from .ops.gemm import tile_requires
+from .problem import Problem
+
+
+def cdiv(a: int, b: int) -> int:
+    return -(-a // b)
+
+
+TILES = {"TM": 64, "TN": 64, "TK": 16, "WM": 4, "WN": 4}
+TILES_TUNE = {"TM": [32, 64, 128], "TN": [64, 128], "TK": [8, 16], "WM": [4, 8], "WN": [4, 8]}
+
+
+def blocked(m: int, n: int, d: dict, depth: int = 1):
+    """NDRange of gemm_core.h for an m x n product (``depth`` independent products in dim 2)."""
+    rm, rn = d["TM"] // d["WM"], d["TN"] // d["WN"]
+    return (cdiv(n, d["TN"]) * rn, cdiv(m, d["TM"]) * rm, depth), (rn, rm, 1)
+
+
+# -- op gemm --------------------------------------------------------------------------------
+
+def gemm_naive(p: Problem, d: dict):
+    wg = d["WG"]
+    return (cdiv(p.dims["N"], wg) * wg, p.dims["M"]), (wg, 1)
+
+
+def gemm_local(p: Problem, d: dict):
+    ts = d["TS"]
+    return (cdiv(p.dims["N"], ts) * ts, cdiv(p.dims["M"], ts) * ts), (ts, ts)
+
+
+def gemm_vectors(p: Problem, d: dict) -> dict:
+    """float4 tile loads where rows are a multiple of 4 long (so 4 values are all in or all out)."""
+    return {"GEMM_VEC_A": int(p.dims["K"] % 4 == 0), "GEMM_VEC_B": int(p.dims["N"] % 4 == 0)}
+
+
+def gemm_blocked(p: Problem, d: dict):
+    return blocked(p.dims["M"], p.dims["N"], d)
+
+
+def gemm_tiles_requires(p: Problem, d: dict):
+    v = gemm_vectors(p, d)
+    return tile_requires(d, vectors=bool(v["GEMM_VEC_A"] or v["GEMM_VEC_B"]))
+
+
+# -- conv_dgrad as a GEMM ------------------------------------------------------------------
+
+def conv_tiles_requires(p: Problem, d: dict):
+    return tile_requires(d, fixed_column=True)
+
+
+def igemm_geometry(p: Problem, d: dict):
+    """Implicit GEMM over all input positions: M = C, N = N*H*W."""
+    q = p.dims
+    return blocked(q["C"], q["N"] * q["H"] * q["W"], d)
+
+
+def phase_count(size: int, pad: int, stride: int, phase: int) -> int:
+    """How many input rows h in [0, size) have (h + pad) % stride == phase."""
+    h0 = (phase - pad) % stride
+    return max(0, cdiv(size - h0, stride))
+
+
+def phase_taps(kernel: int, stride: int, phase: int) -> list:
+    """The filter taps r with r % stride == phase: the only ones that reach that input phase."""
+    return list(range(phase, kernel, stride))
+
+
+def phases_geometry(p: Problem, d: dict):
+    """One implicit GEMM per phase (dim 2); dim 0 covers the largest phase, ceil(H/s)*ceil(W/s)."""
+    q = p.dims
+    s = q["stride"]
+    return blocked(q["C"], q["N"] * cdiv(q["H"], s) * cdiv(q["W"], s), d, depth=s * s)
