@@ -347,6 +347,10 @@ CONV_DGRAD += [
           "implicit GEMM: dy gathered into the GEMM's B tiles with indices computed by division; "
           "strided layers multiply the zeros of the missing taps",
           geometry=gemm_launch.igemm_geometry, **_IGEMM),
+    Stage("conv_dgrad", 11, "igemm_phases", "conv_dgrad/11_igemm_phases.cl",
+          "implicit GEMM split into stride^2 phase sub-problems, each over only the taps that reach "
+          "its input positions: no multiplied zeros",
+          geometry=gemm_launch.phases_geometry, **_IGEMM),
 ]
 
 # conv_dgrad's Winograd stage comes after the direct ladder; its fallback for other shapes is
