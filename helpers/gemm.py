@@ -78,3 +78,24 @@ def phases_geometry(p: Problem, d: dict):
     q = p.dims
     s = q["stride"]
     return blocked(q["C"], q["N"] * cdiv(q["H"], s) * cdiv(q["W"], s), d, depth=s * s)
+
+
+def max_taps(q: dict) -> int:
+    s = q["stride"]
+    return cdiv(q["KH"], s) * cdiv(q["KW"], s)
+
+
+def delta_scratch(p: Problem, d: dict) -> dict:
+    """The delta table: one int4 per phase and reduction index (stored as 4 x 4-byte words)."""
+    q = p.dims
+    return {"deltas": 4 * q["stride"] ** 2 * q["K"] * max_taps(q)}
+
+
+def delta_steps(plan) -> list:
+    from .stages import Step
+    p, d = plan.problem, plan.defines
+    q = p.dims
+    g, l = phases_geometry(p, d)
+    table = Step("igemm_deltas", (cdiv(q["K"] * max_taps(q), 64) * 64, q["stride"] ** 2), (64, 1),
+                 ("deltas", "K", "OH", "OW", "H", "W", "PAD"))
+    return [table, Step("conv_dgrad", g, l, tuple(p.inputs) + tuple(p.outputs) + tuple(p.scalars) + ("deltas",))]

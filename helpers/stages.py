@@ -351,6 +351,10 @@ CONV_DGRAD += [
           "implicit GEMM split into stride^2 phase sub-problems, each over only the taps that reach "
           "its input positions: no multiplied zeros",
           geometry=gemm_launch.phases_geometry, **_IGEMM),
+    Stage("conv_dgrad", 11, "igemm_delta", "conv_dgrad/11_igemm_delta.cl",
+          "the phase split with a precomputed offset (delta) table per phase: no division in the "
+          "operand fetches",
+          steps=gemm_launch.delta_steps, scratch=gemm_launch.delta_scratch, **_IGEMM),
 ]
 
 # conv_dgrad's Winograd stage comes after the direct ladder; its fallback for other shapes is

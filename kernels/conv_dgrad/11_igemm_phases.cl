@@ -21,32 +21,7 @@
 #define STRIDE 1
 #endif
 
-#include "course.h"
-
-// One phase of the problem: its taps and where its positions start.
-typedef struct {
-    int ph, pw;       // phase: (h + PAD) % STRIDE, (w + PAD) % STRIDE
-    int rp, sp, taps; // taps r = ph + STRIDE*j (j < rp), s = pw + STRIDE*l (l < sp); taps = rp*sp
-    int h0, w0;       // first input row / column of the phase
-    int hp, wp;       // its number of rows / columns
-    int bh, bw;       // dy row of (i = 0, j = 0): oh = bh + i - j
-} phase_t;
-
-inline phase_t make_phase(const int phase, const int H, const int W, const int PAD) {
-    phase_t q;
-    q.ph = phase / STRIDE;
-    q.pw = phase % STRIDE;
-    q.rp = STRIDE == 1 ? KH : max(0, CEIL_DIV(KH - q.ph, STRIDE));   // constants when STRIDE == 1
-    q.sp = STRIDE == 1 ? KW : max(0, CEIL_DIV(KW - q.pw, STRIDE));
-    q.taps = q.rp * q.sp;
-    q.h0 = ((q.ph - PAD) % STRIDE + STRIDE) % STRIDE;
-    q.w0 = ((q.pw - PAD) % STRIDE + STRIDE) % STRIDE;
-    q.hp = max(0, CEIL_DIV(H - q.h0, STRIDE));
-    q.wp = max(0, CEIL_DIV(W - q.w0, STRIDE));
-    q.bh = (q.h0 + PAD - q.ph) / STRIDE;                              // exact, >= 0
-    q.bw = (q.w0 + PAD - q.pw) / STRIDE;
-    return q;
-}
+#include "dgrad_phases.h"
 
 // A[c][(k, j, l)]: the weight of tap (ph + STRIDE*j, pw + STRIDE*l).
 inline float phase_weight(__global const float* restrict w, const phase_t q, const int c, const int kk,
