@@ -15,7 +15,7 @@ def cdiv(a: int, b: int) -> int:
 
 
 TILES = {"TM": 64, "TN": 64, "TK": 16, "WM": 4, "WN": 4}
-TILES_TUNE = {"TM": [32, 64, 128], "TN": [64, 128], "TK": [8, 16], "WM": [4, 8], "WN": [4, 8]}
+TILES_TUNE = {"TM": [64, 128], "TN": [64, 128], "TK": [8, 16], "WM": [4, 8], "WN": [4, 8]}
 
 
 def blocked(m: int, n: int, d: dict, depth: int = 1):
