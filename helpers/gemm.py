@@ -99,3 +99,62 @@ def delta_steps(plan) -> list:
     table = Step("igemm_deltas", (cdiv(q["K"] * max_taps(q), 64) * 64, q["stride"] ** 2), (64, 1),
                  ("deltas", "K", "OH", "OW", "H", "W", "PAD"))
     return [table, Step("conv_dgrad", g, l, tuple(p.inputs) + tuple(p.outputs) + tuple(p.scalars) + ("deltas",))]
+
+
+# -- explicit GEMM with a workspace: im2col (forward) and col2im (input gradient) -----------
+
+def cols_size(p: Problem) -> int:
+    """Floats of the column matrix: C*KH*KW rows, N*OH*OW columns (both lowerings)."""
+    q = p.dims
+    return q["C"] * q["KH"] * q["KW"] * q["N"] * q["OH"] * q["OW"]
+
+
+def cols_scratch(p: Problem, d: dict) -> dict:
+    return {"cols": cols_size(p)}
+
+
+def cols_requires(p: Problem, d: dict):
+    if cols_size(p) > 2**31 - 1:
+        return (f"its column workspace would hold {cols_size(p):,} floats; the kernels index with "
+                f"32-bit integers")
+    return tile_requires(d, fixed_column=True)
+
+
+def col2im_steps(plan) -> list:
+    """dgrad_cols: cols = w^T-ish (C*KH*KW x K) . dy' (K x N*OH*OW); col2im: dx from cols."""
+    from .stages import Step, round_up
+    p, d = plan.problem, plan.defines
+    q = p.dims
+    g, l = blocked(q["C"] * q["KH"] * q["KW"], q["N"] * q["OH"] * q["OW"], d)
+    wg = d["WG"]
+    return [Step("dgrad_cols", g, l, ("grad_output", "output", "weight", "cols", "N", "C", "K", "OH", "OW")),
+            Step("col2im", (round_up(q["H"] * q["W"], wg), q["C"], q["N"]), (wg, 1, 1),
+                 ("cols", "grad_input", "N", "C", "H", "W", "OH", "OW", "PAD"))]
+
+
+def im2col_vectors(p: Problem, d: dict) -> dict:
+    q = p.dims
+    return {"GEMM_VEC_B": int(q["N"] * q["OH"] * q["OW"] % 4 == 0)}
+
+
+def im2col_steps(plan) -> list:
+    """im2col: cols from x; forward_gemm: y = w^T (K x C*KH*KW) . cols."""
+    from .stages import Step, round_up
+    p, d = plan.problem, plan.defines
+    q = p.dims
+    rows, cols = q["C"] * q["KH"] * q["KW"], q["N"] * q["OH"] * q["OW"]
+    wg = d["WG"]
+    g, l = blocked(q["K"], cols, d)
+    return [Step("im2col", (round_up(cols, wg), rows), (wg, 1),
+                 ("input", "cols", "N", "C", "H", "W", "OH", "OW", "PAD")),
+            Step("forward_gemm", g, l, ("cols", "weight", "output", "N", "C", "K", "OH", "OW"))]
+
+
+def workspace_bytes(op: str, stage, problem: Problem, defines: dict | None = None) -> int:
+    """Bytes of scratch a stage needs for a problem (0 for stages without a workspace)."""
+    from .stages import get_stage
+    s = get_stage(op, stage)
+    if s.scratch is None:
+        return 0
+    d = {**s.defines, **(defines or {})}
+    return 4 * sum(int(n) for n in s.scratch(problem, d).values())

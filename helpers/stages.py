@@ -336,6 +336,11 @@ CONV_FORWARD = [
     _wino("conv_forward", 5, "wino_blocked", "conv_forward/05_wino_blocked.cl",
           "register-blocked products: 64x64 per work-group, 4x4 per work-item, float4 local loads",
           dict(WINO_BLOCKED), dict(WINO_BLOCKED_TUNE)),
+    Stage("conv_forward", 11, "im2col", "conv_forward/11_im2col.cl",
+          "chapter 11: im2col into a column workspace (C*R*S x N*OH*OW), then the course GEMM",
+          defines={**gemm_launch.TILES, "WG": 64}, requires=gemm_launch.cols_requires,
+          jit=gemm_launch.im2col_vectors, steps=gemm_launch.im2col_steps, scratch=gemm_launch.cols_scratch,
+          tune=dict(gemm_launch.TILES_TUNE)),
 ]
 
 # conv_dgrad as a matrix product (chapter 11): dx (C x N*H*W) = w (C x K*R*S) . dy-columns,
@@ -355,6 +360,11 @@ CONV_DGRAD += [
           "the phase split with a precomputed offset (delta) table per phase: no division in the "
           "operand fetches",
           steps=gemm_launch.delta_steps, scratch=gemm_launch.delta_scratch, **_IGEMM),
+    Stage("conv_dgrad", 11, "gemm_col2im", "conv_dgrad/11_gemm_col2im.cl",
+          "explicit GEMM into a column workspace (C*R*S x N*OH*OW), then col2im adds each input's "
+          "taps back", defines={**gemm_launch.TILES, "WG": 64}, requires=gemm_launch.cols_requires,
+          fallback="igemm_delta", steps=gemm_launch.col2im_steps, scratch=gemm_launch.cols_scratch,
+          tune=dict(gemm_launch.TILES_TUNE)),
 ]
 
 # conv_dgrad's Winograd stage comes after the direct ladder; its fallback for other shapes is
