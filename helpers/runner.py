@@ -95,6 +95,10 @@ def resolve(op: str, stage, problem: Problem, ctx, defines: dict | None) -> tupl
         if unknown and not seen:
             raise ValueError(f"stage {s.key} of {op} has no JIT parameter {', '.join(sorted(unknown))}; "
                              f"its parameters are {', '.join(sorted(s.defines)) or 'none'}")
+        if s.choose is not None:                      # stage auto: another stage, chosen per device
+            seen.append(s.key)
+            s = get_stage(op, s.choose(problem, ctx, d))
+            continue
         need = s.requires(problem, d) if s.requires else None
         if need is None:
             return s, d

@@ -14,7 +14,7 @@ from typing import Callable
 
 import numpy as np
 
-from . import combining
+from . import chooser, combining
 from . import gemm as gemm_launch
 from .problem import Problem
 
@@ -49,6 +49,7 @@ class Stage:
     scratch: Callable | None = None   # (problem, defines) -> {name: number of float32}
     source: Callable | None = None    # (defines) -> generated kernel source (instead of the file's)
     tune: dict = field(default_factory=dict)  # define -> candidate values for the benchmark's search
+    choose: Callable | None = None    # (problem, ctx, defines) -> name of the stage to run (stage auto)
 
     @property
     def key(self) -> str:
@@ -388,6 +389,13 @@ GEMM = [
           defines=dict(gemm_launch.TILES), geometry=gemm_launch.gemm_blocked, jit=gemm_launch.gemm_vectors,
           requires=gemm_launch.gemm_tiles_requires, tune=dict(gemm_launch.TILES_TUNE)),
 ]
+
+# conv_dgrad's algorithm chooser (chapter 11): times the other registered stages once per device
+# and layer shape within a workspace limit (WORKSPACE_MB), caches the winner, runs it.
+CONV_DGRAD.append(
+    Stage("conv_dgrad", 99, "auto", "", "the fastest registered stage for this device and shape "
+          "within a workspace limit, timed once and cached (helpers/chooser.py)",
+          defines={"WORKSPACE_MB": chooser.DEFAULT_LIMIT_MB}, choose=chooser.choose))
 
 REGISTRY: dict[str, list[Stage]] = {
     "conv_dgrad": CONV_DGRAD,
