@@ -158,3 +158,35 @@ def workspace_bytes(op: str, stage, problem: Problem, defines: dict | None = Non
         return 0
     d = {**s.defines, **(defines or {})}
     return 4 * sum(int(n) for n in s.scratch(problem, d).values())
+
+
+# -- NHWC: the analytic implicit GEMM on channel-last copies --------------------------------
+
+def nhwc_scratch(p: Problem, d: dict) -> dict:
+    q = p.dims
+    return {"dy_nhwc": q["N"] * q["OH"] * q["OW"] * q["K"], "w_rskc": q["KH"] * q["KW"] * q["K"] * q["C"],
+            "dx_nhwc": q["N"] * q["H"] * q["W"] * q["C"]}
+
+
+def nhwc_vectors(p: Problem, d: dict) -> dict:
+    return {"GEMM_VEC_B": int(p.dims["C"] % 4 == 0)}
+
+
+def nhwc_requires(p: Problem, d: dict):
+    return tile_requires(d, vectors=bool(nhwc_vectors(p, d)["GEMM_VEC_B"]))
+
+
+def nhwc_steps(plan) -> list:
+    """dy' and w to channel-last, the GEMM (N*H*W) x C, dx back to NCHW."""
+    from .stages import Step, round_up
+    p, d = plan.problem, plan.defines
+    q = p.dims
+    wg = d["WG"]
+    g, l = blocked(q["N"] * q["H"] * q["W"], q["C"], d)
+    return [Step("dy_to_nhwc", (round_up(q["N"] * q["OH"] * q["OW"], wg), q["K"]), (wg, 1),
+                 ("grad_output", "output", "dy_nhwc", "N", "K", "OH", "OW")),
+            Step("weights_to_rskc", (round_up(q["C"], wg), q["KH"] * q["KW"] * q["K"]), (wg, 1),
+                 ("weight", "w_rskc", "C", "K")),
+            Step("dgrad_nhwc", g, l, ("dy_nhwc", "w_rskc", "dx_nhwc", "N", "C", "H", "W", "K", "OH", "OW", "PAD")),
+            Step("dx_from_nhwc", (round_up(q["N"] * q["H"] * q["W"], wg), q["C"]), (wg, 1),
+                 ("dx_nhwc", "grad_input", "N", "C", "H", "W"))]

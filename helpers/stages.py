@@ -361,6 +361,12 @@ CONV_DGRAD += [
           "the phase split with a precomputed offset (delta) table per phase: no division in the "
           "operand fetches",
           steps=gemm_launch.delta_steps, scratch=gemm_launch.delta_scratch, **_IGEMM),
+    Stage("conv_dgrad", 11, "igemm_nhwc", "conv_dgrad/11_igemm_nhwc.cl",
+          "igemm_analytic on channel-last copies: dy' to NHWC and w to (R,S,K,C), the GEMM "
+          "(N*H*W) x C with k innermost, dx back to NCHW",
+          defines={**gemm_launch.TILES, "WG": 64}, requires=gemm_launch.nhwc_requires,
+          jit=gemm_launch.nhwc_vectors, steps=gemm_launch.nhwc_steps, scratch=gemm_launch.nhwc_scratch,
+          tune=dict(gemm_launch.TILES_TUNE)),
     Stage("conv_dgrad", 11, "gemm_col2im", "conv_dgrad/11_gemm_col2im.cl",
           "explicit GEMM into a column workspace (C*R*S x N*OH*OW), then col2im adds each input's "
           "taps back", defines={**gemm_launch.TILES, "WG": 64}, requires=gemm_launch.cols_requires,
