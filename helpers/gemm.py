@@ -190,3 +190,31 @@ def nhwc_steps(plan) -> list:
             Step("dgrad_nhwc", g, l, ("dy_nhwc", "w_rskc", "dx_nhwc", "N", "C", "H", "W", "K", "OH", "OW", "PAD")),
             Step("dx_from_nhwc", (round_up(q["N"] * q["H"] * q["W"], wg), q["C"]), (wg, 1),
                  ("dx_nhwc", "grad_input", "N", "C", "H", "W"))]
+
+
+# -- 3-D: vol2col for conv3d_dgrad ---------------------------------------------------------
+
+def vol_cols_size(p: Problem) -> int:
+    q = p.dims
+    return q["C"] * q["KT"] * q["KH"] * q["KW"] * q["N"] * q["OD"] * q["OH"] * q["OW"]
+
+
+def vol_scratch(p: Problem, d: dict) -> dict:
+    return {"cols": vol_cols_size(p)}
+
+
+def vol_requires(p: Problem, d: dict):
+    if vol_cols_size(p) > 2**31 - 1:
+        return f"its column workspace would hold {vol_cols_size(p):,} floats; the kernels index with 32-bit integers"
+    return tile_requires(d, fixed_column=True)
+
+
+def vol2col_steps(plan) -> list:
+    from .stages import Step, round_up
+    p, d = plan.problem, plan.defines
+    q = p.dims
+    wg = d["WG"]
+    g, l = blocked(q["C"] * q["KT"] * q["KH"] * q["KW"], q["N"] * q["OD"] * q["OH"] * q["OW"], d)
+    return [Step("dgrad_cols", g, l, ("grad_output", "weight", "cols", "N", "C", "K", "OD", "OH", "OW")),
+            Step("col2vol", (round_up(q["D"] * q["H"] * q["W"], wg), q["C"], q["N"]), (wg, 1, 1),
+                 ("cols", "grad_input", "N", "C", "D", "H", "W", "OD", "OH", "OW", "PAD"))]

@@ -403,12 +403,21 @@ CONV_DGRAD.append(
           "within a workspace limit, timed once and cached (helpers/chooser.py)",
           defines={"WORKSPACE_MB": chooser.DEFAULT_LIMIT_MB}, choose=chooser.choose))
 
+# conv3d_dgrad: the 3-D input gradient through vol2col (chapter 11)
+CONV3D_DGRAD = [
+    Stage("conv3d_dgrad", 11, "vol2col", "conv3d_dgrad/11_vol2col.cl",
+          "GEMM over K into a column workspace (C*T*R*S x N*OD*OH*OW), then col2vol",
+          defines={**gemm_launch.TILES, "WG": 64}, requires=gemm_launch.vol_requires,
+          steps=gemm_launch.vol2col_steps, scratch=gemm_launch.vol_scratch),
+]
+
 REGISTRY: dict[str, list[Stage]] = {
     "conv_dgrad": CONV_DGRAD,
     "conv_forward": CONV_FORWARD,
     "batchnorm_forward": BATCHNORM_FORWARD,
     "batchnorm_backward": BATCHNORM_BACKWARD,
     "gemm": GEMM,
+    "conv3d_dgrad": CONV3D_DGRAD,
 }
 
 

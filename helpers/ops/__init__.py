@@ -14,6 +14,7 @@ _MODULES = {
     "batchnorm_backward": "helpers.ops.batchnorm_backward",
     "conv_forward": "helpers.ops.conv_forward",
     "gemm": "helpers.ops.gemm",
+    "conv3d_dgrad": "helpers.ops.conv3d_dgrad",
 }
 
 
