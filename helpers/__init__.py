@@ -15,11 +15,14 @@ Where things live:
     results.py    reading recorded results
     plots.py      the speed-up ladder and the roofline
     pictures*.py  pictures of memory accesses (pictures_direct: chapters 03-05, pictures_combining:
-                  06-08, pictures_winograd: 12, pictures_batchnorm: 14)
+                  06-08, pictures_gemm: 11, pictures_winograd: 12, pictures_batchnorm: 14)
     direct.py     models of the direct kernels' checks and loads (chapters 03-05)
     combining.py  generated unrolled code and launch geometry of stages 07-08, register counts
     registers.py  `python -m helpers.registers`: NVIDIA's register/spill counts into results/
     winograd.py   Winograd transforms derived by Toom-Cook, checked exactly
+    gemm.py       launch geometry and requirements of the GEMM family (chapter 11: op gemm,
+                  implicit GEMM, phase split, delta tables, im2col/col2im, NHWC, vol2col)
+    chooser.py    stage auto: time the registered stages once per device and shape, cache, run
     vendor*.py    cuDNN / PyTorch reference timings where PyTorch with CUDA is installed
     tuning.py     per-device JIT parameters recorded by the benchmark (results/tuned.json)
     notebook.py   what every chapter's first cell calls; kernel source and diff display
