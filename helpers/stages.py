@@ -399,7 +399,7 @@ GEMM = [
 # conv_dgrad's algorithm chooser (chapter 11): times the other registered stages once per device
 # and layer shape within a workspace limit (WORKSPACE_MB), caches the winner, runs it.
 CONV_DGRAD.append(
-    Stage("conv_dgrad", 99, "auto", "", "the fastest registered stage for this device and shape "
+    Stage("conv_dgrad", 11, "auto", "", "the fastest registered stage for this device and shape "
           "within a workspace limit, timed once and cached (helpers/chooser.py)",
           defines={"WORKSPACE_MB": chooser.DEFAULT_LIMIT_MB}, choose=chooser.choose))
 
