@@ -46,3 +46,14 @@ def test_phase_split_multiplies_no_zeros():
         per_phase = [len(launch.phase_taps(kernel, stride, ph)) * len(launch.phase_taps(kernel, stride, pw))
                      for ph in range(stride) for pw in range(stride)]
         assert sum(per_phase) == kernel * kernel
+
+
+def test_column_workspace_past_32_bit_indexing_falls_back_to_the_implicit_gemm():
+    from helpers.problem import Problem
+    from helpers.stages import get_stage
+    dims = {"N": 256, "C": 512, "H": 56, "W": 56, "K": 512, "OH": 56, "OW": 56, "KH": 3, "KW": 3,
+            "stride": 1, "pad": 1}
+    big = Problem(op="conv_dgrad", inputs={}, outputs={}, scalars={}, dims=dims)
+    stage = get_stage("conv_dgrad", "gemm_col2im")
+    assert "32-bit" in stage.requires(big, dict(stage.defines)) and stage.fallback == "igemm_delta"
+    assert launch.cols_size(big) == 512 * 9 * 256 * 56 * 56
