@@ -85,3 +85,10 @@ def vendor_time(problem: Problem, warmup: int, repeats: int, flush_bytes: int):
     out["name"] = "cuBLAS"
     out["library"] = "cuBLAS fp32 (TF32 off) via torch.matmul"
     return out
+
+
+def library_times(problem: Problem, ctx, warmup: int, repeats: int, flush_bytes: int) -> list:
+    """Other libraries on the same OpenCL device: CLBlast where pyclblast is installed."""
+    from ..vendor_clblast import clblast_gemm
+    t = clblast_gemm(problem, ctx, warmup=warmup, repeats=repeats, flush_bytes=flush_bytes)
+    return [t] if t is not None else []
