@@ -7,6 +7,7 @@ import pytest
 import helpers
 from helpers import chooser
 from helpers.ops.conv_dgrad import random_problem_args
+from helpers.runner import workspace_bytes
 
 ARGS = random_problem_args(2, 8, 9, 7, 12, 3, 2, 1, "relu", seed=5)
 
@@ -50,12 +51,23 @@ def test_auto_is_correct_and_cached_per_device_and_shape(ctx, cache, monkeypatch
 
 
 def test_limit_of_zero_runs_a_stage_without_workspace(ctx, cache):
-    plan = helpers.plan_stage("conv_dgrad", "auto", ctx=ctx, defines={"WORKSPACE_MB": 0}, **ARGS)
-    assert chooser.workspace_bytes("conv_dgrad", plan.stage.name, plan.problem) == 0
+    plan = helpers.plan_stage("conv_dgrad", "auto", ctx=ctx, workspace_limit=0, **ARGS)
+    assert workspace_bytes("conv_dgrad", plan.stage.name, ctx=ctx, **ARGS) == 0 and not plan.workspace
     rec = next(iter(chooser.cached(ctx.devices[0].name).values()))
     assert "gemm_col2im" in rec["excluded"]
 
 
+def test_the_budget_is_the_engines_workspace_limit(ctx, cache):
+    """One notion of a workspace limit: auto's candidates are those whose runner.workspace_bytes
+    fit the plan's workspace_limit, and the cache keeps one entry per budget."""
+    p = helpers.prepare("conv_dgrad", **ARGS)
+    limit = workspace_bytes("conv_dgrad", "igemm_delta", ctx=ctx, **ARGS)
+    names, excluded = chooser.candidates(p, limit)
+    assert "igemm_delta" in names and "gemm_col2im" in excluded
+    assert workspace_bytes("conv_dgrad", "gemm_col2im", ctx=ctx, **ARGS) > limit
+    assert chooser.shape_key(p, limit) != chooser.shape_key(p, None)
+
+
 def test_negative_limit_is_refused(ctx, cache):
-    with pytest.raises(ValueError, match="WORKSPACE_MB must be >= 0"):
-        helpers.plan_stage("conv_dgrad", "auto", ctx=ctx, defines={"WORKSPACE_MB": -1}, **ARGS)
+    with pytest.raises(ValueError, match="workspace_limit must be >= 0"):
+        helpers.plan_stage("conv_dgrad", "auto", ctx=ctx, workspace_limit=-1, **ARGS)

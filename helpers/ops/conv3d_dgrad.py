@@ -10,9 +10,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..check import rtol_for_sum
-from ..problem import Problem, positive_int, reject_unknown, tensor
-from ..reference import output_size
+from ..engine.check import rtol_for_sum
+from .problem import Problem, positive_int, reject_unknown, tensor
+from .reference import output_size
 
 OP = "conv3d_dgrad"
 ARGS = ("grad_output", "weight", "input_shape", "stride", "padding")

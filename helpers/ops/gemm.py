@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..check import rtol_for_sum
-from ..problem import Problem, reject_unknown, tensor
+from ..engine.check import rtol_for_sum
+from .problem import Problem, reject_unknown, tensor
 
 OP = "gemm"
 ARGS = ("a", "b")
@@ -76,7 +76,7 @@ def layer_args(layer: dict, activation: str = "none", seed: int = 0) -> dict:
 
 def vendor_time(problem: Problem, warmup: int, repeats: int, flush_bytes: int):
     """cuBLAS fp32 (TF32 off) through PyTorch on an NVIDIA GPU, or None."""
-    from ..vendor import fp32_torch, time_cuda
+    from .vendor import fp32_torch, time_cuda
     torch = fp32_torch()
     if torch is None:
         return None
@@ -89,6 +89,6 @@ def vendor_time(problem: Problem, warmup: int, repeats: int, flush_bytes: int):
 
 def library_times(problem: Problem, ctx, warmup: int, repeats: int, flush_bytes: int) -> list:
     """Other libraries on the same OpenCL device: CLBlast where pyclblast is installed."""
-    from ..vendor_clblast import clblast_gemm
+    from .vendor_clblast import clblast_gemm
     t = clblast_gemm(problem, ctx, warmup=warmup, repeats=repeats, flush_bytes=flush_bytes)
     return [t] if t is not None else []

@@ -7,7 +7,7 @@
 // columns, reduction over K only, so it wastes nothing on strides or borders; col2im then adds
 // each input's KH*KW (fewer at borders and strides) contributions back. The price is the
 // workspace cols: C*KH*KW*N*OH*OW floats, KH*KW times the size of dy's positions times C
-// (helpers/gemm.py: col2im_scratch). Both steps read their tensors coalesced.
+// (helpers/launch/gemm.py: cols_scratch). Both steps read their tensors coalesced.
 // Layouts: dy, y (N,K,OH,OW); w IOHW (C,K,KH,KW); dx (N,C,H,W); cols (C*KH*KW, N*OH*OW).
 // NDRange: dgrad_cols as the course GEMM over (C*KH*KW) x (N*OH*OW); col2im one work-item per
 // dx element (H*W padded to WG, C, N). JIT parameters: KH, KW, STRIDE, ACT, WG; TM..WN (gemm_core.h).

@@ -3,9 +3,11 @@ serve which input phase of a strided layer, the column workspace per layer again
 the index arithmetic per operand fetch of the implicit-GEMM stages."""
 from __future__ import annotations
 
-from .gemm import cdiv, cols_size, max_taps, phase_count, phase_taps, workspace_bytes
-from .ops.conv_dgrad import layer_args
-from .runner import prepare
+from ..launch.gemm import cdiv, cols_size, max_taps, phase_count, phase_taps
+from ..ops.conv_dgrad import layer_args
+from ..chooser import stage_workspace
+from ..runner import prepare
+from ..stages import get_stage
 
 PHASE_COLOURS = ["#4C72B0", "#DD8452", "#55A868", "#C44E52", "#8172B3", "#937860", "#DA8BC3",
                  "#8C8C8C", "#CCB974"]
@@ -57,8 +59,8 @@ def workspace_rows(layers, limit_mb: float) -> list[dict]:
     rows = []
     for lay in layers:
         p = prepare("conv_dgrad", **layer_args(lay))
-        cols = workspace_bytes("conv_dgrad", "gemm_col2im", p)
-        delta = workspace_bytes("conv_dgrad", "igemm_delta", p)
+        cols, delta = (stage_workspace(s, p, dict(s.defines)) for s in
+                       (get_stage("conv_dgrad", "gemm_col2im"), get_stage("conv_dgrad", "igemm_delta")))
         dy = 4 * p.inputs["grad_output"].size
         rows.append({"layer": lay["name"], "cols_mib": cols / 2**20, "cols_over_dy": cols / dy,
                      "delta_kib": delta / 2**10, "fits": cols <= limit_mb * 2**20,

@@ -25,10 +25,10 @@ def clblast_gemm(problem, ctx, *, warmup: int = 3, repeats: int = 20, flush_byte
     import pyclblast
     import pyopencl.array as cla
 
-    from .check import check_close
-    from .devices import get_queue
-    from .ops.gemm import reference, rtol
-    from .timing import time_enqueue
+    from ..engine.check import check_close
+    from ..engine.devices import get_queue
+    from .gemm import reference, rtol
+    from ..engine.timing import time_enqueue
     queue = get_queue(ctx)
     a, b = problem.inputs["a"], problem.inputs["b"]
     m, n, k = (problem.dims[x] for x in ("M", "N", "K"))

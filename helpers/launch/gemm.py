@@ -1,21 +1,22 @@
 """Launch geometry, requirements and JIT parameters of the GEMM family (chapter 11): the course
 GEMM (op gemm) and the GEMM-based conv_dgrad stages, which all run kernels/common/gemm_core.h.
 
-A blocked launch covers a TM x TN block of the product per work-group of (TN/WN) x (TM/WM)
+The registry's ``launch`` names the launch: ``gemm_naive``, ``gemm_local``, ``gemm_blocked`` (op
+gemm), ``igemm`` and ``phases`` (one conv_dgrad kernel), ``delta``, ``col2im``, ``nhwc``,
+``im2col``, ``vol2col`` (several kernels, with workspaces). A blocked launch covers a TM x TN block of the product per work-group of (TN/WN) x (TM/WM)
 work-items; for conv_dgrad the product is dx (C x N*H*W) = w (C x K*R*S) . dy-columns.
 """
 from __future__ import annotations
 
-from .ops.gemm import tile_requires
-from .problem import Problem
+from ..ops.gemm import tile_requires
+from ..ops.problem import Problem
+from . import Step, Workspace, round_up
 
 
 def cdiv(a: int, b: int) -> int:
     return -(-a // b)
 
 
-TILES = {"TM": 64, "TN": 64, "TK": 16, "WM": 4, "WN": 4}
-TILES_TUNE = {"TM": [64, 128], "TN": [64, 128], "TK": [8, 16], "WM": [4, 8], "WN": [4, 8]}
 
 
 def blocked(m: int, n: int, d: dict, depth: int = 1):
@@ -80,6 +81,12 @@ def phases_geometry(p: Problem, d: dict):
     return blocked(q["C"], q["N"] * cdiv(q["H"], s) * cdiv(q["W"], s), d, depth=s * s)
 
 
+def phase_split(p: Problem, d: dict) -> dict:
+    """PHASED=1 for strided layers: the phase split skips the taps that reach no input position
+    (stride 1 has one phase, the analytic implicit GEMM's loop)."""
+    return {"PHASED": int(p.dims["stride"] > 1)}
+
+
 def max_taps(q: dict) -> int:
     s = q["stride"]
     return cdiv(q["KH"], s) * cdiv(q["KW"], s)
@@ -88,12 +95,10 @@ def max_taps(q: dict) -> int:
 def delta_scratch(p: Problem, d: dict) -> dict:
     """The delta table: one int4 per phase and reduction index (stored as 4 x 4-byte words)."""
     q = p.dims
-    return {"deltas": 4 * q["stride"] ** 2 * q["K"] * max_taps(q)}
+    return {"deltas": Workspace("float32", 4 * q["stride"] ** 2 * q["K"] * max_taps(q))}
 
 
-def delta_steps(plan) -> list:
-    from .stages import Step
-    p, d = plan.problem, plan.defines
+def delta_steps(p: Problem, d: dict) -> list:
     q = p.dims
     g, l = phases_geometry(p, d)
     table = Step("igemm_deltas", (cdiv(q["K"] * max_taps(q), 64) * 64, q["stride"] ** 2), (64, 1),
@@ -110,7 +115,7 @@ def cols_size(p: Problem) -> int:
 
 
 def cols_scratch(p: Problem, d: dict) -> dict:
-    return {"cols": cols_size(p)}
+    return {"cols": Workspace("float32", cols_size(p))}
 
 
 def cols_requires(p: Problem, d: dict):
@@ -120,10 +125,8 @@ def cols_requires(p: Problem, d: dict):
     return tile_requires(d, fixed_column=True)
 
 
-def col2im_steps(plan) -> list:
+def col2im_steps(p: Problem, d: dict) -> list:
     """dgrad_cols: cols = w^T-ish (C*KH*KW x K) . dy' (K x N*OH*OW); col2im: dx from cols."""
-    from .stages import Step, round_up
-    p, d = plan.problem, plan.defines
     q = p.dims
     g, l = blocked(q["C"] * q["KH"] * q["KW"], q["N"] * q["OH"] * q["OW"], d)
     wg = d["WG"]
@@ -137,10 +140,8 @@ def im2col_vectors(p: Problem, d: dict) -> dict:
     return {"GEMM_VEC_B": int(q["N"] * q["OH"] * q["OW"] % 4 == 0)}
 
 
-def im2col_steps(plan) -> list:
+def im2col_steps(p: Problem, d: dict) -> list:
     """im2col: cols from x; forward_gemm: y = w^T (K x C*KH*KW) . cols."""
-    from .stages import Step, round_up
-    p, d = plan.problem, plan.defines
     q = p.dims
     rows, cols = q["C"] * q["KH"] * q["KW"], q["N"] * q["OH"] * q["OW"]
     wg = d["WG"]
@@ -150,22 +151,13 @@ def im2col_steps(plan) -> list:
             Step("forward_gemm", g, l, ("cols", "weight", "output", "N", "C", "K", "OH", "OW"))]
 
 
-def workspace_bytes(op: str, stage, problem: Problem, defines: dict | None = None) -> int:
-    """Bytes of scratch a stage needs for a problem (0 for stages without a workspace)."""
-    from .stages import get_stage
-    s = get_stage(op, stage)
-    if s.scratch is None:
-        return 0
-    d = {**s.defines, **(defines or {})}
-    return 4 * sum(int(n) for n in s.scratch(problem, d).values())
-
-
 # -- NHWC: the analytic implicit GEMM on channel-last copies --------------------------------
 
 def nhwc_scratch(p: Problem, d: dict) -> dict:
     q = p.dims
-    return {"dy_nhwc": q["N"] * q["OH"] * q["OW"] * q["K"], "w_rskc": q["KH"] * q["KW"] * q["K"] * q["C"],
-            "dx_nhwc": q["N"] * q["H"] * q["W"] * q["C"]}
+    f32 = lambda n: Workspace("float32", n)
+    return {"dy_nhwc": f32(q["N"] * q["OH"] * q["OW"] * q["K"]), "w_rskc": f32(q["KH"] * q["KW"] * q["K"] * q["C"]),
+            "dx_nhwc": f32(q["N"] * q["H"] * q["W"] * q["C"])}
 
 
 def nhwc_vectors(p: Problem, d: dict) -> dict:
@@ -176,10 +168,8 @@ def nhwc_requires(p: Problem, d: dict):
     return tile_requires(d, vectors=bool(nhwc_vectors(p, d)["GEMM_VEC_B"]))
 
 
-def nhwc_steps(plan) -> list:
+def nhwc_steps(p: Problem, d: dict) -> list:
     """dy' and w to channel-last, the GEMM (N*H*W) x C, dx back to NCHW."""
-    from .stages import Step, round_up
-    p, d = plan.problem, plan.defines
     q = p.dims
     wg = d["WG"]
     g, l = blocked(q["N"] * q["H"] * q["W"], q["C"], d)
@@ -200,7 +190,7 @@ def vol_cols_size(p: Problem) -> int:
 
 
 def vol_scratch(p: Problem, d: dict) -> dict:
-    return {"cols": vol_cols_size(p)}
+    return {"cols": Workspace("float32", vol_cols_size(p))}
 
 
 def vol_requires(p: Problem, d: dict):
@@ -209,12 +199,33 @@ def vol_requires(p: Problem, d: dict):
     return tile_requires(d, fixed_column=True)
 
 
-def vol2col_steps(plan) -> list:
-    from .stages import Step, round_up
-    p, d = plan.problem, plan.defines
+def vol2col_steps(p: Problem, d: dict) -> list:
     q = p.dims
     wg = d["WG"]
     g, l = blocked(q["C"] * q["KT"] * q["KH"] * q["KW"], q["N"] * q["OD"] * q["OH"] * q["OW"], d)
     return [Step("dgrad_cols", g, l, ("grad_output", "weight", "cols", "N", "C", "K", "OD", "OH", "OW")),
             Step("col2vol", (round_up(q["D"] * q["H"] * q["W"], wg), q["C"], q["N"]), (wg, 1, 1),
                  ("cols", "grad_input", "N", "C", "D", "H", "W", "OD", "OH", "OW", "PAD"))]
+
+
+# -- the family's interface (helpers/launch/__init__.py) -----------------------------------
+
+ONE_KERNEL = {"gemm_naive": gemm_naive, "gemm_local": gemm_local, "gemm_blocked": gemm_blocked,
+              "igemm": igemm_geometry, "phases": phases_geometry}
+SEVERAL = {"delta": (delta_steps, delta_scratch), "col2im": (col2im_steps, cols_scratch),
+           "im2col": (im2col_steps, cols_scratch), "nhwc": (nhwc_steps, nhwc_scratch),
+           "vol2col": (vol2col_steps, vol_scratch)}
+
+
+def steps(stage, p: Problem, d: dict) -> list:
+    if stage.launch in ONE_KERNEL:
+        g, l = ONE_KERNEL[stage.launch](p, d)
+        return [Step(stage.entry or stage.op, g, l, tuple(p.inputs) + tuple(p.outputs) + tuple(p.scalars))]
+    if stage.launch in SEVERAL:
+        return SEVERAL[stage.launch][0](p, d)
+    raise RuntimeError(f"registry bug: stage {stage.key} has launch={stage.launch!r}; the gemm family "
+                       f"has {', '.join([*ONE_KERNEL, *SEVERAL])}")
+
+
+def workspace(stage, p: Problem, d: dict) -> dict:
+    return SEVERAL[stage.launch][1](p, d) if stage.launch in SEVERAL else {}
