@@ -3,7 +3,7 @@ serve which input phase of a strided layer, the column workspace per layer again
 the index arithmetic per operand fetch of the implicit-GEMM stages."""
 from __future__ import annotations
 
-from ..launch.gemm import cdiv, cols_size, max_taps, phase_count, phase_taps
+from ..launch.gemm import INDEX_LIMIT, cdiv, cols_size, max_taps, phase_count, phase_taps
 from ..ops.conv_dgrad import layer_args
 from ..chooser import stage_workspace
 from ..runner import prepare
@@ -64,7 +64,7 @@ def workspace_rows(layers, limit_mb: float) -> list[dict]:
         dy = 4 * p.inputs["grad_output"].size
         rows.append({"layer": lay["name"], "cols_mib": cols / 2**20, "cols_over_dy": cols / dy,
                      "delta_kib": delta / 2**10, "fits": cols <= limit_mb * 2**20,
-                     "int32": cols_size(p) <= 2**31 - 1})
+                     "int32": cols_size(p) <= INDEX_LIMIT})
     return rows
 
 

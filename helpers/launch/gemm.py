@@ -13,6 +13,10 @@ from ..ops.problem import Problem
 from . import Step, Workspace, round_up
 
 
+# The kernels index their column workspaces with 32-bit integers.
+INDEX_LIMIT = 2**31 - 1
+
+
 def cdiv(a: int, b: int) -> int:
     return -(-a // b)
 
@@ -119,7 +123,7 @@ def cols_scratch(p: Problem, d: dict) -> dict:
 
 
 def cols_requires(p: Problem, d: dict):
-    if cols_size(p) > 2**31 - 1:
+    if cols_size(p) > INDEX_LIMIT:
         return (f"its column workspace would hold {cols_size(p):,} floats; the kernels index with "
                 f"32-bit integers")
     return tile_requires(d, fixed_column=True)
@@ -194,7 +198,7 @@ def vol_scratch(p: Problem, d: dict) -> dict:
 
 
 def vol_requires(p: Problem, d: dict):
-    if vol_cols_size(p) > 2**31 - 1:
+    if vol_cols_size(p) > INDEX_LIMIT:
         return f"its column workspace would hold {vol_cols_size(p):,} floats; the kernels index with 32-bit integers"
     return tile_requires(d, fixed_column=True)
 
