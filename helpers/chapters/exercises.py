@@ -255,7 +255,7 @@ def check_width_columns(answer_fn) -> bool:
 
 def check_phase_taps(answer_fn) -> bool:
     """Chapter 11: (kernel, stride, phase) -> the taps r that reach the input rows of that phase."""
-    from .gemm import phase_taps
+    from ..launch.gemm import phase_taps
     for kernel, stride, phase in [(3, 1, 0), (3, 2, 0), (3, 2, 1), (5, 2, 1), (1, 2, 1), (5, 3, 2), (2, 3, 2)]:
         got, want = sorted(answer_fn(kernel, stride, phase)), phase_taps(kernel, stride, phase)
         if got != want:
