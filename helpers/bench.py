@@ -23,6 +23,7 @@ import sys
 
 import numpy as np
 
+from . import chooser
 from .analysis.results import RESULTS
 from .analysis.summary import geomean, summary, vendor_name
 from .engine.backends import require
@@ -242,6 +243,14 @@ def report(out: dict) -> str:
 
 def slug(text: str) -> str:
     return re.sub(r"[^a-z0-9]+", "-", text.lower()).strip("-")
+
+
+def record_choices(device: str, path=None):
+    """Copy stage auto's cached choices of a device (helpers/chooser.py) into results/
+    (choices_<device>.json), to keep them with the course."""
+    path = path or RESULTS / f"choices_{slug(device)}.json"
+    path.write_text(json.dumps({"device": device.strip(), "choices": chooser.cached(device)}, indent=1) + "\n")
+    return path
 
 
 def save_tuned(out: dict) -> None:
