@@ -2,9 +2,10 @@
 GEMM (op gemm) and the GEMM-based conv_dgrad stages, which all run kernels/common/gemm_core.h.
 
 The registry's ``launch`` names the launch: ``gemm_naive``, ``gemm_local``, ``gemm_blocked`` (op
-gemm), ``igemm`` and ``phases`` (one conv_dgrad kernel), ``delta``, ``col2im``, ``nhwc``,
-``im2col``, ``vol2col`` (several kernels, with workspaces). A blocked launch covers a TM x TN block of the product per work-group of (TN/WN) x (TM/WM)
-work-items; for conv_dgrad the product is dx (C x N*H*W) = w (C x K*R*S) . dy-columns.
+gemm), ``igemm`` and ``phases`` (one conv_dgrad kernel each), ``delta``, ``col2im``, ``nhwc``,
+``im2col``, ``vol2col`` (several kernels, with workspaces). A blocked launch covers a TM x TN
+block of the product per work-group of (TN/WN) x (TM/WM) work-items; for conv_dgrad the product
+is dx (C x N*H*W) = w (C x K*R*S) . dy-columns.
 """
 from __future__ import annotations
 
@@ -19,8 +20,6 @@ INDEX_LIMIT = 2**31 - 1
 
 def cdiv(a: int, b: int) -> int:
     return -(-a // b)
-
-
 
 
 def blocked(m: int, n: int, d: dict, depth: int = 1):
@@ -97,7 +96,8 @@ def max_taps(q: dict) -> int:
 
 
 def delta_scratch(p: Problem, d: dict) -> dict:
-    """The delta table: one int4 per phase and reduction index (stored as 4 x 4-byte words)."""
+    """The delta table: one int4 per phase and reduction index, as 4 x 4-byte words of a float32
+    workspace (the OpenCL path allocates float32 workspaces; the kernels read it as int4)."""
     q = p.dims
     return {"deltas": Workspace("float32", 4 * q["stride"] ** 2 * q["K"] * max_taps(q))}
 
