@@ -4,13 +4,14 @@ Layers, each importing only from itself and the ones above it in this list (help
     engine/     devices (choosing an OpenCL device), build (-D JIT parameters, build errors with
                 source lines), check (the one checker), timing (profiling events, median, spread)
     ops/        each operation's argument checks (Problem), NumPy references, layer sets,
-                vendor (cuDNN / PyTorch) timings
-    launch/     one launcher per kernel family (direct, local, winograd, batchnorm): grids,
+                vendor (cuDNN / PyTorch) and vendor_clblast (CLBlast SGEMM) timings
+    launch/     one launcher per kernel family (direct, local, winograd, batchnorm, gemm): grids,
                 multi-kernel steps and workspaces; unrolled.py generates the 3x3 block of stages
                 07-08; local.py: the tiles of stages 09-10 (geometry, constraints)
     stages.py   the one registry of stages, data only (REGISTRY, stage_names, get_stage)
     runner.py   run_stage / plan_stage: the one way to run a stage (guard regions for tests);
-                tuning.py: per-device JIT parameters recorded by the benchmark
+                tuning.py: per-device JIT parameters recorded by the benchmark; chooser.py: stage
+                auto (time the registered stages once per device and shape, cache, run)
     analysis/   reading recorded results, summaries, the ladder and roofline plots (no OpenCL)
     bench.py    `python -m helpers.bench`: stages x layers on a device, JSON into results/
     peak.py, registers.py   measured roofline; NVIDIA register counts into results/

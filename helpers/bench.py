@@ -23,6 +23,7 @@ import sys
 
 import numpy as np
 
+from . import chooser
 from .analysis.results import RESULTS
 from .analysis.summary import geomean, summary, vendor_name
 from .engine.backends import require
@@ -128,6 +129,11 @@ def run(op: str = "conv_dgrad", stages=None, layers="ci", ctx=None, *, activatio
                 v.update(layer=lay["name"], gflops=problem.flops / (v["median_ms"] * 1e-3) / 1e9,
                          gbps=problem.min_bytes / (v["median_ms"] * 1e-3) / 1e9)
                 out["vendor"].append(v)
+        if hasattr(mod, "library_times"):          # other libraries on the same OpenCL device (CLBlast)
+            for v in mod.library_times(problem, ctx, warmup=warmup, repeats=repeats, flush_bytes=flush):
+                v.update(layer=lay["name"], gflops=problem.flops / (v["median_ms"] * 1e-3) / 1e9,
+                         gbps=problem.min_bytes / (v["median_ms"] * 1e-3) / 1e9)
+                out.setdefault("libraries", []).append(v)
     bar.close()
     out["formulas"] = {"gflops": problem.flops_formula, "gbps": problem.bytes_formula,
                        "speedup": "median time of the op's first stage / median time of this stage"}
@@ -149,7 +155,11 @@ def _relative(out: dict) -> None:
         if r["stage"] == first:
             base[r["layer"]] = r["median_ms"]
     vend = {v["layer"]: v["median_ms"] for v in out["vendor"]}
+    libs = {(v["name"], v["layer"]): v["median_ms"] for v in out.get("libraries", [])}
     for r in out["rows"]:
+        for (name, layer), ms in libs.items():
+            if layer == r["layer"]:
+                r[f"x_{slug(name)}"] = ms / r["median_ms"]
         if r["layer"] in base:
             r["x_first"] = base[r["layer"]] / r["median_ms"]
         if r["layer"] in vend:
@@ -215,10 +225,16 @@ def report(out: dict) -> str:
     if not out["vendor"]:
         why = out.get("vendor_skipped") or "needs PyTorch with CUDA on an NVIDIA GPU, not found here"
         lines.append(f"vendor column ({vendor_name(out)}) skipped: {why}")
+    for v in out.get("libraries", []):
+        lines.append(f"{v['layer']:>16} {v['name']:<22} {v['median_ms']:10.4f} ms  {v['gflops']:9.1f} "
+                     f"GFLOP/s  {v['gbps']:8.1f} GB/s")
     lines.append("geometric means per stage:")
     for key, s in summary(out).items():
         extra = f"  x{s['x_vendor']:.2f} {vendor_name(out)}" if not math.isnan(s["x_vendor"]) else ""
         copy = f"  {100 * s['gbps'] / out['roofline']['copy_gbps']:.1f}% copy" if "roofline" in out else ""
+        for name in dict.fromkeys(v["name"] for v in out.get("libraries", [])):
+            x = geomean(r.get(f"x_{slug(name)}") for r in out["rows"] if r["key"] == key)
+            extra += f"  x{x:.2f} {name}" if not math.isnan(x) else ""
         lines.append(f"  {key:<22} {s['gflops']:9.1f} GFLOP/s  {s['gbps']:8.1f} GB/s{copy}  "
                      f"x{s['x_first']:.2f} first{extra}")
     lines.append(f"({out['formulas']['gflops']}; {out['formulas']['gbps']}; {out['formulas']['speedup']})")
@@ -227,6 +243,14 @@ def report(out: dict) -> str:
 
 def slug(text: str) -> str:
     return re.sub(r"[^a-z0-9]+", "-", text.lower()).strip("-")
+
+
+def record_choices(device: str, path=None):
+    """Copy stage auto's cached choices of a device (helpers/chooser.py) into results/
+    (choices_<device>.json), to keep them with the course."""
+    path = path or RESULTS / f"choices_{slug(device)}.json"
+    path.write_text(json.dumps({"device": device.strip(), "choices": chooser.cached(device)}, indent=1) + "\n")
+    return path
 
 
 def save_tuned(out: dict) -> None:

@@ -19,8 +19,10 @@ import pyopencl as cl
 
 from .engine.backends import cuda
 from .engine.build import build, kernel
+from . import chooser
 from .engine.check import CheckResult, check_close
 from .engine.devices import get_context, get_queue
+from .engine.timing import time_plan
 from .launch import Step, family, hook
 from .ops import op_module
 from .ops.problem import Problem
@@ -103,8 +105,18 @@ def check_define_values(s: Stage, defines: dict) -> None:
                              f"(e.g. {name}={s.defines[name]}; candidates {s.tune.get(name, [s.defines[name]])})")
 
 
-def resolve(op: str, stage, problem: Problem, ctx, defines: dict | None) -> tuple[Stage, dict]:
-    """The stage that will actually run (following fallbacks) and its JIT parameters."""
+def choose_stage(op: str, problem: Problem, ctx, workspace_limit: int | None) -> str:
+    """Stage auto's choice on ctx's device (helpers/chooser.py), each candidate checked, then timed."""
+    def time_stage(name: str) -> float:
+        plan = ClPlan(op, name, problem, ctx, None, False, workspace_limit)
+        return time_plan(plan, **chooser.TIMING).median_ms
+    return chooser.choose(problem, ctx.devices[0].name, workspace_limit, time_stage)
+
+
+def resolve(op: str, stage, problem: Problem, ctx, defines: dict | None,
+            workspace_limit: int | None = None) -> tuple[Stage, dict]:
+    """The stage that will actually run (following fallbacks and stage auto's choice within
+    ``workspace_limit`` bytes) and its JIT parameters."""
     s = get_stage(op, stage)
     check_define_values(s, defines or {})
     seen = []
@@ -115,6 +127,10 @@ def resolve(op: str, stage, problem: Problem, ctx, defines: dict | None) -> tupl
         if unknown and not seen:
             raise ValueError(f"stage {s.key} of {op} has no JIT parameter {', '.join(sorted(unknown))}; "
                              f"its parameters are {', '.join(sorted(s.defines)) or 'none'}")
+        if s.choose:                                  # stage auto: another stage, chosen per device
+            seen.append(s.key)
+            s = get_stage(op, choose_stage(op, problem, ctx, workspace_limit))
+            continue
         requires = hook(s, "requires")
         need = requires(problem, d) if requires else None
         if need is None:
@@ -148,6 +164,8 @@ PATHS = ("fast", "general", "only", "fallback")
 def path_taken(requested: Stage, ran: Stage, jit: dict) -> str:
     """Which path a problem took: "fallback" (another stage ran), "fast" or "general" (the
     stage's ``fast`` defines hold or not), "only" (a stage with one path)."""
+    if requested.choose:                 # stage auto: the path of the stage it chose
+        requested = ran
     if ran.key != requested.key:
         return "fallback"
     if not ran.fast:
@@ -215,7 +233,7 @@ class ClPlan(Checked):
                  workspace_limit: int | None = None):
         self.op, self.problem, self.ctx, self.guard = op, problem, ctx, guard
         self.requested = get_stage(op, stage)
-        self.stage, self.defines = resolve(op, stage, problem, ctx, defines)
+        self.stage, self.defines = resolve(op, stage, problem, ctx, defines, workspace_limit)
         self.queue = get_queue(ctx)
         dev = ctx.devices[0]
         s, p = self.stage, problem
@@ -317,7 +335,7 @@ class CudaPlan(Checked):
         self.op, self.problem, self.ctx, self.guard = op, problem, ctx, guard
         self.queue = self._Queue()
         self.requested = get_stage(op, stage)
-        self.stage, self.defines = resolve(op, stage, problem, ctx, defines)
+        self.stage, self.defines = resolve(op, stage, problem, ctx, defines, workspace_limit)
         s, p = self.stage, problem
         dev = cuda.device()
         self.jit_defines = jit = jit_defines(s, p, self.defines)

@@ -41,6 +41,8 @@ class Stage:
     fast: dict = field(default_factory=dict)  # the build defines that select the fast path (as the
                                      # kernel's #if reads them); empty: the stage has one path
     entry: str = ""                  # kernel function name of a one-kernel stage (default: the op)
+    choose: bool = False             # stage auto: the running layer times the other stages and
+                                     # runs the fastest within the workspace budget (helpers/chooser.py)
 
     @property
     def key(self) -> str:
@@ -158,6 +160,10 @@ def _bn_stages(op: str) -> list:
 BATCHNORM_FORWARD = _bn_stages("batchnorm_forward")
 BATCHNORM_BACKWARD = _bn_stages("batchnorm_backward")
 
+# The GEMM family (chapter 11): gemm_core.h's tiles (helpers/launch/gemm.py)
+TILES = {"TM": 64, "TN": 64, "TK": 16, "WM": 4, "WN": 4}
+GEMM_FAMILY = dict(family="gemm", tune={"TM": [64, 128], "TN": [64, 128], "TK": [8, 16], "WM": [4, 8], "WN": [4, 8]})
+
 # Winograd F(2x2,3x3) (chapter 12): four kernels per stage (helpers/launch/winograd.py)
 WINO = dict(family="winograd", requires="winograd_f23")
 WINO_BLOCKED = dict(WINO, launch="blocked", defines={"WG": 64, "TM": 64, "TN": 64, "REG": 4, "TK": 8, "PREFETCH": 1},
@@ -183,6 +189,35 @@ CONV_FORWARD = [
     Stage("conv_forward", 5, "wino_blocked", "conv_forward/05_wino_blocked.cl",
           "register-blocked products: 64x64 per work-group, 4x4 per work-item, float4 local loads",
           **WINO_BLOCKED),
+    Stage("conv_forward", 11, "im2col", "conv_forward/11_im2col.cl",
+          "chapter 11: im2col into a column workspace (C*R*S x N*OH*OW), then the course GEMM",
+          launch="im2col", defines={**TILES, "WG": 64}, requires="cols_requires", jit="im2col_vectors",
+          fast={"GEMM_VEC_B": 1}, **GEMM_FAMILY),
+]
+
+# conv_dgrad as a matrix product (chapter 11): dx (C x N*H*W) = w (C x K*R*S) . dy-columns,
+# every stage on the course GEMM's tile loop (kernels/common/gemm_core.h, helpers/launch/gemm.py).
+IGEMM = dict(GEMM_FAMILY, defines=TILES, requires="conv_tiles_requires")
+CONV_DGRAD += [
+    Stage("conv_dgrad", 11, "igemm_analytic", "conv_dgrad/11_igemm_analytic.cl",
+          "implicit GEMM: dy gathered into the GEMM's B tiles with indices computed by division; "
+          "strided layers multiply the zeros of the missing taps", launch="igemm", **IGEMM),
+    Stage("conv_dgrad", 11, "igemm_phases", "conv_dgrad/11_igemm_phases.cl",
+          "implicit GEMM split into stride^2 phase sub-problems, each over only the taps that reach "
+          "its input positions: no multiplied zeros (stride 1: one phase)", launch="phases",
+          jit="phase_split", fast={"PHASED": 1}, **IGEMM),
+    Stage("conv_dgrad", 11, "igemm_delta", "conv_dgrad/11_igemm_delta.cl",
+          "the phase split with a precomputed offset (delta) table per phase: no division in the "
+          "operand fetches", launch="delta", jit="phase_split", fast={"PHASED": 1}, **IGEMM),
+    Stage("conv_dgrad", 11, "igemm_nhwc", "conv_dgrad/11_igemm_nhwc.cl",
+          "igemm_analytic on channel-last copies: dy' to NHWC and w to (R,S,K,C), the GEMM "
+          "(N*H*W) x C with k innermost (float4 loads when C % 4 == 0), dx back to NCHW",
+          launch="nhwc", defines={**TILES, "WG": 64}, requires="nhwc_requires", jit="nhwc_vectors",
+          fast={"GEMM_VEC_B": 1}, **GEMM_FAMILY),
+    Stage("conv_dgrad", 11, "gemm_col2im", "conv_dgrad/11_gemm_col2im.cl",
+          "explicit GEMM into a column workspace (C*R*S x N*OH*OW), then col2im adds each input's "
+          "taps back", launch="col2im", defines={**TILES, "WG": 64}, requires="cols_requires",
+          fallback="igemm_delta", **GEMM_FAMILY),
 ]
 
 # conv_dgrad's Winograd stage comes after the direct ladder; its fallback for other shapes is
@@ -192,11 +227,40 @@ CONV_DGRAD.append(
           "3x3 stride 1: Winograd F(2x2,3x3) on dy with the rotated filter (conv_forward stage 05)",
           fallback="width", **WINO_BLOCKED))
 
+# gemm: the course's matrix product C = A . B (chapter 11)
+GEMM = [
+    Stage("gemm", 1, "naive", "gemm/01_naive.cl",
+          "one work-item per element of C; every operand fetched from global memory",
+          family="gemm", launch="gemm_naive", defines={"WG": 64}, tune={"WG": [32, 64, 128, 256]}),
+    Stage("gemm", 2, "local_tiles", "gemm/02_local_tiles.cl",
+          "TS x TS tiles of A and B through local memory, one element of C per work-item",
+          family="gemm", launch="gemm_local", defines={"TS": 16}, tune={"TS": [8, 16]}),
+    Stage("gemm", 3, "register_blocked", "gemm/03_register_blocked.cl",
+          "a WM x WN block of C per work-item in registers, float4 tile loads where rows allow "
+          "(kernels/common/gemm_core.h)", launch="gemm_blocked", defines=TILES, jit="gemm_vectors",
+          requires="gemm_tiles_requires", fast={"GEMM_VEC_A": 1, "GEMM_VEC_B": 1}, **GEMM_FAMILY),
+]
+
+# conv_dgrad's algorithm chooser (chapter 11): times the other registered stages once per device
+# and layer shape within the caller's workspace budget (workspace_limit), caches the winner, runs it.
+CONV_DGRAD.append(
+    Stage("conv_dgrad", 11, "auto", "", "the fastest registered stage for this device and shape "
+          "within the workspace budget, timed once and cached (helpers/chooser.py)", choose=True))
+
+# conv3d_dgrad: the 3-D input gradient through vol2col (chapter 11)
+CONV3D_DGRAD = [
+    Stage("conv3d_dgrad", 11, "vol2col", "conv3d_dgrad/11_vol2col.cl",
+          "GEMM over K into a column workspace (C*T*R*S x N*OD*OH*OW), then col2vol",
+          launch="vol2col", defines={**TILES, "WG": 64}, requires="vol_requires", family="gemm"),
+]
+
 REGISTRY: dict[str, list[Stage]] = {
     "conv_dgrad": CONV_DGRAD,
     "conv_forward": CONV_FORWARD,
     "batchnorm_forward": BATCHNORM_FORWARD,
     "batchnorm_backward": BATCHNORM_BACKWARD,
+    "gemm": GEMM,
+    "conv3d_dgrad": CONV3D_DGRAD,
 }
 
 

@@ -23,3 +23,11 @@ DEVICES = _test_devices()
 @pytest.fixture(params=DEVICES, ids=[d.name.strip()[:24] for d in DEVICES], scope="session")
 def ctx(request):
     return get_context(request.param)
+
+
+@pytest.fixture(autouse=True, scope="session")
+def _choices_out_of_the_checkout(tmp_path_factory):
+    """Stage auto's cache of timed choices (helpers/chooser.py) goes to a temporary file in tests."""
+    if "COURSE_CHOICES" not in os.environ:
+        os.environ["COURSE_CHOICES"] = str(tmp_path_factory.mktemp("choices") / "choices.json")
+    yield

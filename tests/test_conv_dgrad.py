@@ -3,12 +3,16 @@ import numpy as np
 import pytest
 
 import helpers
+from helpers import chooser
 from helpers.ops.conv_dgrad import random_problem_args
+from helpers.runner import path_of
 
 from shapes import case_id, conv_grid, require_paths
 
 GRID = conv_grid()
 STAGES = helpers.stage_names("conv_dgrad")
+# stage auto times every candidate per shape: it runs on a subset of the grid (below), not all of it
+GRID_STAGES = [s for s in STAGES if not helpers.get_stage("conv_dgrad", s).choose]
 
 
 def test_grid_is_large_and_awkward():
@@ -24,7 +28,7 @@ def _args(c, seed):
                                c["padding"], c["activation"], seed=seed)
 
 
-@pytest.mark.parametrize("stage", STAGES)
+@pytest.mark.parametrize("stage", GRID_STAGES)
 def test_stage_matches_reference_with_guards(ctx, stage):
     """One test per stage covering the whole grid (keeps pytest's overhead out of the loop);
     every path of the stage (fast, general, fallback) must have run on enough cases."""
@@ -36,6 +40,50 @@ def test_stage_matches_reference_with_guards(ctx, stage):
             raise AssertionError(f"stage {stage} failed on {case_id(c)}:\n{err}") from None
         paths[res.path] = paths.get(res.path, 0) + 1
     require_paths(helpers.get_stage("conv_dgrad", stage), paths)
+
+
+def auto_subset() -> list:
+    """(grid case, stage) pairs: for each stage auto can choose, the first grid cases where it
+    is a candidate, taking stride 1 and a stride > 1 where both exist."""
+    chosen = []
+    for name in GRID_STAGES:
+        for strided in (False, True):
+            for i, c in enumerate(GRID):
+                if (c["stride"] > 1) == strided and name in chooser.candidates(
+                        helpers.prepare("conv_dgrad", **_args(c, seed=i)), None)[0]:
+                    chosen.append((i, name))
+                    break
+    return chosen
+
+
+def test_auto_runs_each_of_its_choices_correctly_on_grid_cases(ctx, tmp_path, monkeypatch):
+    """Every stage auto can choose, chosen (the timing replaced by that choice), run through
+    auto with guards on grid cases; what auto reports is the chosen stage and its path."""
+    pairs = auto_subset()
+    assert {name for _, name in pairs} == set(GRID_STAGES)
+    for i, name in pairs:
+        monkeypatch.setenv("COURSE_CHOICES", str(tmp_path / f"{i}_{name}.json"))   # no cache hit
+        monkeypatch.setattr(chooser, "find", lambda p, limit, time_stage, name=name: {"stage": name})
+        args = _args(GRID[i], seed=i)
+        res = helpers.check_stage("conv_dgrad", "auto", ctx=ctx, guard=True, **args)
+        assert res.name.startswith(helpers.get_stage("conv_dgrad", name).key), (name, case_id(GRID[i]))
+        assert res.path == path_of("conv_dgrad", name, ctx=ctx, **args)
+
+
+def test_auto_times_every_candidate_on_a_few_grid_cases(ctx, tmp_path, monkeypatch):
+    """The real choice on a stride-1 3x3 case, a strided case and a 1x1 case: every candidate
+    checked and timed, the fastest run, its result correct."""
+    monkeypatch.setenv("COURSE_CHOICES", str(tmp_path / "choices.json"))
+    picks = [next(i for i, c in enumerate(GRID) if c["kernel"] == kernel and c["stride"] == stride
+                  and c["k"] >= 8 and c["c"] >= 8) for kernel, stride in ((3, 1), (3, 2), (1, 1))]
+    for i in picks:
+        args = _args(GRID[i], seed=i)
+        res = helpers.check_stage("conv_dgrad", "auto", ctx=ctx, guard=True, **args)
+        problem = helpers.prepare("conv_dgrad", **args)
+        rec = chooser.cached(ctx.devices[0].name)[chooser.shape_key(problem, None)]
+        names, _ = chooser.candidates(problem, None)
+        assert res.name.startswith(helpers.get_stage("conv_dgrad", rec["stage"]).key)
+        assert set(rec["times_ms"]) == set(names) and rec["stage"] == min(rec["times_ms"], key=rec["times_ms"].get)
 
 
 def test_stages_agree_on_a_realistic_layer(ctx):

@@ -5,7 +5,7 @@ disabled by a changed threshold fails that requirement. Needs no PyTorch and no 
 import pytest
 
 import helpers
-from helpers.launch import direct
+from helpers.launch import direct, gemm
 from helpers.ops.conv_dgrad import random_problem_args
 from helpers.runner import path_of
 
@@ -24,7 +24,10 @@ def grid_paths(stage, ctx) -> dict:
     return counts
 
 
-@pytest.mark.parametrize("stage", helpers.stage_names("conv_dgrad"))
+# stage auto reports the path of the stage it chose (tests/test_chooser.py); deciding it times
+# every candidate, so auto is not walked over the whole grid here
+@pytest.mark.parametrize("stage", [s for s in helpers.stage_names("conv_dgrad")
+                                   if not helpers.get_stage("conv_dgrad", s).choose])
 def test_every_path_is_taken_on_the_grid(ctx, stage):
     require_paths(helpers.get_stage("conv_dgrad", stage), grid_paths(stage, ctx))
 
@@ -34,6 +37,13 @@ def test_a_fast_path_disabled_by_a_changed_threshold_is_caught(ctx, monkeypatch,
     monkeypatch.setattr(direct, "BLOCK", 128)      # K % 128 == 0: no layer of the grid qualifies
     with pytest.raises(AssertionError, match="paths taken too rarely"):
         require_paths(helpers.get_stage("conv_dgrad", stage), grid_paths(stage, ctx))
+
+
+def test_the_column_workspace_fallback_is_reported(ctx, monkeypatch):
+    """gemm_col2im's fallback (columns past 32-bit indexing) is off the grid: with the index
+    limit lowered to the grid's sizes, enough cases take it and the others stay on the stage."""
+    monkeypatch.setattr(gemm, "INDEX_LIMIT", 20_000)
+    require_paths(helpers.get_stage("conv_dgrad", "gemm_col2im"), grid_paths("gemm_col2im", ctx), off_grid=True)
 
 
 def test_a_fallback_is_reported(ctx):

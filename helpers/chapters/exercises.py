@@ -251,3 +251,14 @@ def check_width_columns(answer_fn) -> bool:
                             f"{got}, expected {want}")
     return _verdict(True, "column u holds ow = (x0 + pad - 2 + u) / stride where that is exact and "
                     "inside 0 .. OW-1", "")
+
+
+def check_phase_taps(answer_fn) -> bool:
+    """Chapter 11: (kernel, stride, phase) -> the taps r that reach the input rows of that phase."""
+    from ..launch.gemm import phase_taps
+    for kernel, stride, phase in [(3, 1, 0), (3, 2, 0), (3, 2, 1), (5, 2, 1), (1, 2, 1), (5, 3, 2), (2, 3, 2)]:
+        got, want = sorted(answer_fn(kernel, stride, phase)), phase_taps(kernel, stride, phase)
+        if got != want:
+            return _verdict(False, "", f"kernel {kernel}, stride {stride}, phase {phase}: you give {got}, "
+                            f"expected {want}")
+    return _verdict(True, "every phase gets exactly the taps that reach it", "")

@@ -121,3 +121,23 @@ def rates(problem, timing: Timing) -> dict:
 
 def as_dict(timing: Timing) -> dict:
     return {**timing.summary(), "times_ms": list(timing.times_ms)} if timing.times_ms else asdict(timing)
+
+
+def time_steps(plan, *, warmup: int = 3, repeats: int = 20, flush_bytes: int | None = None) -> list:
+    """Median milliseconds of each kernel launch of a Plan: [(kernel name, Timing), ...]."""
+    if repeats < 3:
+        raise ValueError("repeats must be >= 3 to report a median and a spread")
+    queue = plan.queue
+    if flush_bytes is None:
+        flush_bytes = default_flush_bytes(queue.context)
+    for _ in range(warmup):
+        plan.enqueue()
+    queue.finish()
+    per_step = [[] for _ in plan.steps]
+    for _ in range(repeats):
+        flush_cache(queue, flush_bytes)
+        events = plan.enqueue()
+        cl.wait_for_events(events)
+        for times, ev in zip(per_step, events):
+            times.append(time_events([ev]))
+    return [(step.kernel, Timing(times)) for step, times in zip(plan.steps, per_step)]

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-FAMILIES = ("direct", "local", "winograd", "batchnorm")
+FAMILIES = ("direct", "local", "winograd", "batchnorm", "gemm")
 
 
 def round_up(x: int, m: int) -> int:

@@ -13,6 +13,8 @@ _MODULES = {
     "batchnorm_forward": "helpers.ops.batchnorm_forward",
     "batchnorm_backward": "helpers.ops.batchnorm_backward",
     "conv_forward": "helpers.ops.conv_forward",
+    "gemm": "helpers.ops.gemm",
+    "conv3d_dgrad": "helpers.ops.conv3d_dgrad",
 }
 
 

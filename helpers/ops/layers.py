@@ -40,6 +40,19 @@ LAYER_SETS = {
 }
 
 
+def gemm_shape(name, m, n, k):
+    """A matrix product C (m x n) = A (m x k) . B (k x n) for op gemm."""
+    return {"name": name, "m": m, "n": n, "k": k}
+
+
+LAYER_SETS.update({
+    # chapter 11: square products up to 4096 (the target size), and the awkward Triton-style shape
+    "gemm": [gemm_shape(f"sq{s}", s, s, s) for s in (1024, 2048, 4096)] + [gemm_shape("odd1823x781", 1823, 781, 1023)],
+    # what chapter 11 times on a CPU, and CI
+    "gemm_small": [gemm_shape("sq256", 256, 256, 256), gemm_shape("odd181x77", 181, 77, 131)],
+})
+
+
 def bn_layer(name, n, c, size):
     """A batch-norm layer: the activation tensor (N, C, size, size) it normalizes."""
     return {"name": name, "n": n, "c": c, "h": size, "w": size}

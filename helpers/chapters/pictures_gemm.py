@@ -1,0 +1,113 @@
+"""Pictures and counts of chapter 11 (convolution as matrix multiplication): which filter taps
+serve which input phase of a strided layer, the column workspace per layer against a limit, and
+the index arithmetic per operand fetch of the implicit-GEMM stages."""
+from __future__ import annotations
+
+from ..launch.gemm import INDEX_LIMIT, cdiv, cols_size, max_taps, phase_count, phase_taps
+from ..ops.conv_dgrad import layer_args
+from ..chooser import stage_workspace
+from ..runner import prepare
+from ..stages import get_stage
+
+PHASE_COLOURS = ["#4C72B0", "#DD8452", "#55A868", "#C44E52", "#8172B3", "#937860", "#DA8BC3",
+                 "#8C8C8C", "#CCB974"]
+
+
+def draw_phase_taps(axes, kernel: int = 3, stride: int = 2, pad: int = 1, size: int = 6):
+    """Left: a size x size input coloured by phase ((h+pad) % s, (w+pad) % s). Right: the
+    kernel's taps, each coloured by the one phase it serves. Returns {phase: taps}."""
+    import matplotlib.patches as mpatches
+    ax_in, ax_k = axes
+    colour = lambda ph, pw: PHASE_COLOURS[(ph * stride + pw) % len(PHASE_COLOURS)]
+    for h in range(size):
+        for w in range(size):
+            ph, pw = (h + pad) % stride, (w + pad) % stride
+            ax_in.add_patch(mpatches.Rectangle((w, size - 1 - h), 0.95, 0.95, color=colour(ph, pw)))
+    served = {}
+    for r in range(kernel):
+        for s in range(kernel):
+            ph, pw = r % stride, s % stride
+            served.setdefault((ph, pw), []).append((r, s))
+            ax_k.add_patch(mpatches.Rectangle((s, kernel - 1 - r), 0.95, 0.95, color=colour(ph, pw)))
+            ax_k.text(s + 0.47, kernel - 0.53 - r, f"{r},{s}", ha="center", va="center", color="white", fontsize=9)
+    for ax, n, title in ((ax_in, size, f"input {size}x{size}, padding {pad}: phase of each position"),
+                         (ax_k, kernel, f"{kernel}x{kernel} taps (r,s): the phase each serves")):
+        ax.set_xlim(0, n)
+        ax.set_ylim(0, n)
+        ax.set_aspect("equal")
+        ax.axis("off")
+        ax.set_title(title, fontsize=9)
+    handles = [mpatches.Patch(color=colour(ph, pw), label=f"phase ({ph},{pw})")
+               for ph in range(stride) for pw in range(stride)]
+    ax_k.legend(handles=handles, loc="center left", bbox_to_anchor=(1.02, 0.5), fontsize=8)
+    return {ph: served.get(ph, []) for ph in sorted((a, b) for a in range(stride) for b in range(stride))}
+
+
+def phase_table(h: int, w: int, kernel: int, stride: int, pad: int) -> list[dict]:
+    """Per phase: its input positions and taps; the reduction each phase's GEMM runs over."""
+    rows = []
+    for ph in range(stride):
+        for pw in range(stride):
+            taps = [(r, s) for r in phase_taps(kernel, stride, ph) for s in phase_taps(kernel, stride, pw)]
+            rows.append({"phase": (ph, pw), "positions": phase_count(h, pad, stride, ph) * phase_count(w, pad, stride, pw),
+                         "taps": taps})
+    return rows
+
+
+def workspace_rows(layers, limit_mb: float) -> list[dict]:
+    """Per layer: the explicit GEMM's column workspace, the delta table, whether each fits."""
+    rows = []
+    for lay in layers:
+        p = prepare("conv_dgrad", **layer_args(lay))
+        cols, delta = (stage_workspace(s, p, dict(s.defines)) for s in
+                       (get_stage("conv_dgrad", "gemm_col2im"), get_stage("conv_dgrad", "igemm_delta")))
+        dy = 4 * p.inputs["grad_output"].size
+        rows.append({"layer": lay["name"], "cols_mib": cols / 2**20, "cols_over_dy": cols / dy,
+                     "delta_kib": delta / 2**10, "fits": cols <= limit_mb * 2**20,
+                     "int32": cols_size(p) <= INDEX_LIMIT})
+    return rows
+
+
+# Integer operations per fetched element of B (dy) in each stage's operand fetch, read off the
+# kernels' gather functions: divisions/remainders, by compile-time constants (KH, KW, STRIDE:
+# the compiler turns them into multiplies and shifts) or by run-time values (a real division),
+# and the table reads. Bounds compares are 4 in each stage (0 <= oh < OH, 0 <= ow < OW).
+FETCH_OPS = {
+    "igemm_analytic": {"div/rem by constants": 4, "div/rem by stride": 4, "div/rem at run time": 0,
+                       "table reads": 0},
+    "igemm_phases": {"div/rem by constants": 0, "div/rem by stride": 0, "div/rem at run time": 4,
+                     "table reads": 0},
+    "igemm_delta": {"div/rem by constants": 0, "div/rem by stride": 0, "div/rem at run time": 0,
+                    "table reads": 1},
+}
+
+
+def fetch_counts(lay: dict, tiles: dict) -> dict:
+    """How many elements of B each implicit-GEMM stage fetches for a layer (tiles padded), and
+    how many of them are zeros a stride puts in (0 with the phase split)."""
+    n, c, h, w, k = (lay[x] for x in ("n", "c", "h", "w", "k"))
+    kernel, stride, pad = lay["kernel"], lay["stride"], lay["padding"]
+    blocks_m = cdiv(c, tiles["TM"])
+    ktot = cdiv(k * kernel * kernel, tiles["TK"]) * tiles["TK"]
+    analytic = blocks_m * cdiv(n * h * w, tiles["TN"]) * tiles["TN"] * ktot
+    phased = 0
+    for ph in range(stride):
+        for pw in range(stride):
+            taps = len(phase_taps(kernel, stride, ph)) * len(phase_taps(kernel, stride, pw))
+            cols = n * phase_count(h, pad, stride, ph) * phase_count(w, pad, stride, pw)
+            if cols and taps:
+                phased += blocks_m * cdiv(cols, tiles["TN"]) * tiles["TN"] * cdiv(k * taps, tiles["TK"]) * tiles["TK"]
+    return {"igemm_analytic": analytic, "igemm_phases": phased, "igemm_delta": phased}
+
+
+def index_ops_table(lay: dict, tiles: dict) -> list[str]:
+    """Lines: per stage, B fetches and the integer operations they cost, for one layer."""
+    counts = fetch_counts(lay, tiles)
+    by_stride = 0 if lay["stride"] == 1 else 1          # STRIDE 1: the compiler drops those checks
+    out = [f"{'stage':<16} {'B fetches':>14} {'div/rem const':>14} {'div/rem stride':>15} "
+           f"{'div/rem runtime':>16} {'table reads':>12}"]
+    for stage, ops in FETCH_OPS.items():
+        f = counts[stage]
+        out.append(f"{stage:<16} {f:14,d} {f * ops['div/rem by constants']:14,d} {f * ops['div/rem by stride'] * by_stride:15,d} "
+                   f"{f * ops['div/rem at run time']:16,d} {f * ops['table reads']:12,d}")
+    return out

@@ -1,0 +1,235 @@
+"""Launch geometry, requirements and JIT parameters of the GEMM family (chapter 11): the course
+GEMM (op gemm) and the GEMM-based conv_dgrad stages, which all run kernels/common/gemm_core.h.
+
+The registry's ``launch`` names the launch: ``gemm_naive``, ``gemm_local``, ``gemm_blocked`` (op
+gemm), ``igemm`` and ``phases`` (one conv_dgrad kernel each), ``delta``, ``col2im``, ``nhwc``,
+``im2col``, ``vol2col`` (several kernels, with workspaces). A blocked launch covers a TM x TN
+block of the product per work-group of (TN/WN) x (TM/WM) work-items; for conv_dgrad the product
+is dx (C x N*H*W) = w (C x K*R*S) . dy-columns.
+"""
+from __future__ import annotations
+
+from ..ops.gemm import tile_requires
+from ..ops.problem import Problem
+from . import Step, Workspace, round_up
+
+
+# The kernels index their column workspaces with 32-bit integers.
+INDEX_LIMIT = 2**31 - 1
+
+
+def cdiv(a: int, b: int) -> int:
+    return -(-a // b)
+
+
+def blocked(m: int, n: int, d: dict, depth: int = 1):
+    """NDRange of gemm_core.h for an m x n product (``depth`` independent products in dim 2)."""
+    rm, rn = d["TM"] // d["WM"], d["TN"] // d["WN"]
+    return (cdiv(n, d["TN"]) * rn, cdiv(m, d["TM"]) * rm, depth), (rn, rm, 1)
+
+
+# -- op gemm --------------------------------------------------------------------------------
+
+def gemm_naive(p: Problem, d: dict):
+    wg = d["WG"]
+    return (cdiv(p.dims["N"], wg) * wg, p.dims["M"]), (wg, 1)
+
+
+def gemm_local(p: Problem, d: dict):
+    ts = d["TS"]
+    return (cdiv(p.dims["N"], ts) * ts, cdiv(p.dims["M"], ts) * ts), (ts, ts)
+
+
+def gemm_vectors(p: Problem, d: dict) -> dict:
+    """float4 tile loads where rows are a multiple of 4 long (so 4 values are all in or all out)."""
+    return {"GEMM_VEC_A": int(p.dims["K"] % 4 == 0), "GEMM_VEC_B": int(p.dims["N"] % 4 == 0)}
+
+
+def gemm_blocked(p: Problem, d: dict):
+    return blocked(p.dims["M"], p.dims["N"], d)
+
+
+def gemm_tiles_requires(p: Problem, d: dict):
+    v = gemm_vectors(p, d)
+    return tile_requires(d, vectors=bool(v["GEMM_VEC_A"] or v["GEMM_VEC_B"]))
+
+
+# -- conv_dgrad as a GEMM ------------------------------------------------------------------
+
+def conv_tiles_requires(p: Problem, d: dict):
+    return tile_requires(d, fixed_column=True)
+
+
+def igemm_geometry(p: Problem, d: dict):
+    """Implicit GEMM over all input positions: M = C, N = N*H*W."""
+    q = p.dims
+    return blocked(q["C"], q["N"] * q["H"] * q["W"], d)
+
+
+def phase_count(size: int, pad: int, stride: int, phase: int) -> int:
+    """How many input rows h in [0, size) have (h + pad) % stride == phase."""
+    h0 = (phase - pad) % stride
+    return max(0, cdiv(size - h0, stride))
+
+
+def phase_taps(kernel: int, stride: int, phase: int) -> list:
+    """The filter taps r with r % stride == phase: the only ones that reach that input phase."""
+    return list(range(phase, kernel, stride))
+
+
+def phases_geometry(p: Problem, d: dict):
+    """One implicit GEMM per phase (dim 2); dim 0 covers the largest phase, ceil(H/s)*ceil(W/s)."""
+    q = p.dims
+    s = q["stride"]
+    return blocked(q["C"], q["N"] * cdiv(q["H"], s) * cdiv(q["W"], s), d, depth=s * s)
+
+
+def phase_split(p: Problem, d: dict) -> dict:
+    """PHASED=1 for strided layers: the phase split skips the taps that reach no input position
+    (stride 1 has one phase, the analytic implicit GEMM's loop)."""
+    return {"PHASED": int(p.dims["stride"] > 1)}
+
+
+def max_taps(q: dict) -> int:
+    s = q["stride"]
+    return cdiv(q["KH"], s) * cdiv(q["KW"], s)
+
+
+def delta_scratch(p: Problem, d: dict) -> dict:
+    """The delta table: one int4 per phase and reduction index, as 4 x 4-byte words of a float32
+    workspace (the OpenCL path allocates float32 workspaces; the kernels read it as int4)."""
+    q = p.dims
+    return {"deltas": Workspace("float32", 4 * q["stride"] ** 2 * q["K"] * max_taps(q))}
+
+
+def delta_steps(p: Problem, d: dict) -> list:
+    q = p.dims
+    g, l = phases_geometry(p, d)
+    table = Step("igemm_deltas", (cdiv(q["K"] * max_taps(q), 64) * 64, q["stride"] ** 2), (64, 1),
+                 ("deltas", "K", "OH", "OW", "H", "W", "PAD"))
+    return [table, Step("conv_dgrad", g, l, tuple(p.inputs) + tuple(p.outputs) + tuple(p.scalars) + ("deltas",))]
+
+
+# -- explicit GEMM with a workspace: im2col (forward) and col2im (input gradient) -----------
+
+def cols_size(p: Problem) -> int:
+    """Floats of the column matrix: C*KH*KW rows, N*OH*OW columns (both lowerings)."""
+    q = p.dims
+    return q["C"] * q["KH"] * q["KW"] * q["N"] * q["OH"] * q["OW"]
+
+
+def cols_scratch(p: Problem, d: dict) -> dict:
+    return {"cols": Workspace("float32", cols_size(p))}
+
+
+def cols_requires(p: Problem, d: dict):
+    if cols_size(p) > INDEX_LIMIT:
+        return (f"its column workspace would hold {cols_size(p):,} floats; the kernels index with "
+                f"32-bit integers")
+    return tile_requires(d, fixed_column=True)
+
+
+def col2im_steps(p: Problem, d: dict) -> list:
+    """dgrad_cols: cols = w^T-ish (C*KH*KW x K) . dy' (K x N*OH*OW); col2im: dx from cols."""
+    q = p.dims
+    g, l = blocked(q["C"] * q["KH"] * q["KW"], q["N"] * q["OH"] * q["OW"], d)
+    wg = d["WG"]
+    return [Step("dgrad_cols", g, l, ("grad_output", "output", "weight", "cols", "N", "C", "K", "OH", "OW")),
+            Step("col2im", (round_up(q["H"] * q["W"], wg), q["C"], q["N"]), (wg, 1, 1),
+                 ("cols", "grad_input", "N", "C", "H", "W", "OH", "OW", "PAD"))]
+
+
+def im2col_vectors(p: Problem, d: dict) -> dict:
+    q = p.dims
+    return {"GEMM_VEC_B": int(q["N"] * q["OH"] * q["OW"] % 4 == 0)}
+
+
+def im2col_steps(p: Problem, d: dict) -> list:
+    """im2col: cols from x; forward_gemm: y = w^T (K x C*KH*KW) . cols."""
+    q = p.dims
+    rows, cols = q["C"] * q["KH"] * q["KW"], q["N"] * q["OH"] * q["OW"]
+    wg = d["WG"]
+    g, l = blocked(q["K"], cols, d)
+    return [Step("im2col", (round_up(cols, wg), rows), (wg, 1),
+                 ("input", "cols", "N", "C", "H", "W", "OH", "OW", "PAD")),
+            Step("forward_gemm", g, l, ("cols", "weight", "output", "N", "C", "K", "OH", "OW"))]
+
+
+# -- NHWC: the analytic implicit GEMM on channel-last copies --------------------------------
+
+def nhwc_scratch(p: Problem, d: dict) -> dict:
+    q = p.dims
+    f32 = lambda n: Workspace("float32", n)
+    return {"dy_nhwc": f32(q["N"] * q["OH"] * q["OW"] * q["K"]), "w_rskc": f32(q["KH"] * q["KW"] * q["K"] * q["C"]),
+            "dx_nhwc": f32(q["N"] * q["H"] * q["W"] * q["C"])}
+
+
+def nhwc_vectors(p: Problem, d: dict) -> dict:
+    return {"GEMM_VEC_B": int(p.dims["C"] % 4 == 0)}
+
+
+def nhwc_requires(p: Problem, d: dict):
+    return tile_requires(d, vectors=bool(nhwc_vectors(p, d)["GEMM_VEC_B"]))
+
+
+def nhwc_steps(p: Problem, d: dict) -> list:
+    """dy' and w to channel-last, the GEMM (N*H*W) x C, dx back to NCHW."""
+    q = p.dims
+    wg = d["WG"]
+    g, l = blocked(q["N"] * q["H"] * q["W"], q["C"], d)
+    return [Step("dy_to_nhwc", (round_up(q["N"] * q["OH"] * q["OW"], wg), q["K"]), (wg, 1),
+                 ("grad_output", "output", "dy_nhwc", "N", "K", "OH", "OW")),
+            Step("weights_to_rskc", (round_up(q["C"], wg), q["KH"] * q["KW"] * q["K"]), (wg, 1),
+                 ("weight", "w_rskc", "C", "K")),
+            Step("dgrad_nhwc", g, l, ("dy_nhwc", "w_rskc", "dx_nhwc", "N", "C", "H", "W", "K", "OH", "OW", "PAD")),
+            Step("dx_from_nhwc", (round_up(q["N"] * q["H"] * q["W"], wg), q["C"]), (wg, 1),
+                 ("dx_nhwc", "grad_input", "N", "C", "H", "W"))]
+
+
+# -- 3-D: vol2col for conv3d_dgrad ---------------------------------------------------------
+
+def vol_cols_size(p: Problem) -> int:
+    q = p.dims
+    return q["C"] * q["KT"] * q["KH"] * q["KW"] * q["N"] * q["OD"] * q["OH"] * q["OW"]
+
+
+def vol_scratch(p: Problem, d: dict) -> dict:
+    return {"cols": Workspace("float32", vol_cols_size(p))}
+
+
+def vol_requires(p: Problem, d: dict):
+    if vol_cols_size(p) > INDEX_LIMIT:
+        return f"its column workspace would hold {vol_cols_size(p):,} floats; the kernels index with 32-bit integers"
+    return tile_requires(d, fixed_column=True)
+
+
+def vol2col_steps(p: Problem, d: dict) -> list:
+    q = p.dims
+    wg = d["WG"]
+    g, l = blocked(q["C"] * q["KT"] * q["KH"] * q["KW"], q["N"] * q["OD"] * q["OH"] * q["OW"], d)
+    return [Step("dgrad_cols", g, l, ("grad_output", "weight", "cols", "N", "C", "K", "OD", "OH", "OW")),
+            Step("col2vol", (round_up(q["D"] * q["H"] * q["W"], wg), q["C"], q["N"]), (wg, 1, 1),
+                 ("cols", "grad_input", "N", "C", "D", "H", "W", "OD", "OH", "OW", "PAD"))]
+
+
+# -- the family's interface (helpers/launch/__init__.py) -----------------------------------
+
+ONE_KERNEL = {"gemm_naive": gemm_naive, "gemm_local": gemm_local, "gemm_blocked": gemm_blocked,
+              "igemm": igemm_geometry, "phases": phases_geometry}
+SEVERAL = {"delta": (delta_steps, delta_scratch), "col2im": (col2im_steps, cols_scratch),
+           "im2col": (im2col_steps, cols_scratch), "nhwc": (nhwc_steps, nhwc_scratch),
+           "vol2col": (vol2col_steps, vol_scratch)}
+
+
+def steps(stage, p: Problem, d: dict) -> list:
+    if stage.launch in ONE_KERNEL:
+        g, l = ONE_KERNEL[stage.launch](p, d)
+        return [Step(stage.entry or stage.op, g, l, tuple(p.inputs) + tuple(p.outputs) + tuple(p.scalars))]
+    if stage.launch in SEVERAL:
+        return SEVERAL[stage.launch][0](p, d)
+    raise RuntimeError(f"registry bug: stage {stage.key} has launch={stage.launch!r}; the gemm family "
+                       f"has {', '.join([*ONE_KERNEL, *SEVERAL])}")
+
+
+def workspace(stage, p: Problem, d: dict) -> dict:
+    return SEVERAL[stage.launch][1](p, d) if stage.launch in SEVERAL else {}

@@ -1,0 +1,36 @@
+// The phases of a strided input gradient (kernels/conv_dgrad/11_igemm_phases.cl explains them),
+// shared by the phase-split implicit-GEMM stages. Needs KH, KW, STRIDE.
+#ifndef DGRAD_PHASES_H
+#define DGRAD_PHASES_H
+
+#include "course.h"
+
+// One phase of the problem: its taps and where its positions start.
+typedef struct {
+    int ph, pw;       // phase: (h + PAD) % STRIDE, (w + PAD) % STRIDE
+    int rp, sp, taps; // taps r = ph + STRIDE*j (j < rp), s = pw + STRIDE*l (l < sp); taps = rp*sp
+    int h0, w0;       // first input row / column of the phase
+    int hp, wp;       // its number of rows / columns
+    int bh, bw;       // dy row of (i = 0, j = 0): oh = bh + i - j
+} phase_t;
+
+inline phase_t make_phase(const int phase, const int H, const int W, const int PAD) {
+    phase_t q;
+    q.ph = phase / STRIDE;
+    q.pw = phase % STRIDE;
+    q.rp = STRIDE == 1 ? KH : max(0, CEIL_DIV(KH - q.ph, STRIDE));   // constants when STRIDE == 1
+    q.sp = STRIDE == 1 ? KW : max(0, CEIL_DIV(KW - q.pw, STRIDE));
+    q.taps = q.rp * q.sp;
+    q.h0 = ((q.ph - PAD) % STRIDE + STRIDE) % STRIDE;
+    q.w0 = ((q.pw - PAD) % STRIDE + STRIDE) % STRIDE;
+    q.hp = max(0, CEIL_DIV(H - q.h0, STRIDE));
+    q.wp = max(0, CEIL_DIV(W - q.w0, STRIDE));
+    q.bh = (q.h0 + PAD - q.ph) / STRIDE;                              // exact, >= 0
+    q.bw = (q.w0 + PAD - q.pw) / STRIDE;
+    return q;
+}
+
+// Taps of the largest phase (phase 0): the reduction of phase p is K * taps <= K * MAX_TAPS.
+#define MAX_TAPS (CEIL_DIV(KH, STRIDE) * CEIL_DIV(KW, STRIDE))
+
+#endif

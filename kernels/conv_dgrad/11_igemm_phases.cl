@@ -1,0 +1,85 @@
+// Stage 11 (implicit GEMM, phase split): strided input gradients without multiplying zeros.
+//
+// What changed since 11_igemm_analytic: with STRIDE s, input row h is reached only by the taps r
+// with (h + PAD - r) % s == 0, i.e. r = ph, ph + s, ... where ph = (h + PAD) % s. Grouping the
+// input positions by their phase (ph, pw) gives s*s independent dense implicit GEMMs, phase p
+// with reduction K * RP * SP over only its own taps (RP = ceil((KH - ph) / s)), and positions
+// h = h0 + s*i, where dy's row is oh = bh + i - j for tap r = ph + s*j: a stride-1 window.
+// One launch, dim 2 = phase; work-groups past their phase's positions return at once. A phase
+// with no taps (ph >= KH) writes zeros. With STRIDE 1 there is one phase: stage igemm_analytic.
+// Layouts: dy, y (N,K,OH,OW); w IOHW (C,K,KH,KW); dx (N,C,H,W).
+// NDRange: (ceil(N*ceil(H/s)*ceil(W/s) / TN) * TN/WN, ceil(C/TM) * TM/WM, s*s).
+// JIT parameters: KH, KW, STRIDE, ACT; TM, TN, TK, WM, WN (gemm_core.h).
+
+#ifndef KH
+#define KH 3
+#endif
+#ifndef KW
+#define KW 3
+#endif
+#ifndef STRIDE
+#define STRIDE 1
+#endif
+
+#include "dgrad_phases.h"
+
+// A[c][(k, j, l)]: the weight of tap (ph + STRIDE*j, pw + STRIDE*l).
+inline float phase_weight(__global const float* restrict w, const phase_t q, const int c, const int kk,
+                          const int C, const int K, const int KTOT) {
+    if (c >= C || kk >= KTOT) return 0.0f;
+    const int k = kk / q.taps, t = kk % q.taps;
+    const int r = q.ph + STRIDE * (t / q.sp), s = q.pw + STRIDE * (t % q.sp);
+    return w[((c * K + k) * KH + r) * KW + s];
+}
+
+// B[(k, j, l)][column]: dy' at (hq - j, wq - l), or 0 outside dy.
+inline float phase_dy(__global const float* restrict dy, __global const float* restrict y,
+                      const phase_t q, const int kk, const int KTOT, const int OH, const int OW,
+                      const int col_ok, const int col_base, const int hq, const int wq) {
+    if (!col_ok || kk >= KTOT) return 0.0f;
+    const int k = kk / q.taps, t = kk % q.taps;
+    const int oh = hq - t / q.sp, ow = wq - t % q.sp;
+    if (oh < 0 || ow < 0 || oh >= OH || ow >= OW) return 0.0f;
+    const int o = col_base + (k * OH + oh) * OW + ow;
+    return GRAD_IN(dy, y, o);
+}
+
+#define GEMM_ARGS __global const float* restrict dy, __global const float* restrict y, \
+                  __global const float* restrict w, const phase_t q, const int C, const int KTOT, \
+                  const int K, const int OH, const int OW, \
+                  const int col_ok, const int col_base, const int hq, const int wq
+#define GEMM_A(m, kk) phase_weight(w, q, m, kk, C, K, KTOT)
+#define GEMM_B(kk, n) phase_dy(dy, y, q, kk, KTOT, OH, OW, col_ok, col_base, hq, wq)
+
+#include "gemm_core.h"
+
+__kernel __attribute__((reqd_work_group_size(TN / WN, TM / WM, 1)))
+void conv_dgrad(__global const float* restrict dy, __global const float* restrict y,
+                __global const float* restrict w, __global float* restrict dx,
+                const int N, const int C, const int H, const int W,
+                const int K, const int OH, const int OW, const int PAD) {
+    __local float As[TK * GEMM_LDA];
+    __local float Bs[TK * TN];
+    const phase_t q = make_phase(get_group_id(2), H, W, PAD);
+    const int PHW = q.hp * q.wp, NP = N * PHW, KTOT = K * q.taps;
+    const int m0 = get_group_id(1) * TM, n0 = get_group_id(0) * TN;
+    if (n0 >= NP) return;                // the whole work-group: past this phase's positions
+    // the column of B this work-item fetches: decoded once
+    const int col = n0 + GEMM_B_COL;
+    const int img = col / max(PHW, 1), i = (col % max(PHW, 1)) / q.wp, j = col % q.wp;
+    float acc[WM][WN];
+    for (int a = 0; a < WM; a++)
+        for (int b = 0; b < WN; b++) acc[a][b] = 0.0f;
+    gemm_accumulate(dy, y, w, q, C, KTOT, K, OH, OW, col < NP, img * K * OH * OW, q.bh + i, q.bw + j,
+                    m0, n0, KTOT, As, Bs, acc);
+    for (int b = 0; b < WN; b++) {
+        const int n = n0 + get_local_id(0) + b * GEMM_RN;
+        if (n >= NP) continue;
+        const int pos = n % PHW;
+        const int out = (n / PHW) * C * H * W + (q.h0 + STRIDE * (pos / q.wp)) * W + q.w0 + STRIDE * (pos % q.wp);
+        for (int a = 0; a < WM; a++) {
+            const int c = m0 + get_local_id(1) + a * GEMM_RM;
+            if (c < C) dx[out + c * H * W] = acc[a][b];
+        }
+    }
+}

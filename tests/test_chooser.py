@@ -1,0 +1,73 @@
+"""Stage auto (helpers/chooser.py): candidates from the registry, the workspace limit, the
+on-disk cache per device and shape, and that what it runs is correct."""
+import json
+
+import pytest
+
+import helpers
+from helpers import chooser
+from helpers.ops.conv_dgrad import random_problem_args
+from helpers.runner import workspace_bytes
+
+ARGS = random_problem_args(2, 8, 9, 7, 12, 3, 2, 1, "relu", seed=5)
+
+
+@pytest.fixture
+def cache(tmp_path, monkeypatch):
+    path = tmp_path / "choices.json"
+    monkeypatch.setenv("COURSE_CHOICES", str(path))
+    return path
+
+
+def test_candidates_are_the_registry_minus_auto():
+    p = helpers.prepare("conv_dgrad", **ARGS)
+    names, excluded = chooser.candidates(p, 2**40)
+    assert "auto" not in names and "auto" not in excluded
+    assert set(names) | set(excluded) == set(helpers.stage_names("conv_dgrad")) - {"auto"}
+    assert "winograd" in excluded and "stride 2" in excluded["winograd"]
+
+
+def test_limit_excludes_stages_with_a_workspace():
+    p = helpers.prepare("conv_dgrad", **ARGS)
+    names, excluded = chooser.candidates(p, 0)
+    assert "gemm_col2im" not in names and "igemm_delta" not in names
+    assert "workspace" in excluded["gemm_col2im"] and "igemm_analytic" in names
+
+
+def test_auto_is_correct_and_cached_per_device_and_shape(ctx, cache, monkeypatch):
+    helpers.check_stage("conv_dgrad", "auto", ctx=ctx, guard=True, **ARGS)
+    data = json.loads(cache.read_text())
+    device = ctx.devices[0].name.strip()
+    (key, rec), = data[device].items()
+    assert "s2 p1 relu" in key and rec["stage"] == min(rec["times_ms"], key=rec["times_ms"].get)
+
+    def no_timing(*a, **k):
+        raise AssertionError("a cached shape was timed again")
+    monkeypatch.setattr(chooser, "find", no_timing)                        # a cache hit times nothing
+    plan = helpers.plan_stage("conv_dgrad", "auto", ctx=ctx, **ARGS)
+    assert plan.stage.name == rec["stage"] and plan.requested.name == "auto"
+    with pytest.raises(AssertionError, match="timed again"):               # another shape is timed
+        helpers.plan_stage("conv_dgrad", "auto", ctx=ctx, **random_problem_args(1, 8, 9, 7, 12, 3, 1, 1))
+
+
+def test_limit_of_zero_runs_a_stage_without_workspace(ctx, cache):
+    plan = helpers.plan_stage("conv_dgrad", "auto", ctx=ctx, workspace_limit=0, **ARGS)
+    assert workspace_bytes("conv_dgrad", plan.stage.name, ctx=ctx, **ARGS) == 0 and not plan.workspace
+    rec = next(iter(chooser.cached(ctx.devices[0].name).values()))
+    assert "gemm_col2im" in rec["excluded"]
+
+
+def test_the_budget_is_the_engines_workspace_limit(ctx, cache):
+    """One notion of a workspace limit: auto's candidates are those whose runner.workspace_bytes
+    fit the plan's workspace_limit, and the cache keeps one entry per budget."""
+    p = helpers.prepare("conv_dgrad", **ARGS)
+    limit = workspace_bytes("conv_dgrad", "igemm_delta", ctx=ctx, **ARGS)
+    names, excluded = chooser.candidates(p, limit)
+    assert "igemm_delta" in names and "gemm_col2im" in excluded
+    assert workspace_bytes("conv_dgrad", "gemm_col2im", ctx=ctx, **ARGS) > limit
+    assert chooser.shape_key(p, limit) != chooser.shape_key(p, None)
+
+
+def test_negative_limit_is_refused(ctx, cache):
+    with pytest.raises(ValueError, match="workspace_limit must be >= 0"):
+        helpers.plan_stage("conv_dgrad", "auto", ctx=ctx, workspace_limit=-1, **ARGS)

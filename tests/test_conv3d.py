@@ -1,0 +1,41 @@
+"""Op conv3d_dgrad (chapter 11's vol2col): the reference against a brute-force sum, every stage
+against the reference with guard regions, bad input."""
+import itertools
+
+import numpy as np
+import pytest
+
+import helpers
+from helpers.ops.conv3d_dgrad import conv3d_dgrad, random_problem_args
+
+CASES = [(1, 2, 4, 5, 3, 3, 3, 1, 1), (2, 3, 5, 4, 6, 4, 3, 2, 1), (1, 1, 1, 1, 1, 1, 1, 1, 0),
+         (1, 5, 6, 3, 5, 7, 2, 2, 0), (2, 4, 3, 7, 4, 2, 3, 3, 2)]
+
+
+def test_reference_matches_brute_force():
+    a = random_problem_args(1, 2, 4, 3, 5, 3, kernel=3, stride=2, padding=1, seed=1)
+    dy, w = a["grad_output"].astype(np.float64), a["weight"].astype(np.float64)
+    n, c, d, h, wd = a["input_shape"]
+    want = np.zeros(a["input_shape"])
+    _, k, od, oh, ow = dy.shape
+    for z, y, x, oz, oy, ox in itertools.product(range(d), range(h), range(wd), range(od), range(oh), range(ow)):
+        t, r, s = z + 1 - 2 * oz, y + 1 - 2 * oy, x + 1 - 2 * ox
+        if 0 <= t < 3 and 0 <= r < 3 and 0 <= s < 3:
+            want[:, :, z, y, x] += np.einsum("nk,ck->nc", dy[:, :, oz, oy, ox], w[:, :, t, r, s])
+    np.testing.assert_allclose(conv3d_dgrad(a["grad_output"], a["weight"], a["input_shape"], 2, 1), want, rtol=1e-12)
+
+
+@pytest.mark.parametrize("stage", helpers.stage_names("conv3d_dgrad"))
+def test_stage_matches_reference_with_guards(ctx, stage):
+    for i, case in enumerate(CASES):
+        helpers.check_stage("conv3d_dgrad", stage, ctx=ctx, guard=True, **random_problem_args(*case, seed=i))
+
+
+def test_bad_input():
+    a = random_problem_args(1, 2, 4, 5, 3, 3)
+    with pytest.raises(ValueError, match="grad_output must have shape"):
+        helpers.prepare("conv3d_dgrad", **{**a, "stride": 2})
+    with pytest.raises(ValueError, match="input_shape"):
+        helpers.prepare("conv3d_dgrad", **{**a, "input_shape": (1, 2, 4, 5)})
+    with pytest.raises(TypeError, match="float32"):
+        helpers.prepare("conv3d_dgrad", **{**a, "weight": a["weight"].astype(np.float64)})

@@ -1,0 +1,60 @@
+"""Chapter 11's GEMM-based conv_dgrad stages: the phase split's arithmetic, and that the fast
+paths (one GEMM per phase, the delta table) are what actually runs on the grid's strided cases.
+The stages' correctness over the whole grid is tests/test_conv_dgrad.py's."""
+import helpers
+from helpers.launch import gemm as launch
+from helpers.ops.conv_dgrad import random_problem_args
+
+from shapes import conv_grid
+
+GRID = conv_grid()
+
+
+def test_phase_taps_cover_every_tap_once():
+    for kernel in (1, 2, 3, 5, 7):
+        for stride in (1, 2, 3, 4):
+            taps = [r for ph in range(stride) for r in launch.phase_taps(kernel, stride, ph)]
+            assert sorted(taps) == list(range(kernel))
+
+
+def test_phase_counts_partition_the_rows():
+    for size in (1, 2, 5, 8, 13):
+        for pad in range(4):
+            for stride in (1, 2, 3):
+                counts = [launch.phase_count(size, pad, stride, ph) for ph in range(stride)]
+                brute = [sum((h + pad) % stride == ph for h in range(size)) for ph in range(stride)]
+                assert counts == brute
+
+
+def test_phase_split_runs_one_gemm_per_phase_on_strided_grid_cases(ctx):
+    strided = [c for c in GRID if c["stride"] > 1]
+    assert len(strided) >= 100
+    for c in strided[::10]:
+        args = random_problem_args(c["n"], c["c"], c["h"], c["w"], c["k"], c["kernel"], c["stride"],
+                                   c["padding"], c["activation"])
+        for stage in ("igemm_phases", "igemm_delta"):
+            plan = helpers.plan_stage("conv_dgrad", stage, ctx=ctx, **args)
+            assert plan.stage.name == stage and plan.path == "fast"   # no fallback taken
+            assert plan.steps[-1].global_size[2] == c["stride"] ** 2  # one GEMM per phase
+        assert plan.steps[0].kernel == "igemm_deltas"
+        assert plan.arrays["deltas"].size == 4 * c["stride"] ** 2 * c["k"] * launch.max_taps(plan.problem.dims)
+
+
+def test_phase_split_multiplies_no_zeros():
+    """Reduction lengths summed over the phases equal the taps that really reach an input."""
+    for kernel, stride in ((3, 2), (1, 2), (5, 3), (2, 3)):
+        per_phase = [len(launch.phase_taps(kernel, stride, ph)) * len(launch.phase_taps(kernel, stride, pw))
+                     for ph in range(stride) for pw in range(stride)]
+        assert sum(per_phase) == kernel * kernel
+
+
+def test_column_workspace_past_32_bit_indexing_falls_back_to_the_implicit_gemm():
+    from helpers.launch import hook
+    from helpers.ops.problem import Problem
+    from helpers.stages import get_stage
+    dims = {"N": 256, "C": 512, "H": 56, "W": 56, "K": 512, "OH": 56, "OW": 56, "KH": 3, "KW": 3,
+            "stride": 1, "pad": 1}
+    big = Problem(op="conv_dgrad", inputs={}, outputs={}, scalars={}, dims=dims)
+    stage = get_stage("conv_dgrad", "gemm_col2im")
+    assert "32-bit" in hook(stage, "requires")(big, dict(stage.defines)) and stage.fallback == "igemm_delta"
+    assert launch.cols_size(big) == 512 * 9 * 256 * 56 * 56
