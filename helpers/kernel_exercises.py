@@ -24,6 +24,10 @@ from .exercises import NOT_ANSWERED, _verdict
 from .notebook import Source
 
 
+NOT_ANSWERED_KERNEL = ("Not answered yet: replace the two stub lines inside the string with your OpenCL C "
+                       "lines, then run this cell again.")
+
+
 @dataclasses.dataclass(frozen=True)
 class Gap:
     op: str
@@ -56,7 +60,7 @@ class Gap:
     def check(self, code: str, ctx=None) -> bool:
         """Run the kernel with ``code`` in the gap over every case, guarded; print one verdict."""
         if "NotImplementedError" in code or "YOUR CODE HERE" in code:
-            print(NOT_ANSWERED)
+            print(NOT_ANSWERED_KERNEL)
             return False
         from . import check_outputs, plan_stage
         from .check import MismatchError
@@ -75,8 +79,9 @@ class Gap:
                     plan.check_guards()
                     if any(np.isnan(v).any() for v in got.values()):
                         return _verdict(False, "", f"{label}: NaN in the result. The guard zones around "
-                                        f"each input hold NaN, so your code read outside a tensor: a bounds "
-                                        f"check is missing or lets one position too many through. {hint}")
+                                        f"each input hold NaN, so your code read outside a tensor: an index "
+                                        f"runs past an end, or a bounds check is missing or lets one position "
+                                        f"too many through. {hint}")
                     check_outputs(plan)
                 except KernelBuildError as err:
                     text_, _, log = str(err).partition("Compiler log:")
