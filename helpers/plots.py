@@ -17,7 +17,8 @@ from .results import device_label
 def ladder(*runs, metric: str = "gflops", title: str | None = None, highlight: str | None = None):
     """One panel per run: geometric-mean GFLOP/s (``metric="gbps"``: GB/s) of each stage over the run's layers.
 
-    Bars are annotated with the speed-up over the op's first stage; a dashed line marks the
+    Whiskers show the interquartile range of the timed runs (the geometric mean taken at each
+    layer's first and third quartile of time). Bars are annotated with the speed-up over the op's first stage; a dashed line marks the
     vendor library (cuDNN fp32, or the run's vendor ``name``) where the run timed it. With
     ``metric="gbps"`` a dotted line marks the run's measured copy bandwidth. ``highlight``
     colours one stage.
@@ -30,6 +31,13 @@ def ladder(*runs, metric: str = "gflops", title: str | None = None, highlight: s
         vals = [s[k][metric] for k in keys]
         colors = ["tab:orange" if highlight and k.endswith(highlight) else "tab:blue" for k in keys]
         bars = ax.bar(range(len(keys)), vals, color=colors)
+        # whiskers: the same geometric mean at each layer's first and third quartile of time
+        lo, hi = [], []
+        for k, v in zip(keys, vals):
+            rows = [r for r in run["rows"] if r["key"] == k and r.get("q1_ms") and r.get("q3_ms")]
+            lo.append(v - geomean(r[metric] * r["median_ms"] / r["q3_ms"] for r in rows) if rows else 0.0)
+            hi.append(geomean(r[metric] * r["median_ms"] / r["q1_ms"] for r in rows) - v if rows else 0.0)
+        ax.errorbar(range(len(keys)), vals, yerr=[lo, hi], fmt="none", ecolor="black", elinewidth=1, capsize=3)
         for b, k in zip(bars, keys):
             x = s[k]["x_first"]
             if not math.isnan(x):
@@ -46,7 +54,8 @@ def ladder(*runs, metric: str = "gflops", title: str | None = None, highlight: s
             ax.annotate(f"measured copy {bw:.0f} GB/s", (-0.5, bw), ha="left", va="bottom", fontsize=8,
                         color="tab:red")
         ax.set_xticks(range(len(keys)), keys, rotation=30, ha="right", fontsize=8)
-        ax.set_ylabel({"gflops": "GFLOP/s (geometric mean)", "gbps": "GB/s (geometric mean)"}.get(metric, metric))
+        ax.set_ylabel({"gflops": "GFLOP/s (geometric mean)", "gbps": "GB/s (geometric mean)"}.get(metric, metric)
+                      + "\nwhiskers: interquartile range", fontsize=8)
         ax.set_title(f"{device_label(run)}\n{run['op']} on '{run['layer_set']}'", fontsize=9)
     if title:
         fig.suptitle(title)
