@@ -38,10 +38,10 @@ def ladder(*runs, metric: str = "gflops", title: str | None = None, highlight: s
             lo.append(v - geomean(r[metric] * r["median_ms"] / r["q3_ms"] for r in rows) if rows else 0.0)
             hi.append(geomean(r[metric] * r["median_ms"] / r["q1_ms"] for r in rows) - v if rows else 0.0)
         ax.errorbar(range(len(keys)), vals, yerr=[lo, hi], fmt="none", ecolor="black", elinewidth=1, capsize=3)
-        for b, k in zip(bars, keys):
+        for b, k, up in zip(bars, keys, hi):
             x = s[k]["x_first"]
-            if not math.isnan(x):
-                ax.annotate(f"x{x:.1f}", (b.get_x() + b.get_width() / 2, b.get_height()),
+            if not math.isnan(x):                 # above the whisker, so the two never overlap
+                ax.annotate(f"x{x:.1f}", (b.get_x() + b.get_width() / 2, b.get_height() + up),
                             ha="center", va="bottom", fontsize=8)
         if run.get("vendor"):
             v = geomean(r[metric] for r in run["vendor"])
@@ -56,7 +56,8 @@ def ladder(*runs, metric: str = "gflops", title: str | None = None, highlight: s
         ax.set_xticks(range(len(keys)), keys, rotation=30, ha="right", fontsize=8)
         ax.set_ylabel({"gflops": "GFLOP/s (geometric mean)", "gbps": "GB/s (geometric mean)"}.get(metric, metric)
                       + "\nwhiskers: interquartile range", fontsize=8)
-        ax.set_title(f"{device_label(run)}\n{run['op']} on '{run['layer_set']}'", fontsize=9)
+        ax.set_title(f"{device_label(run).replace(' (', chr(10) + '(', 1)}\n{run['op']} on '{run['layer_set']}'",
+                     fontsize=8)
     if title:
         fig.suptitle(title)
     fig.tight_layout()
