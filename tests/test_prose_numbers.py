@@ -1,5 +1,6 @@
 """Prose from data: every number quoted in a chapter's text (ratios such as x1.23 or 1.23x,
-decimals, percentages) is printed by a code cell above it in the committed notebook. The cells
+decimals, percentages) is printed by a code cell above it in the committed notebook (the same
+number, or a printed one rounded to the digits quoted). The cells
 print from results/, so a new recording that changes a number fails here until the prose is
 updated; a number the text derives itself is listed below with its reason."""
 import re
@@ -13,6 +14,7 @@ NOTEBOOKS = sorted((ROOT / "notebooks").glob("*.ipynb"))
 NUMBER = re.compile(r"(?<![\w./-])(?:x?\d+\.\d+x?|\d+(?:\.\d+)?\s?%)(?![\w.])")
 # Numbers that are inputs or arithmetic stated in the same sentence, not measurements.
 DERIVED = {
+    "07_combining_input_depth": {"9.0": "Hopper's compute capability, a name, not a measurement"},
     "04_weight_vectorization": {"4.5": "9 requests over 2, stated beside it"},
     "12_winograd": {"2.25": "36 multiplications over 16, derived in the chapter"},
     "14_batch_norm": {"0.1": "the momentum, an input", "0.01": "the noise scale of the example, an input"},
@@ -23,18 +25,29 @@ def _core(quoted: str) -> str:
     return re.sub(r"^x|x$|\s?%$", "", quoted)
 
 
+TOKEN = re.compile(r"\d+(?:\.\d+)?")
+
+
+def _shown(core: str, printed: set) -> bool:
+    """The quoted number is a printed number, or a printed one rounded to the quoted digits."""
+    if core in printed:
+        return True
+    digits = len(core.split(".")[1]) if "." in core else 0
+    return any("." in p and len(p.split(".")[1]) > digits and f"{float(p):.{digits}f}" == core for p in printed)
+
+
 def unprinted_numbers(path: Path) -> list[str]:
     nb = nbformat.read(path, as_version=4)
     allowed = DERIVED.get(path.stem, {})
-    printed, missing = "", []
+    printed, missing = set(), []
     for cell in nb.cells:
         if cell.cell_type == "code":
             for out in cell.get("outputs", []):
-                printed += out.get("text", "") + out.get("data", {}).get("text/plain", "") + "\n"
+                printed |= set(TOKEN.findall(out.get("text", "") + out.get("data", {}).get("text/plain", "")))
         elif cell.cell_type == "markdown":
             for quoted in NUMBER.findall(cell.source):
                 core = _core(quoted)
-                if core not in printed and core not in allowed:
+                if not _shown(core, printed) and core not in allowed:
                     missing.append(quoted)
     return missing
 
