@@ -54,8 +54,9 @@ def student_notebook(nb):
     for i in marked:
         cell = nb.cells[i]
         if cell.cell_type == "code":
-            cell.outputs, cell.execution_count = _unanswered_outputs(cell.source), None
-            if not cell.outputs:
+            cell.outputs = _unanswered_outputs(cell.source)   # keeps its execution count: nbval
+            if not cell.outputs:                              # skips cells that were never run
+                cell.execution_count = None
                 cell.source = "\n".join(ln for ln in cell.source.split("\n") if ln.strip() != "# NBVAL_CHECK_OUTPUT")
     nb.metadata["course_edition"] = "student"
     return nb

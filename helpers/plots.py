@@ -47,12 +47,16 @@ def ladder(*runs, metric: str = "gflops", title: str | None = None, highlight: s
             v = geomean(r[metric] for r in run["vendor"])
             name = run["vendor"][0].get("name", "cuDNN fp32")
             ax.axhline(v, ls="--", color="k", lw=1)
-            ax.text(len(keys) - 0.6, v, name, ha="right", va="bottom", fontsize=8)
+            ax.annotate(name, (1.0, v), xycoords=("axes fraction", "data"), xytext=(2, 0),
+                        textcoords="offset points", ha="left", va="center", fontsize=8)
         if metric == "gbps" and "roofline" in run:
             bw = run["roofline"]["copy_gbps"]
             ax.axhline(bw, ls=":", color="tab:red", lw=1.5)
             ax.annotate(f"measured copy {bw:.0f} GB/s", (-0.5, bw), ha="left", va="bottom", fontsize=8,
                         color="tab:red")
+        if vals and min(vals) > 0 and max(vals) / min(vals) > 30:   # one bar would vanish: log scale
+            ax.set_yscale("log")
+            ax.set_title("log scale", loc="right", fontsize=7)
         ax.set_xticks(range(len(keys)), keys, rotation=30, ha="right", fontsize=8)
         ax.set_ylabel({"gflops": "GFLOP/s (geometric mean)", "gbps": "GB/s (geometric mean)"}.get(metric, metric)
                       + "\nwhiskers: interquartile range", fontsize=8)
