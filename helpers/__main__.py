@@ -1,4 +1,4 @@
 """`python -m helpers`: list the OpenCL devices and the one the course would choose."""
-from .devices import main
+from .engine.devices import main
 
 main()

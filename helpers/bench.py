@@ -23,20 +23,22 @@ import sys
 
 import numpy as np
 
-from .devices import device_info, get_context
-from .layers import layer_set
+from .analysis.results import RESULTS
+from .analysis.summary import geomean, summary, vendor_name
+from .engine.backends import require
+from .engine.devices import device_info, get_context
+from .engine.timing import default_flush_bytes, time_plan
 from .ops import op_module
+from .ops.layers import layer_set
 from .peak import roofline
-from .results import RESULTS
-from .runner import Plan, prepare
+from .runner import Plan, check_plan, prepare
 from .stages import get_stage, stage_names
-from .timing import default_flush_bytes, time_plan
 from .tuning import TUNED
 
 
 def versions() -> dict:
     import pyopencl
-    from .vendor import versions as vendor_versions
+    from .ops.vendor import versions as vendor_versions
     return {"python": platform.python_version(), "numpy": np.__version__,
             "pyopencl": pyopencl.VERSION_TEXT, **vendor_versions()}
 
@@ -56,19 +58,20 @@ def _progress(total, enabled):
     return tqdm(total=total, leave=False)
 
 
-def geomean(values) -> float:
-    values = [v for v in values if v and v > 0]
-    return math.exp(sum(map(math.log, values)) / len(values)) if values else float("nan")
-
-
 def run(op: str = "conv_dgrad", stages=None, layers="ci", ctx=None, *, activation: str = "none",
         warmup: int = 3, repeats: int = 20, vendor: bool = True, peak: bool = True, tune: bool = False,
-        progress: bool = True, verbose: bool = False, record_tuned: bool = False) -> dict:
+        progress: bool = True, verbose: bool = False, record_tuned: bool = False, tag: str | None = None,
+        defines: dict | None = None) -> dict:
     """Benchmark ``stages`` (names/numbers, default all) of ``op`` over a layer set; returns a dict."""
     ctx = get_context(ctx)
     mod = op_module(op)
     stages = [get_stage(op, s) for s in (stages or stage_names(op))]
+    for s in stages:
+        require(s.backend, f"stage {s.name} of {op}")
     lays = layer_set(layers) if isinstance(layers, str) else list(layers)
+    for s in stages:                  # wrong JIT parameters: refused before any launch
+        from .runner import check_define_values
+        check_define_values(s, defines or {})
     info = device_info(ctx)
     flush = default_flush_bytes(ctx)
     out = {"schema": 1, "kind": "bench", "op": op, "layer_set": layers if isinstance(layers, str) else "custom",
@@ -76,6 +79,8 @@ def run(op: str = "conv_dgrad", stages=None, layers="ci", ctx=None, *, activatio
            "host": {"machine": platform.machine(), "system": platform.system()}, "versions": versions(),
            "settings": {"warmup": warmup, "repeats": repeats, "flush_bytes": flush, "activation": activation},
            "rows": [], "vendor": [], "tuned": {}}
+    if tag:
+        out["tag"] = tag          # a run for one comparison (e.g. cuda_twins), apart from the ladders
     if peak:
         out["roofline"] = roofline(ctx)
     bar = _progress(len(lays) * len(stages), progress)
@@ -89,8 +94,9 @@ def run(op: str = "conv_dgrad", stages=None, layers="ci", ctx=None, *, activatio
         expected = None
         for s in stages:
             bar.set_description(f"{lay['name']} {s.key}")
-            defines = out["tuned"].get(s.key, {}).get("defines")
-            plan = Plan(op, s.name, problem, ctx, defines, guard=False)
+            given = {k: v for k, v in (defines or {}).items() if k in s.defines}
+            chosen = {**(out["tuned"].get(s.key, {}).get("defines") or {}), **given} or None
+            plan = Plan(op, s.name, problem, ctx, chosen, guard=False)
             plan.enqueue()
             if expected is None:
                 expected = mod.reference(problem)
@@ -99,7 +105,8 @@ def run(op: str = "conv_dgrad", stages=None, layers="ci", ctx=None, *, activatio
             verdict_after = _check(plan, expected)                # ... and after
             sec = timing.median_ms * 1e-3
             row = {"layer": lay["name"], "shape": lay, "problem": problem.label, "stage": s.name,
-                   "key": s.key, "number": s.number, "ran": plan.stage.key, "defines": plan.jit_defines,
+                   "key": s.key, "number": s.number, "ran": plan.stage.key,
+                   "backend": plan.stage.backend, "precision": plan.stage.precision, "path": plan.path, "defines": plan.jit_defines,
                    **timing.summary(), "times_ms": timing.times_ms,
                    "gflops": problem.flops / sec / 1e9, "gbps": problem.min_bytes / sec / 1e9,
                    "flops": problem.flops, "min_bytes": problem.min_bytes,
@@ -111,6 +118,10 @@ def run(op: str = "conv_dgrad", stages=None, layers="ci", ctx=None, *, activatio
             bar.update()
             if verbose:
                 bar.write(_line(row, out))
+        if not vendor:
+            out["vendor_skipped"] = "--no-vendor was given"
+        elif not hasattr(mod, "vendor_time"):
+            out["vendor_skipped"] = f"{op} has no vendor reference"
         if vendor and hasattr(mod, "vendor_time"):
             v = mod.vendor_time(problem, warmup=max(warmup, 5), repeats=repeats, flush_bytes=flush)
             if v is not None:
@@ -125,12 +136,8 @@ def run(op: str = "conv_dgrad", stages=None, layers="ci", ctx=None, *, activatio
 
 
 def _check(plan, expected) -> bool:
-    from .check import check_close
-    got = plan.outputs()
-    mod = op_module(plan.op)
-    exp, mag = expected
-    for name in plan.problem.outputs:
-        check_close(got[name], exp[name], magnitude=mag[name], rtol=mod.rtol(plan.problem), name=name)
+    """The one check (runner.check_plan) against a reference computed once per layer."""
+    check_plan(plan, expected)
     return True
 
 
@@ -149,29 +156,24 @@ def _relative(out: dict) -> None:
             r["x_vendor"] = vend[r["layer"]] / r["median_ms"]
 
 
-def summary(out: dict) -> dict:
-    """Per stage: geometric means over the layers of GFLOP/s and of the speed-ups."""
-    res = {}
-    for key in dict.fromkeys(r["key"] for r in out["rows"]):
-        rows = [r for r in out["rows"] if r["key"] == key]
-        res[key] = {"gflops": geomean(r["gflops"] for r in rows), "gbps": geomean(r["gbps"] for r in rows),
-                    "x_first": geomean(r.get("x_first") for r in rows),
-                    "x_vendor": geomean(r.get("x_vendor") for r in rows)}
-    return res
-
-
 def search(op, stage, lays, ctx, activation, warmup, repeats, bar=None) -> dict:
-    """Try every combination of the stage's tune candidates; keep the best geometric-mean time."""
+    """Try every combination of the stage's tune candidates, each checked before it is timed;
+    keep the best geometric-mean time."""
     mod = op_module(op)
     names = sorted(stage.tune)
     tried = []
+    problems = [prepare(op, **mod.layer_args(lay, activation=activation)) for lay in lays]
+    expected = {}
     for values in itertools.product(*(stage.tune[n] for n in names)):
         defines = dict(zip(names, values))
         times = []
         try:
-            for lay in lays:
-                plan = Plan(op, stage.name, prepare(op, **mod.layer_args(lay, activation=activation)),
-                            ctx, defines, guard=False)
+            for i, problem in enumerate(problems):
+                plan = Plan(op, stage.name, problem, ctx, defines, guard=False)
+                plan.enqueue()
+                if i not in expected:
+                    expected[i] = mod.reference(problem)
+                check_plan(plan, expected[i])             # a wrong candidate is never timed
                 times.append(time_plan(plan, warmup=warmup, repeats=max(5, repeats // 4)).median_ms)
         except Exception as err:  # a combination the device cannot run (too many registers, ...)
             tried.append({"defines": defines, "error": str(err).splitlines()[0]})
@@ -184,11 +186,6 @@ def search(op, stage, lays, ctx, activation, warmup, repeats, bar=None) -> dict:
         raise RuntimeError(f"no tuning candidate of {stage.key} ran: {tried}")
     best = min(ok, key=lambda t: t["geomean_ms"])
     return {"defines": best["defines"], "geomean_ms": best["geomean_ms"], "tried": tried}
-
-
-def vendor_name(out: dict) -> str:
-    """The vendor library a run compared with (its ``name``; cuDNN where none is given)."""
-    return out["vendor"][0].get("name", "cuDNN") if out.get("vendor") else "cuDNN"
 
 
 def _line(row: dict, out: dict) -> str:
@@ -218,6 +215,9 @@ def report(out: dict) -> str:
     for v in out["vendor"]:
         lines.append(f"{v['layer']:>16} {vendor_name(out):<22} {v['median_ms']:10.4f} ms  {v['gflops']:9.1f} "
                      f"GFLOP/s  {v['gbps']:8.1f} GB/s")
+    if not out["vendor"]:
+        why = out.get("vendor_skipped") or "needs PyTorch with CUDA on an NVIDIA GPU, not found here"
+        lines.append(f"vendor column ({vendor_name(out)}) skipped: {why}")
     lines.append("geometric means per stage:")
     for key, s in summary(out).items():
         extra = f"  x{s['x_vendor']:.2f} {vendor_name(out)}" if not math.isnan(s["x_vendor"]) else ""
@@ -242,28 +242,76 @@ def save_tuned(out: dict) -> None:
     TUNED.write_text(json.dumps(data, indent=1, sort_keys=True) + "\n")
 
 
+def parse_defines(text: str | None) -> dict | None:
+    """'WG=128,CPW=8' -> {'WG': 128, 'CPW': 8}; a value that is not an integer is refused."""
+    if not text:
+        return None
+    out = {}
+    for part in text.split(","):
+        name, eq, value = part.partition("=")
+        if not eq or not name.strip():
+            raise ValueError(f"--defines takes NAME=INTEGER pairs separated by commas (e.g. WG=128,CPW=8); got {part!r}")
+        try:
+            out[name.strip()] = int(value)
+        except ValueError:
+            raise ValueError(f"--defines {name.strip()}={value!r}: JIT parameters are integers (e.g. WG=128)") from None
+    return out
+
+
+def _epilog() -> str:
+    from .ops.layers import LAYER_SETS
+    from .stages import REGISTRY
+    lines = ["operations and their stages (number name [backend]):"]
+    for op, stages in REGISTRY.items():
+        lines.append(f"  {op}: " + ", ".join(f"{s.number} {s.name}" + (f" [{s.backend}]" if s.backend != "opencl" else "")
+                                           for s in stages))
+    lines.append("layer sets: " + ", ".join(LAYER_SETS))
+    lines.append("devices: python -m helpers lists them ('P:D' or part of a name)")
+    return "\n".join(lines)
+
+
 def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m helpers.bench", description=__doc__.split("\n")[0])
+    """The command line: one line on stderr for a mistake (exit status 2), never a traceback."""
+    from .engine.backends import BackendUnavailable
+    from .engine.devices import NoDeviceError
+    try:
+        return _main(argv)
+    except (ValueError, TypeError, NoDeviceError, BackendUnavailable) as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 2
+
+
+def _main(argv=None) -> int:
+    ap = argparse.ArgumentParser(prog="python -m helpers.bench", description=__doc__.split("\n")[0],
+                                 epilog=_epilog(), formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--op", default="conv_dgrad")
     ap.add_argument("--stages", default=None, help="comma-separated names or numbers (default: all)")
-    ap.add_argument("--layers", default="ci", help="layer set (helpers/layers.py)")
+    ap.add_argument("--layers", default="ci", help="layer set (helpers/ops/layers.py)")
     ap.add_argument("--device", default=None, help="'P:D' or part of a name (default: COURSE_DEVICE, else a GPU)")
     ap.add_argument("--activation", default="none")
+    ap.add_argument("--defines", default=None, help="JIT parameters for every stage that has them, e.g. WG=128,CPW=8")
     ap.add_argument("--warmup", type=int, default=3)
     ap.add_argument("--repeats", type=int, default=20)
     ap.add_argument("--tune", action="store_true", help="search the stages' JIT parameters first; record them")
     ap.add_argument("--no-vendor", action="store_true", help="skip the cuDNN reference timing")
+    ap.add_argument("--tag", default=None, help="name a run made for one comparison (e.g. cuda_twins); "
+                                               "chapters read tagged runs only where they ask for the tag")
     ap.add_argument("--out", default=None, help="JSON path (default results/<op>_<layers>[_<activation>]_<device>.json); "
                                                "'-': none")
     a = ap.parse_args(argv)
     stages = [int(s) if s.isdigit() else s for s in a.stages.split(",")] if a.stages else None
+    defines = parse_defines(a.defines)
+    layer_set(a.layers)                                   # a wrong name: refused before any work
+    for s in stages or stage_names(a.op):
+        get_stage(a.op, s)
     out = run(a.op, stages, a.layers, a.device, activation=a.activation, warmup=a.warmup,
-              repeats=a.repeats, vendor=not a.no_vendor, tune=a.tune, progress=sys.stderr.isatty(),
-              verbose=not sys.stderr.isatty(), record_tuned=a.tune and a.out != "-")
+              repeats=a.repeats, vendor=not a.no_vendor, tune=a.tune, defines=defines, progress=sys.stderr.isatty(),
+              verbose=False, record_tuned=a.tune and a.out != "-", tag=a.tag)
     print(report(out))
     if a.out != "-":
         act = f"_{a.activation}" if a.activation != "none" else ""
-        path = a.out or str(RESULTS / f"{a.op}_{a.layers}{act}_{slug(out['device']['name'])}.json")
+        tag = f"_{a.tag}" if a.tag else ""
+        path = a.out or str(RESULTS / f"{a.op}_{a.layers}{act}{tag}_{slug(out['device']['name'])}.json")
         RESULTS.mkdir(exist_ok=True)
         with open(path, "w") as f:
             json.dump(out, f, indent=1)

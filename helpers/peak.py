@@ -7,10 +7,10 @@ from __future__ import annotations
 import numpy as np
 import pyopencl as cl
 
-from .build import build, kernel
-from .devices import get_context, get_queue
-from .stages import round_up
-from .timing import time_enqueue
+from .engine.build import build, kernel
+from .engine.devices import get_context, get_queue
+from .engine.timing import time_enqueue
+from .launch import round_up
 
 PEAK_KERNELS = "peak/peak.cl"
 

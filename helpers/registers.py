@@ -8,9 +8,40 @@ Other drivers report nothing (the command says so and writes nothing).
 """
 from __future__ import annotations
 
+import re
 import sys
 
-from .combining import register_usage
+from .engine.build import build_log
+from .runner import jit_defines, prepare, resolve, stage_source
+
+
+def ptxas_usage(log: str) -> dict | None:
+    """Registers and spill bytes from an NVIDIA build log built with -cl-nv-verbose, else None."""
+    m = re.search(r"Used (\d+) registers", log or "")
+    if not m:
+        return None
+    spill = re.search(r"(\d+) bytes spill stores, (\d+) bytes spill loads", log)
+    stack = re.search(r"(\d+) bytes stack frame", log)
+    return {"registers": int(m.group(1)),
+            "spill_stores": int(spill.group(1)) if spill else 0,
+            "spill_loads": int(spill.group(2)) if spill else 0,
+            "stack_bytes": int(stack.group(1)) if stack else 0}
+
+
+def is_nvidia(ctx) -> bool:
+    return "NVIDIA" in ctx.devices[0].platform.name.upper()
+
+
+def register_usage(ctx, stage, defines: dict | None = None, op: str = "conv_dgrad", **problem_args):
+    """Registers per work-item and spill bytes of a stage's kernel as NVIDIA's compiler reports
+    them (build log with -cl-nv-verbose), or None on drivers that report nothing (PoCL, ...)."""
+    if not is_nvidia(ctx):
+        return None
+    problem = prepare(op, **problem_args)
+    s, d = resolve(op, stage, problem, ctx, defines)
+    jit = jit_defines(s, problem, d)
+    source = stage_source(s, jit)
+    return ptxas_usage(build_log(ctx, s.kernel, jit, ["-cl-nv-verbose"], source=source))
 
 
 REGISTER_GRID = {
@@ -21,7 +52,7 @@ REGISTER_GRID = {
 
 def register_table(ctx, layer: str = "res64@56") -> list[dict]:
     """register_usage for stages 07 and 08 over REGISTER_GRID on one resnet50 layer ([] off NVIDIA)."""
-    from .layers import args, layer_set
+    from .ops.layers import args, layer_set
     lay = next(l for l in layer_set("resnet50") if l["name"] == layer)
     rows = []
     for stage, grid in REGISTER_GRID.items():
@@ -38,7 +69,7 @@ def register_table(ctx, layer: str = "res64@56") -> list[dict]:
 def recorded_registers() -> list[dict]:
     """Register tables recorded in results/ by ``python -m helpers.registers`` on NVIDIA GPUs."""
     import json
-    from .results import RESULTS
+    from .analysis.results import RESULTS
     return [json.loads(p.read_text()) for p in sorted(RESULTS.glob("registers_conv_dgrad_*.json"))]
 
 
@@ -49,8 +80,8 @@ def main(argv=None) -> int:
     import datetime as dt
     import json
     from .bench import slug
-    from .devices import device_info, get_context
-    from .results import RESULTS
+    from .engine.devices import device_info, get_context
+    from .analysis.results import RESULTS
     ap = argparse.ArgumentParser(prog="python -m helpers.registers", description=main.__doc__.split("\n")[0])
     ap.add_argument("--device", default=None)
     ap.add_argument("--out", default=None)

@@ -17,11 +17,14 @@ from __future__ import annotations
 import numpy as np
 import pyopencl as cl
 
-from .build import build, kernel
-from .devices import get_context, get_queue
+from .engine.backends import cuda
+from .engine.build import build, kernel
+from .engine.check import CheckResult, check_close
+from .engine.devices import get_context, get_queue
+from .launch import Step, family, hook
 from .ops import op_module
-from .problem import Problem
-from .stages import Stage, Step, get_stage
+from .ops.problem import Problem
+from .stages import Stage, get_stage
 from .tuning import tuned_defines
 
 CANARY = np.uint32(0xDEADBEEF)   # a float32 no kernel computes by chance (-6.26e18)
@@ -84,18 +87,36 @@ class DeviceArray:
                                      f"(first at element offset {first})")
 
 
+def check_define_values(s: Stage, defines: dict) -> None:
+    """A caller's JIT parameters, before anything is built: integers, >= 1 (0 or 1 for flags
+    whose default is 0 or 1)."""
+    for name, v in defines.items():
+        if name not in s.defines:
+            continue
+        if isinstance(v, bool) or not isinstance(v, (int, np.integer)):
+            raise ValueError(f"{name}={v!r} for stage {s.key}: JIT parameters are integers "
+                             f"(e.g. {name}={s.defines[name]}; candidates {s.tune.get(name, [s.defines[name]])})")
+        low = 0 if s.defines[name] in (0, 1) else 1
+        if v < low or (low == 0 and v > 1):
+            accepted = "0 or 1" if low == 0 else ">= 1 (a positive integer)"
+            raise ValueError(f"{name}={v} for stage {s.key}: {name} must be {accepted} "
+                             f"(e.g. {name}={s.defines[name]}; candidates {s.tune.get(name, [s.defines[name]])})")
+
+
 def resolve(op: str, stage, problem: Problem, ctx, defines: dict | None) -> tuple[Stage, dict]:
     """The stage that will actually run (following fallbacks) and its JIT parameters."""
     s = get_stage(op, stage)
-    dev = ctx.devices[0].name
+    check_define_values(s, defines or {})
     seen = []
     while True:
+        dev = cuda.device()["name"] if s.backend == "cuda" else ctx.devices[0].name
         d = {**s.defines, **tuned_defines(op, s.key, dev), **{k: v for k, v in (defines or {}).items() if k in s.defines}}
         unknown = set(defines or {}) - set(s.defines) - set(problem.defines)
         if unknown and not seen:
             raise ValueError(f"stage {s.key} of {op} has no JIT parameter {', '.join(sorted(unknown))}; "
                              f"its parameters are {', '.join(sorted(s.defines)) or 'none'}")
-        need = s.requires(problem, d) if s.requires else None
+        requires = hook(s, "requires")
+        need = requires(problem, d) if requires else None
         if need is None:
             return s, d
         if s.fallback is None:
@@ -106,20 +127,109 @@ def resolve(op: str, stage, problem: Problem, ctx, defines: dict | None) -> tupl
             raise RuntimeError(f"fallback cycle in the registry: {seen}")
 
 
-class Plan:
+def jit_defines(s: Stage, p: Problem, d: dict) -> dict:
+    """Everything a stage is built with: the problem's defines, the stage's, and those its
+    family derives from the problem (``jit``)."""
+    derive = hook(s, "jit")
+    return {**p.defines, **d, **(derive(p, d) if derive else {})}
+
+
+def stage_source(s: Stage, jit: dict) -> str | None:
+    """Generated kernel text for a stage whose family writes part of it, else None (the file)."""
+    if callable(s.source):      # a test's planted fault or a kernel exercise's spliced text (a
+        return s.source(jit)    # function of the defines, set with dataclasses.replace)
+    generate = hook(s, "source")
+    return generate(s, jit) if generate else None
+
+
+PATHS = ("fast", "general", "only", "fallback")
+
+
+def path_taken(requested: Stage, ran: Stage, jit: dict) -> str:
+    """Which path a problem took: "fallback" (another stage ran), "fast" or "general" (the
+    stage's ``fast`` defines hold or not), "only" (a stage with one path)."""
+    if ran.key != requested.key:
+        return "fallback"
+    if not ran.fast:
+        return "only"
+    return "fast" if all(jit.get(k) == v for k, v in ran.fast.items()) else "general"
+
+
+def path_of(op: str, stage, *, ctx=None, defines: dict | None = None, **kwargs) -> str:
+    """The path run_stage would take for these arguments, decided on the host without a launch."""
+    problem = prepare(op, **kwargs)
+    requested = get_stage(op, stage)
+    s, d = resolve(op, stage, problem, None if requested.backend == "cuda" else get_context(ctx), defines)
+    return path_taken(requested, s, jit_defines(s, problem, d))
+
+
+def workspace_bytes(op: str, stage, *, ctx=None, defines: dict | None = None, **kwargs) -> int:
+    """Bytes of scratch the stage that would run (after fallbacks) needs for this problem:
+    what a caller compares with its workspace budget before choosing an algorithm."""
+    problem = prepare(op, **kwargs)
+    s = get_stage(op, stage)
+    s, d = resolve(op, stage, problem, None if s.backend == "cuda" else get_context(ctx), defines)
+    return sum(w.nbytes for w in family(s.family).workspace(s, problem, d).values())
+
+
+def check_workspace(s: Stage, workspace: dict, limit: int | None) -> None:
+    """Refuse, before any allocation, a stage whose workspaces exceed the caller's budget."""
+    need = sum(w.nbytes for w in workspace.values())
+    if limit is not None and need > limit:
+        parts = ", ".join(f"{n} {w.count:,} x {w.dtype}" for n, w in workspace.items())
+        raise ValueError(f"stage {s.key} needs {need:,} bytes of workspace ({parts}), more than the "
+                         f"budget of {limit:,} bytes; raise workspace_limit or choose another stage")
+
+
+def check_plan(plan, expected: tuple | None = None) -> CheckResult:
+    """The one check: a plan's current outputs against its operation's reference (every output,
+    the op's tolerance scaled by magnitude); raises MismatchError. ``expected``: the reference's
+    (expected, magnitude), when the caller already has it. Marks the plan as checked."""
+    mod = op_module(plan.op)
+    expected, magnitude = expected if expected is not None else mod.reference(plan.problem)
+    got = plan.outputs()
+    results = [check_close(got[name], expected[name], magnitude=magnitude[name],
+                           rtol=mod.rtol(plan.problem), name=name) for name in plan.problem.outputs]
+    plan.checked = True
+    names = " and ".join(plan.problem.outputs)
+    return CheckResult(f"{plan.stage.key} {names}", sum(r.count for r in results),
+                       max(r.max_error for r in results), max(r.worst_ratio for r in results), plan.path)
+
+
+class Checked:
+    """What both plans share: nothing is timed before it was checked once."""
+    checked = False
+
+    def ensure_checked(self) -> None:
+        """Run once and check against the reference, unless that was done already (time_plan
+        calls it, so every configuration that is timed was checked first)."""
+        if not self.checked:
+            self.enqueue()
+            check_plan(self)
+
+
+class ClPlan(Checked):
     """A stage bound to a problem on a device: buffers uploaded, program built, ready to enqueue."""
 
-    def __init__(self, op: str, stage, problem: Problem, ctx: cl.Context, defines: dict | None, guard: bool):
+    def __init__(self, op: str, stage, problem: Problem, ctx: cl.Context, defines: dict | None, guard: bool,
+                 workspace_limit: int | None = None):
         self.op, self.problem, self.ctx, self.guard = op, problem, ctx, guard
         self.requested = get_stage(op, stage)
         self.stage, self.defines = resolve(op, stage, problem, ctx, defines)
         self.queue = get_queue(ctx)
         dev = ctx.devices[0]
         s, p = self.stage, problem
-        jit = {**p.defines, **self.defines, **(s.jit(p, self.defines) if s.jit else {})}
+        jit = jit_defines(s, p, self.defines)
         self.jit_defines = jit
-
-        scratch = s.scratch(p, self.defines) if s.scratch else {}
+        self.path = path_taken(self.requested, s, jit)
+        self.steps = family(s.family).steps(s, p, self.defines)
+        self.workspace = family(s.family).workspace(s, p, self.defines)
+        check_workspace(s, self.workspace, workspace_limit)
+        for name, w in self.workspace.items():
+            if np.dtype(w.dtype) != np.float32:
+                raise NotImplementedError(f"stage {s.key}: workspace {name} of {w.dtype}; the OpenCL "
+                                          f"path allocates float32 workspaces only")
+        scratch = {name: w.count for name, w in self.workspace.items()}
         sizes = {name: a.nbytes for name, a in p.inputs.items() if name not in p.aliases}
         sizes.update({name: 4 * int(np.prod(shape)) for name, shape in p.outputs.items()})
         sizes.update({name: 4 * int(n) for name, n in scratch.items()})
@@ -132,7 +242,7 @@ class Plan:
             raise ValueError(f"the tensors need {sum(sizes.values()) / 2**30:.2f} GiB, more than the "
                              f"{dev.global_mem_size / 2**30:.2f} GiB of {dev.name.strip()}; use a smaller batch")
 
-        source = s.source(jit) if s.source else None
+        source = stage_source(s, jit)
         self.program = build(ctx, s.kernel, jit, source=source)
 
         self.arrays: dict[str, DeviceArray] = {}
@@ -143,16 +253,10 @@ class Plan:
         for name, shape in p.outputs.items():
             self.arrays[name] = DeviceArray(ctx, self.queue, name, shape, None, guard, False)
         for name, n in scratch.items():
-            self.arrays[name] = DeviceArray(ctx, self.queue, name, (int(n),), None, False, False)
+            self.arrays[name] = DeviceArray(ctx, self.queue, name, (int(n),), None, guard, False)
         for name, target in p.aliases.items():
             self.arrays[name] = self.arrays[target]
 
-        if s.steps is not None:
-            self.steps = list(s.steps(self))
-        else:
-            gsize, lsize = s.geometry(p, self.defines)
-            args = tuple(p.inputs) + tuple(p.outputs) + tuple(p.scalars)
-            self.steps = [Step(s.entry or op, gsize, lsize, args)]
         self._bound = [self._bind(step, dev) for step in self.steps]
 
     def _bind(self, step: Step, dev) -> tuple:
@@ -201,24 +305,128 @@ class Plan:
         return self.problem.result(self.outputs())
 
 
+class CudaPlan(Checked):
+    """A CUDA stage bound to a problem: the same contract as ClPlan (enqueue, outputs,
+    check_guards, result, queue.finish), on CuPy's current device."""
+
+    class _Queue:
+        finish = staticmethod(cuda.synchronize)
+
+    def __init__(self, op: str, stage, problem: Problem, ctx, defines: dict | None, guard: bool,
+                 workspace_limit: int | None = None):
+        self.op, self.problem, self.ctx, self.guard = op, problem, ctx, guard
+        self.queue = self._Queue()
+        self.requested = get_stage(op, stage)
+        self.stage, self.defines = resolve(op, stage, problem, ctx, defines)
+        s, p = self.stage, problem
+        dev = cuda.device()
+        self.jit_defines = jit = jit_defines(s, p, self.defines)
+        self.path = path_taken(self.requested, s, jit)
+        self.steps = family(s.family).steps(s, p, self.defines)
+        self.workspace = family(s.family).workspace(s, p, self.defines)
+        check_workspace(s, self.workspace, workspace_limit)
+        need = sum(a.nbytes for n, a in p.inputs.items() if n not in p.aliases)
+        need += sum(4 * int(np.prod(shape)) for shape in p.outputs.values())
+        need += sum(w.nbytes for w in self.workspace.values())
+        if need > dev["total_memory"]:
+            raise ValueError(f"the tensors need {need / 2**30:.2f} GiB, more than the "
+                             f"{dev['total_memory'] / 2**30:.2f} GiB of {dev['name']}; use a smaller batch")
+        self.module = cuda.build(s.kernel, jit, source=stage_source(s, jit))
+        self.arrays = {}
+        for name, arr in p.inputs.items():
+            if name not in p.aliases:
+                self.arrays[name] = cuda.Tensor(name, arr.shape, arr, guard, True)
+        for name, shape in p.outputs.items():
+            self.arrays[name] = cuda.Tensor(name, shape, None, guard, False)
+        for name, w in self.workspace.items():
+            self.arrays[name] = cuda.Tensor(name, (int(w.count),), None, guard, False, dtype=w.dtype)
+        for name, target in p.aliases.items():
+            self.arrays[name] = self.arrays[target]
+        self._bound = [self._bind(step, dev) for step in self.steps]
+
+    def _bind(self, step: Step, dev: dict) -> tuple:
+        k = self.module.get_function(step.kernel)
+        threads = int(np.prod(step.local_size))
+        limit = min(k.max_threads_per_block, dev["max_threads_per_block"])
+        if threads > limit:
+            raise ValueError(f"stage {self.stage.key}: blocks of {threads} threads, but kernel {step.kernel} "
+                             f"allows at most {limit} on {dev['name']}; lower WG")
+        for g, l in zip(step.global_size, step.local_size):
+            if g % l:
+                raise RuntimeError(f"registry bug: global size {step.global_size} is not a multiple "
+                                   f"of the block {step.local_size}")
+        values = []
+        for a in step.args:
+            if isinstance(a, str):
+                if a in self.arrays:
+                    values.append(self.arrays[a].array)
+                elif a in self.problem.scalars:
+                    values.append(np.int32(self.problem.scalars[a]))
+                else:
+                    raise RuntimeError(f"registry bug: step argument {a!r} is neither a tensor nor a scalar")
+            else:
+                values.append(a)
+        return k, step.global_size, step.local_size, tuple(values)
+
+    def enqueue(self) -> list:
+        """Launch every kernel of the stage once (asynchronously)."""
+        for k, g, l, args in self._bound:
+            cuda.launch(k, g, l, args)
+        return []
+
+    def time(self, **kwargs) -> list:
+        return cuda.time_launches(self.enqueue, **kwargs)
+
+    def outputs(self) -> dict:
+        cuda.synchronize()
+        return {name: self.arrays[name].read() for name in self.problem.outputs}
+
+    def check_guards(self) -> None:
+        for name, arr in self.arrays.items():
+            if name not in self.problem.aliases:
+                bad = arr.changed_guards()
+                if bad:
+                    raise GuardViolation(bad)
+
+    def result(self):
+        cuda.synchronize()
+        if self.guard:
+            self.check_guards()
+        return self.problem.result(self.outputs())
+
+
+def Plan(op: str, stage, problem: Problem, ctx, defines: dict | None, guard: bool,
+         workspace_limit: int | None = None):
+    """A stage bound to a problem on a device, in its backend (ClPlan or CudaPlan)."""
+    cls = CudaPlan if get_stage(op, stage).backend == "cuda" else ClPlan
+    return cls(op, stage, problem, ctx, defines, guard, workspace_limit)
+
+
 def prepare(op: str, **kwargs) -> Problem:
     """Validate an operation's arguments (raises TypeError/ValueError naming the problem)."""
     return op_module(op).prepare(**kwargs)
 
 
-def plan_stage(op: str, stage, *, ctx=None, defines: dict | None = None, guard: bool = False, **kwargs) -> Plan:
+def plan_stage(op: str, stage, *, ctx=None, defines: dict | None = None, guard: bool = False,
+               workspace_limit: int | None = None, **kwargs):
+    """Validate, resolve, build and upload: a Plan to enqueue (see run_stage for the arguments)."""
     problem = prepare(op, **kwargs)
-    return Plan(op, stage, problem, get_context(ctx), defines, guard)
+    if get_stage(op, stage).backend == "cuda":
+        return CudaPlan(op, stage, problem, ctx, defines, guard, workspace_limit)
+    return ClPlan(op, stage, problem, get_context(ctx), defines, guard, workspace_limit)
 
 
-def run_stage(op: str, stage, *, ctx=None, defines: dict | None = None, guard: bool = False, **kwargs):
+def run_stage(op: str, stage, *, ctx=None, defines: dict | None = None, guard: bool = False,
+              workspace_limit: int | None = None, **kwargs):
     """Run one stage of an operation once and return its result as NumPy array(s).
 
     ``stage``: name or number (see stage_names(op)); ``ctx``: a context, device or selector
     (default: COURSE_DEVICE, PYOPENCL_CTX, else a GPU, else the CPU); ``defines``: JIT
     parameters overriding the stage's defaults; ``guard``: surround tensors with guard zones and
-    check them. The other keyword arguments are the operation's (see helpers/ops/<op>.py).
+    check them (workspaces too); ``workspace_limit``: bytes of scratch the stage may use (refused
+    before any allocation beyond it). The other keyword arguments are the operation's (see
+    helpers/ops/<op>.py).
     """
-    plan = plan_stage(op, stage, ctx=ctx, defines=defines, guard=guard, **kwargs)
+    plan = plan_stage(op, stage, ctx=ctx, defines=defines, guard=guard, workspace_limit=workspace_limit, **kwargs)
     plan.enqueue()
     return plan.result()

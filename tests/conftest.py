@@ -7,7 +7,7 @@ import os
 
 import pytest
 
-from helpers.devices import find_device, get_context, list_devices
+from helpers.engine.devices import find_device, get_context, list_devices
 
 
 def _test_devices():

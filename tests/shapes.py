@@ -35,3 +35,18 @@ def conv_grid(per_combo: int = 6, seed: int = 1234):
 def case_id(c) -> str:
     return (f"n{c['n']}c{c['c']}k{c['k']}_{c['h']}x{c['w']}_r{c['kernel']}s{c['stride']}p{c['padding']}"
             f"_{c['activation']}")
+
+
+# Every path a stage has (fast, general, fallback, ...) must be taken by at least this many
+# cases of the grid: a fast path that silently stops being taken fails the tests.
+MIN_PER_PATH = 12
+
+
+def require_paths(stage, counts: dict) -> None:
+    """``counts``: path -> cases of the grid that took it (runner.path_taken)."""
+    expected = ({"fast", "general"} if stage.fast else {"only"}) | ({"fallback"} if stage.fallback else set())
+    if stage.requires and stage.fallback:
+        expected.add("only")
+    missing = {p: counts.get(p, 0) for p in expected if counts.get(p, 0) < MIN_PER_PATH}
+    assert not missing, (f"stage {stage.key}: paths taken too rarely on the grid {missing} "
+                         f"(need >= {MIN_PER_PATH} each; all counts: {counts})")

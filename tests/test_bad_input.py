@@ -98,7 +98,7 @@ def test_tensor_beyond_the_device(ctx, monkeypatch):
 def test_no_opencl_platform(monkeypatch):
     import pyopencl as cl
 
-    from helpers import devices
+    from helpers.engine import devices
 
     def none():
         raise cl.LogicError("clGetPlatformIDs failed: PLATFORM_NOT_FOUND_KHR")

@@ -5,8 +5,8 @@ import numpy as np
 import pytest
 
 import helpers
-from helpers import reference as ref
-from helpers.check import MismatchError, check_close
+from helpers.ops import reference as ref
+from helpers.engine.check import MismatchError, check_close
 from helpers.ops.batchnorm_backward import random_backward_args
 from helpers.ops.batchnorm_forward import random_args
 
@@ -287,7 +287,7 @@ def test_bad_jit_parameters(ctx, monkeypatch, defines, match):
 
 
 def test_split4_covers_every_slab_once():
-    from helpers.pictures_batchnorm import split4
+    from helpers.chapters.pictures_batchnorm import split4
     for hw in range(1, 23):
         for start in range(0, 9):
             a0, a1 = split4(start, start + hw)
@@ -298,7 +298,7 @@ def test_split4_covers_every_slab_once():
 
 
 def test_exercise_check_accepts_chan_and_rejects_wrong_merges(capsys):
-    from helpers.exercises import check_chan_merge
+    from helpers.chapters.exercises import check_chan_merge
 
     def chan(na, ma, m2a, nb, mb, m2b):
         n = na + nb

@@ -6,7 +6,9 @@ import numpy as np
 import pytest
 
 import helpers
-from helpers import combining
+from helpers import registers
+from helpers.launch import direct
+from helpers.launch import unrolled as combining
 from helpers.ops.conv_dgrad import random_problem_args
 
 
@@ -77,17 +79,17 @@ def test_ptxas_usage_parses_nvidia_logs():
            "ptxas info    : Function properties for conv_dgrad\n"
            "    32 bytes stack frame, 24 bytes spill stores, 28 bytes spill loads\n"
            "ptxas info    : Used 255 registers, 432 bytes cmem[0]\n")
-    assert combining.ptxas_usage(log) == {"registers": 255, "spill_stores": 24, "spill_loads": 28,
+    assert registers.ptxas_usage(log) == {"registers": 255, "spill_stores": 24, "spill_loads": 28,
                                           "stack_bytes": 32}
-    assert combining.ptxas_usage("") is None and combining.ptxas_usage(None) is None
+    assert registers.ptxas_usage("") is None and registers.ptxas_usage(None) is None
 
 
 def test_register_usage_is_none_off_nvidia(ctx):
-    if combining.is_nvidia(ctx):
-        got = combining.register_usage(ctx, "input_depth", **random_problem_args(1, 16, 8, 8, 16))
+    if registers.is_nvidia(ctx):
+        got = registers.register_usage(ctx, "input_depth", **random_problem_args(1, 16, 8, 8, 16))
         assert got is not None and got["registers"] > 0
     else:
-        assert combining.register_usage(ctx, "input_depth", **random_problem_args(1, 16, 8, 8, 16)) is None
+        assert registers.register_usage(ctx, "input_depth", **random_problem_args(1, 16, 8, 8, 16)) is None
 
 
 # Parameters away from the registry's defaults, on shapes whose C and W are not multiples of them.
@@ -127,16 +129,16 @@ def test_fast_paths_are_taken_when_they_apply(ctx):
 
 def test_geometry_covers_tails():
     p = helpers.prepare("conv_dgrad", **random_problem_args(2, 13, 5, 11, 16))
-    g, l = combining.channel_width_tiles(p, {"CPW": 4, "XPW": 4, "WG": 32})
+    g, l = direct.channel_width_tiles(p, {"CPW": 4, "XPW": 4, "WG": 32})
     assert g[1] == 4 and g[0] >= 2 * 5 * 3 and g[0] % 32 == 0 and l == (32, 1)
-    g, _ = combining.channel_tiles(p, {"CPW": 8, "WG": 64})
+    g, _ = direct.channel_tiles(p, {"CPW": 8, "WG": 64})
     assert g[1] == 2 and g[0] >= 2 * 5 * 11
     assert np.all(np.array(g) > 0)
 
 
 def test_register_command_is_graceful_off_nvidia(ctx, capsys):
     from helpers import registers
-    if combining.is_nvidia(ctx):
+    if registers.is_nvidia(ctx):
         pytest.skip("an NVIDIA device reports registers: covered by test_register_usage_is_none_off_nvidia")
     assert registers.register_table(ctx) == []
     assert registers.main(["--device", ctx.devices[0].name, "--out", "-"]) == 0

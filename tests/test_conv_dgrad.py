@@ -5,7 +5,7 @@ import pytest
 import helpers
 from helpers.ops.conv_dgrad import random_problem_args
 
-from shapes import case_id, conv_grid
+from shapes import case_id, conv_grid, require_paths
 
 GRID = conv_grid()
 STAGES = helpers.stage_names("conv_dgrad")
@@ -26,12 +26,16 @@ def _args(c, seed):
 
 @pytest.mark.parametrize("stage", STAGES)
 def test_stage_matches_reference_with_guards(ctx, stage):
-    """One test per stage covering the whole grid (keeps pytest's overhead out of the loop)."""
+    """One test per stage covering the whole grid (keeps pytest's overhead out of the loop);
+    every path of the stage (fast, general, fallback) must have run on enough cases."""
+    paths = {}
     for i, c in enumerate(GRID):
         try:
-            helpers.check_stage("conv_dgrad", stage, ctx=ctx, guard=True, **_args(c, seed=i))
+            res = helpers.check_stage("conv_dgrad", stage, ctx=ctx, guard=True, **_args(c, seed=i))
         except (AssertionError, helpers.GuardViolation) as err:
             raise AssertionError(f"stage {stage} failed on {case_id(c)}:\n{err}") from None
+        paths[res.path] = paths.get(res.path, 0) + 1
+    require_paths(helpers.get_stage("conv_dgrad", stage), paths)
 
 
 def test_stages_agree_on_a_realistic_layer(ctx):

@@ -9,7 +9,7 @@ import dataclasses
 import pytest
 
 import helpers
-from helpers.build import kernel_source
+from helpers.engine.build import kernel_source
 from helpers.ops.conv_dgrad import random_problem_args
 from helpers.stages import REGISTRY, get_stage
 

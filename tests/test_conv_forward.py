@@ -4,6 +4,7 @@ The Winograd stages get a grid of awkward 3x3 stride-1 shapes (odd sizes, partia
 N > 1, channel counts that miss every blocking, padding 0-2); the direct stage also gets other
 kernel sizes and strides, which the Winograd stages must refuse by name.
 """
+import dataclasses
 import itertools
 
 import numpy as np
@@ -11,7 +12,7 @@ import pytest
 
 import helpers
 from helpers import stages as registry
-from helpers.build import kernel_source
+from helpers.engine.build import kernel_source
 from helpers.ops.conv_forward import random_problem_args
 
 STAGES = helpers.stage_names("conv_forward")
@@ -110,7 +111,7 @@ def test_winograd_refuses_what_it_cannot_do(ctx, stage, kernel, stride, need):
 def test_stages_match_pytorch_on_random_shapes(ctx):
     """Shapes nobody chose, against an independent implementation (PyTorch, float64)."""
     torch = pytest.importorskip("torch")
-    from helpers.check import check_close
+    from helpers.engine.check import check_close
     from helpers.ops import conv_forward as op
     rng = np.random.default_rng(2026)
     for i in range(4):
@@ -131,7 +132,7 @@ def test_stages_match_pytorch_on_random_shapes(ctx):
 
 def test_winograd_dgrad_matches_pytorch(ctx):
     torch = pytest.importorskip("torch")
-    from helpers.check import check_close
+    from helpers.engine.check import check_close
     from helpers.ops import conv_dgrad as op
     from helpers.ops.conv_dgrad import random_problem_args as dgrad_args
     for i, (n, c, h, w, k, pad, act) in enumerate([(2, 19, 11, 6, 24, 0, "relu"), (1, 8, 13, 13, 9, 2, "tanh")]):
@@ -164,9 +165,8 @@ def planted(monkeypatch, base, old, new):
     st = registry.get_stage("conv_forward", base)
     src = kernel_source(st.kernel)
     assert old in src, "the planted bug no longer applies; update this test"
-    bad = registry.Stage("conv_forward", 90, "planted", st.kernel, "planted bug", defines=st.defines,
-                         requires=st.requires, steps=st.steps, scratch=st.scratch,
-                         source=lambda d: src.replace(old, new))
+    bad = dataclasses.replace(st, number=90, name="planted", title="planted bug",
+                              source=lambda d: src.replace(old, new))
     monkeypatch.setitem(registry.REGISTRY, "conv_forward", registry.REGISTRY["conv_forward"] + [bad])
     return "planted"
 

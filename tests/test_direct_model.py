@@ -1,4 +1,4 @@
-"""The Python models of the direct kernels (helpers/direct.py), their pictures and exercises.
+"""The Python models of the direct kernels (helpers/chapters/direct.py), their pictures and exercises.
 
 The models are what chapters 03-05 count and draw, so they are checked against independent
 definitions here, and against the kernels' own behaviour where a kernel decides something.
@@ -12,8 +12,9 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import pytest  # noqa: E402
 
-from helpers import direct, exercises, pictures_direct  # noqa: E402
-from helpers.reference import output_size  # noqa: E402
+from helpers.chapters import direct, exercises
+from helpers.chapters import pictures_direct  # noqa: E402
+from helpers.ops.reference import output_size  # noqa: E402
 
 from shapes import conv_grid  # noqa: E402
 
@@ -169,7 +170,8 @@ def test_weight_lines_with_other_load_patterns():
 
 
 def test_recorded_step_reads_the_recorded_runs_or_says_none(monkeypatch):
-    from helpers import pictures_direct, results
+    from helpers.chapters import pictures_direct
+    from helpers.analysis import results
     lines = pictures_direct.recorded_step(5)
     if results.find("conv_dgrad", "resnet50"):
         assert any("05_input_vec" in l and "over 02_naive" in l for l in lines)

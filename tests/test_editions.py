@@ -15,7 +15,7 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from helpers.editions import BEGIN, solutions, student_notebook, write_student
+from helpers.chapters.editions import BEGIN, solutions, student_notebook, write_student
 
 ROOT = Path(__file__).resolve().parent.parent
 NOTEBOOKS = sorted((ROOT / "notebooks").glob("*.ipynb"))

@@ -26,7 +26,7 @@ def test_environment_matches_pyproject():
     conda = set()
     text = (ROOT / "environment.yml").read_text().split("dependencies:", 1)[1]
     for line in text.splitlines():
-        m = re.match(r"^  - ([A-Za-z0-9_.\-]+)", line)
+        m = re.match(r"^  - ([A-Za-z0-9_.\-]+)", line) or re.match(r"^      - ([A-Za-z][A-Za-z0-9_.\-]+)", line)
         if m:
             conda.add(m.group(1).lower())
     assert pip == conda - CONDA_ONLY, f"only in pyproject: {pip - conda}; only in environment.yml: {conda - CONDA_ONLY - pip}"

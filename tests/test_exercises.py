@@ -4,10 +4,10 @@ answered yet" for the student edition's stub."""
 import numpy as np
 import pytest
 
-from helpers import exercises as ex
-from helpers.direct import valid_table
-from helpers.kernel_exercises import GAPS, kernel_gap
-from helpers.reference import output_size
+from helpers.chapters import exercises as ex
+from helpers.chapters.direct import valid_table
+from helpers.chapters.kernel_exercises import GAPS, kernel_gap
+from helpers.ops.reference import output_size
 
 
 def stub(*args):

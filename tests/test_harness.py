@@ -1,9 +1,11 @@
 """The checks themselves can fail: planted bugs in a copy of the naive kernel are caught."""
+import dataclasses
+
 import pytest
 
 import helpers
 from helpers import stages as registry
-from helpers.build import kernel_source
+from helpers.engine.build import kernel_source
 from helpers.ops.conv_dgrad import random_problem_args
 
 NAIVE = registry.get_stage("conv_dgrad", "naive")
@@ -14,8 +16,8 @@ ACCUM = "grad += GRAD_IN(dy, y, o) * w[((c * K + k) * KH + r) * KW + s];"
 def planted(monkeypatch, name, old, new):
     src = kernel_source(NAIVE.kernel)
     assert old in src, "the planted bug no longer applies to the naive kernel; update this test"
-    bad = registry.Stage("conv_dgrad", 90, name, NAIVE.kernel, "planted bug", defines=NAIVE.defines,
-                         geometry=NAIVE.geometry, source=lambda d: src.replace(old, new))
+    bad = dataclasses.replace(NAIVE, number=90, name=name, title="planted bug",
+                              source=lambda d: src.replace(old, new))
     monkeypatch.setitem(registry.REGISTRY, "conv_dgrad", registry.REGISTRY["conv_dgrad"] + [bad])
     return name
 

@@ -5,9 +5,9 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import pytest  # noqa: E402
 
-from helpers import exercises  # noqa: E402
-from helpers import pictures_combining as P  # noqa: E402
-from helpers.reference import output_size  # noqa: E402
+from helpers.chapters import exercises  # noqa: E402
+from helpers.chapters import pictures_combining as P  # noqa: E402
+from helpers.ops.reference import output_size  # noqa: E402
 
 
 def test_weight_block_loads_follow_ping_and_pong():

@@ -60,7 +60,7 @@ def test_every_quoted_number_is_printed_above_it(path):
 
 
 def test_cpu_statements_say_when_the_spread_hides_a_difference():
-    from helpers.pictures_direct import describe_step
+    from helpers.chapters.pictures_direct import describe_step
     row = lambda n, t, q1, q3: {"layer": "a", "key": f"0{n}_s{n}", "number": n, "stage": f"s{n}",
                                 "median_ms": t, "q1_ms": q1, "q3_ms": q3, "gflops": 1 / t, "x_first": 4 / t}
     run = {"device": {"name": "dev"}, "rows": [row(2, 4.0, 3.0, 5.0), row(3, 3.5, 3.2, 3.9)]}

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 import helpers
-from helpers.check import rtol_for_sum
+from helpers.engine.check import rtol_for_sum
 
 torch = pytest.importorskip("torch")
 

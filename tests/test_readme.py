@@ -1,11 +1,11 @@
-"""The README's table of recorded GPU results is the one helpers.results computes from results/."""
+"""The README's table of recorded GPU results is the one helpers.analysis.results computes from results/."""
 from pathlib import Path
 
-from helpers.results import headline
+from helpers.analysis.results import headline
 
 README = Path(__file__).resolve().parent.parent / "README.md"
 
 
 def test_readme_table_matches_the_recorded_results():
     assert headline() in README.read_text(), (
-        "README.md's results table differs from results/: paste the output of `python -m helpers.results`")
+        "README.md's results table differs from results/: paste the output of `python -m helpers.analysis.results`")

@@ -2,7 +2,7 @@
 import numpy as np
 import pytest
 
-from helpers import reference as ref
+from helpers.ops import reference as ref
 
 RNG = np.random.default_rng(42)
 

@@ -1,13 +1,13 @@
-"""helpers/winograd.py: the derived transforms are exact, the generated header is current,
-the NumPy model computes a convolution; helpers/pictures_winograd.py counts bank conflicts."""
+"""helpers/chapters/winograd.py: the derived transforms are exact, the generated header is current,
+the NumPy model computes a convolution; helpers/chapters/pictures_winograd.py counts bank conflicts."""
 from fractions import Fraction
 
 import numpy as np
 import pytest
 
-from helpers import reference as ref
-from helpers import winograd as wg
-from helpers.build import COMMON
+from helpers.ops import reference as ref
+from helpers.chapters import winograd as wg
+from helpers.engine.build import COMMON
 
 
 @pytest.mark.parametrize("m, r, points", [(2, 3, None), (4, 3, None), (3, 2, (0, 1, -1)),
@@ -43,7 +43,7 @@ def test_bad_points_are_refused():
 
 def test_generated_header_is_current():
     assert (COMMON / wg.HEADER).read_text() == wg.header_source(), \
-        "kernels/common/winograd_f23.h is stale: run python -m helpers.winograd"
+        "kernels/common/winograd_f23.h is stale: run python -m helpers.chapters.winograd"
 
 
 def test_macro_generation():
@@ -63,7 +63,7 @@ def test_numpy_model_computes_the_convolution(m, pad):
 
 
 def test_bank_conflict_counts():
-    from helpers import pictures_winograd as pw
+    from helpers.chapters import pictures_winograd as pw
     assert pw.conflict_degree(list(range(32))) == 1               # one word per bank
     assert pw.conflict_degree([0] * 32) == 1                      # one word, broadcast
     assert pw.conflict_degree([32 * i for i in range(32)]) == 32  # all in bank 0
@@ -73,7 +73,7 @@ def test_bank_conflict_counts():
 
 
 def test_exercise_check_counts_multiplications(capsys):
-    from helpers.exercises import check_winograd_1d
+    from helpers.chapters.exercises import check_winograd_1d
     direct = lambda d, g: [d[0] * g[0] + d[1] * g[1] + d[2] * g[2], d[1] * g[0] + d[2] * g[1] + d[3] * g[2]]
     assert not check_winograd_1d(direct)
     assert "6 times" in capsys.readouterr().out

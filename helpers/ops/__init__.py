@@ -3,7 +3,7 @@
 An operation module defines:
 - ``prepare(**kwargs) -> Problem``: validation; errors name the problem, before any launch;
 - ``reference(problem) -> (expected, magnitude)``: dicts of float64 arrays keyed by output name;
-  ``magnitude`` is what the tolerance scales with (see helpers/check.py);
+  ``magnitude`` is what the tolerance scales with (see helpers/engine/check.py);
 - ``rtol(problem) -> float``: the relative tolerance against that magnitude.
 """
 from importlib import import_module

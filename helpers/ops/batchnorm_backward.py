@@ -6,7 +6,7 @@
 
 ``mean`` and ``inv_std`` are what the training forward pass returned. With activation "relu",
 ``output`` is the post-ReLU forward output and the ReLU's derivative (output > 0) is fused on the
-read of grad_output. See helpers/reference.py: batchnorm_backward for the formulas.
+read of grad_output. See helpers/ops/reference.py: batchnorm_backward for the formulas.
 
 Every stage's kernels take ``(grad_output, output, x, gamma, mean, inv_std, grad_input,
 grad_gamma, grad_beta, N, C, HW)``, built with -DACT (kernels/common/course.h).
@@ -16,9 +16,9 @@ from __future__ import annotations
 import functools
 import numpy as np
 
-from .. import reference as ref
-from ..check import rtol_for_sum
-from ..problem import Problem, activation_output, reject_unknown
+from . import reference as ref
+from ..engine.check import rtol_for_sum
+from .problem import Problem, activation_output, reject_unknown
 from .batchnorm_forward import channel_vector, check_x, random_args
 
 OP = "batchnorm_backward"
@@ -109,5 +109,5 @@ def _layer_args(n, c, h, w, activation, seed):
 def vendor_time(problem: Problem, warmup: int, repeats: int, flush_bytes: int):
     """PyTorch's batch-norm backward (autograd through torch.nn.functional.batch_norm, and the
     ReLU's own backward kernel with activation 'relu') on an NVIDIA GPU, or None."""
-    from ..vendor_batchnorm import torch_batchnorm_backward
+    from .vendor_batchnorm import torch_batchnorm_backward
     return torch_batchnorm_backward(problem, warmup=warmup, repeats=repeats, flush_bytes=flush_bytes)

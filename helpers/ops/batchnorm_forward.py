@@ -26,9 +26,9 @@ import math
 
 import numpy as np
 
-from .. import reference as ref
-from ..check import EPS32, rtol_for_sum
-from ..problem import Problem, reject_unknown, tensor
+from . import reference as ref
+from ..engine.check import EPS32, rtol_for_sum
+from .problem import Problem, reject_unknown, tensor
 
 OP = "batchnorm_forward"
 ARGS = ("x", "gamma", "beta", "eps", "training", "running_mean", "running_var", "momentum")
@@ -210,5 +210,5 @@ def _layer_args(n, c, h, w, training, seed):
 
 def vendor_time(problem: Problem, warmup: int, repeats: int, flush_bytes: int):
     """PyTorch's batch norm (torch.nn.functional.batch_norm) on an NVIDIA GPU, or None."""
-    from ..vendor_batchnorm import torch_batchnorm_forward
+    from .vendor_batchnorm import torch_batchnorm_forward
     return torch_batchnorm_forward(problem, warmup=warmup, repeats=repeats, flush_bytes=flush_bytes)

@@ -11,9 +11,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from .. import reference as ref
-from ..check import rtol_for_sum
-from ..problem import Problem, activation_output, conv_geometry, positive_int, reject_unknown, shape4, tensor
+from . import reference as ref
+from ..engine.check import rtol_for_sum
+from .problem import Problem, activation_output, conv_geometry, positive_int, reject_unknown, shape4, tensor
 
 OP = "conv_dgrad"
 ACT_CODES = {"none": 0, "relu": 1, "sigmoid": 2, "tanh": 3}  # kernels/common/course.h: ACT_*
@@ -96,14 +96,14 @@ def random_problem_args(n, c, h, w, k, kernel=3, stride=1, padding=1, activation
 
 
 def layer_args(layer: dict, activation: str = "none", seed: int = 0) -> dict:
-    """Arguments for one layer of a set in helpers/layers.py."""
+    """Arguments for one layer of a set in helpers/ops/layers.py."""
     return random_problem_args(layer["n"], layer["c"], layer["h"], layer["w"], layer["k"], layer["kernel"],
                                layer["stride"], layer["padding"], activation, seed)
 
 
 def vendor_time(problem: Problem, warmup: int, repeats: int, flush_bytes: int):
     """cuDNN's fp32 input gradient (TF32 off) through PyTorch on an NVIDIA GPU, or None."""
-    from ..vendor import cudnn_conv_dgrad
+    from .vendor import cudnn_conv_dgrad
     d = problem.dims
     return cudnn_conv_dgrad(problem.inputs["grad_output"], problem.inputs["weight"],
                             (d["N"], d["C"], d["H"], d["W"]), d["stride"], d["pad"],

@@ -11,16 +11,16 @@ from __future__ import annotations
 
 import numpy as np
 
-from .. import reference as ref
-from ..check import rtol_for_sum
-from ..problem import Problem, conv_geometry, positive_int, reject_unknown, tensor
+from . import reference as ref
+from ..engine.check import rtol_for_sum
+from .problem import Problem, conv_geometry, positive_int, reject_unknown, tensor
 
 OP = "conv_forward"
 ARGS = ("input", "weight", "stride", "padding")
 
 # The tolerance, and why Winograd needs its own scale. The direct kernel's rounding error at an
 # output is bounded by eps * sqrt(terms) times the sum of |x|*|w| over that output's own window
-# (helpers/check.py). A Winograd output is computed from its whole 4x4 input tile: the transforms
+# (helpers/engine/check.py). A Winograd output is computed from its whole 4x4 input tile: the transforms
 # add and subtract inputs that cancel exactly in exact arithmetic but not in float32, so its error
 # scales with the magnitudes of the *tile*, not with the output's own window. Chapter 12 shows
 # it: with one input channel and padding 2, a corner output sees one input, yet its Winograd error
@@ -105,7 +105,7 @@ def random_problem_args(n, c, h, w, k, kernel=3, stride=1, padding=1, seed=0):
 
 
 def layer_args(layer: dict, activation: str = "none", seed: int = 0) -> dict:
-    """Arguments for one layer of a set in helpers/layers.py (the forward pass has no activation)."""
+    """Arguments for one layer of a set in helpers/ops/layers.py (the forward pass has no activation)."""
     if activation != "none":
         raise ValueError(f"{OP} has no activation (got {activation!r}); benchmark it with --activation none")
     return random_problem_args(layer["n"], layer["c"], layer["h"], layer["w"], layer["k"], layer["kernel"],
@@ -114,7 +114,7 @@ def layer_args(layer: dict, activation: str = "none", seed: int = 0) -> dict:
 
 def vendor_time(problem: Problem, warmup: int, repeats: int, flush_bytes: int):
     """cuDNN's fp32 forward convolution (TF32 off) through PyTorch on an NVIDIA GPU, or None."""
-    from ..vendor import cudnn_conv_forward
+    from .vendor import cudnn_conv_forward
     d = problem.dims
     return cudnn_conv_forward(problem.inputs["input"], problem.inputs["weight"], d["stride"], d["pad"],
                               warmup=warmup, repeats=repeats, flush_bytes=flush_bytes)

@@ -1,6 +1,26 @@
-// Device code shared by every kernel of the course. Included with -I kernels/common.
+// Device code shared by every kernel of the course, OpenCL C and CUDA alike. Included with
+// -I kernels/common. The few words the two languages spell differently are macros here; kernels
+// that differ on purpose (vector types, local memory, launch bounds) use their own language.
 #ifndef COURSE_H
 #define COURSE_H
+
+#ifdef __CUDACC__                          // CUDA (NVRTC defines __CUDACC__)
+#define KERNEL extern "C" __global__       // unmangled, so the host finds it by name
+#define GLOBAL                             // one address space for pointers
+#define DEVICE_FN __device__ inline
+#define GLOBAL_ID(d) ((int)((d) == 0 ? blockIdx.x * blockDim.x + threadIdx.x \
+                          : (d) == 1 ? blockIdx.y * blockDim.y + threadIdx.y \
+                                     : blockIdx.z * blockDim.z + threadIdx.z))
+#define LOCAL_ID(d) ((int)((d) == 0 ? threadIdx.x : (d) == 1 ? threadIdx.y : threadIdx.z))
+#define BARRIER() __syncthreads()
+#else                                      // OpenCL C
+#define KERNEL __kernel
+#define GLOBAL __global
+#define DEVICE_FN inline
+#define GLOBAL_ID(d) ((int)get_global_id(d))
+#define LOCAL_ID(d) ((int)get_local_id(d))
+#define BARRIER() barrier(CLK_LOCAL_MEM_FENCE)
+#endif
 
 #define CEIL_DIV(a, b) (((a) + (b) - 1) / (b))
 
@@ -15,7 +35,7 @@
 
 // Derivative of the activation, written in terms of its output y = act(pre-activation):
 // relu' = (y > 0), sigmoid' = y (1 - y), tanh' = 1 - y^2.
-inline float act_derivative(float y) {
+DEVICE_FN float act_derivative(float y) {
 #if ACT == ACT_NONE
     return 1.0f;
 #elif ACT == ACT_RELU

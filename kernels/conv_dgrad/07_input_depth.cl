@@ -5,7 +5,7 @@
 // per channel) instead of one. The bounds table is split into one table for the rows and one for
 // the 3 columns, shared by all channels. For a 3x3 kernel with K % 16 == 0 (FAST, decided on the
 // host) the body of the 16-depth loop is straight-line code written by a Python function
-// (helpers/combining.py: fast_block) for the chosen CPW and SPLIT; it replaces the
+// (helpers/launch/unrolled.py: fast_block) for the chosen CPW and SPLIT; it replaces the
 // "@generated" line below. Its weight loads are split: the depths go in groups of SPLIT, and a
 // group's weights are loaded just before the group is used, so fewer weights are live at once.
 // A missing row or column is read at a safe address and its value replaced by 0 (a select), so

@@ -7,7 +7,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 from matplotlib.patches import Rectangle
 
-from .reference import output_size
+from ..ops.reference import output_size
 
 
 def touched_outputs(h: int, w: int, size: int, kernel: int, stride: int, padding: int) -> list[tuple]:

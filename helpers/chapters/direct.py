@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .reference import output_size
+from ..ops.reference import output_size
 
 FLOAT_BYTES = 4
 

@@ -128,7 +128,7 @@ def short_name(ctx_or_dev=None) -> str:
 
 
 def main() -> None:
-    """`python -m helpers.devices`: list every OpenCL device and the one the course would choose."""
+    """`python -m helpers`: list every OpenCL device and the one the course would choose."""
     for key, dev in list_devices():
         print(f"{key}  {dev.platform.name.strip()} / {dev.name.strip()}")
     chosen = find_device()

@@ -11,7 +11,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 from matplotlib.patches import Rectangle
 
-from .combining import BLOCK, TAPS, fast_block
+from ..launch.unrolled import BLOCK, TAPS, fast_block
 
 DEPTH_COLORS = plt.get_cmap("tab20")(np.linspace(0, 1, 20))[:BLOCK]
 
@@ -236,7 +236,7 @@ def time_against(here_rows: list[dict], param: str, ax=None):
 def tuning_tables(op: str = "conv_dgrad", layer_set: str = "resnet50", stage_key: str = "07_input_depth") -> list[dict]:
     """The tuning searches recorded with GPU runs in results/: per run, device and every
     (defines, geometric-mean time or error) tried for ``stage_key``."""
-    from .results import find
+    from ..analysis.results import find
     out = []
     for run in find(op, layer_set):
         t = run.get("tuned", {}).get(stage_key)
@@ -255,8 +255,8 @@ def recorded_steps(number: int, op: str = "conv_dgrad", layer_sets=("resnet50", 
     layer set, the geometric means over its layers of GFLOP/s and of the speed-ups over the first
     stage, over the stage before and against the vendor library, for the stages from the one
     before ``number`` up to it; then (``per_layer``) each layer's speed-ups of stage ``number``."""
-    from .bench import geomean
-    from .results import find
+    from ..analysis.summary import geomean
+    from ..analysis.results import find
     out = []
     for ls in layer_sets:
         for run in find(op, ls):
@@ -291,10 +291,10 @@ def recorded_steps(number: int, op: str = "conv_dgrad", layer_sets=("resnet50", 
 
 
 def work_groups(stage_key: str, lay: dict, defines: dict) -> dict:
-    """Launch size of stage 07 or 08 for a layer (dict from helpers.layers) and its defines:
+    """Launch size of stage 07 or 08 for a layer (dict from helpers.ops.layers) and its defines:
     work-groups, work-items launched, and the fraction of them that have positions to compute."""
     from types import SimpleNamespace
-    from .combining import channel_tiles, channel_width_tiles
+    from ..launch.direct import channel_tiles, channel_width_tiles
     p = SimpleNamespace(dims={"N": lay["n"], "C": lay["c"], "H": lay["h"], "W": lay["w"]})
     geometry = channel_width_tiles if stage_key.startswith("08") else channel_tiles
     (g0, g1), (l0, _) = geometry(p, defines)

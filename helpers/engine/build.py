@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pyopencl as cl
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 KERNELS = ROOT / "kernels"
 COMMON = KERNELS / "common"
 

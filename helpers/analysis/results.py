@@ -4,7 +4,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-RESULTS = Path(__file__).resolve().parent.parent / "results"
+RESULTS = Path(__file__).resolve().parents[2] / "results"
 
 
 def load(pattern: str = "*.json") -> list[dict]:
@@ -19,9 +19,11 @@ def load(pattern: str = "*.json") -> list[dict]:
     return runs
 
 
-def find(op: str, layer_set: str, device_type: str | None = "GPU") -> list[dict]:
-    """Recorded runs of an op over a layer set (by default only those from GPUs)."""
+def find(op: str, layer_set: str, device_type: str | None = "GPU", tag: str | None = None) -> list[dict]:
+    """Recorded runs of an op over a layer set (by default only those from GPUs), untagged
+    (the ladders) unless a ``tag`` is asked for (runs made for one comparison, e.g. cuda_twins)."""
     return [r for r in load() if r.get("op") == op and r.get("layer_set") == layer_set
+            and r.get("tag") == tag
             and (device_type is None or r["device"].get("type") == device_type)]
 
 
@@ -31,7 +33,7 @@ def device_label(run: dict) -> str:
 
 
 def _geo(rows, key):
-    from .bench import geomean
+    from .summary import geomean
     return geomean(r.get(key) for r in rows)
 
 

@@ -10,7 +10,7 @@ import math
 
 import matplotlib.pyplot as plt
 
-from .bench import geomean, summary
+from .summary import geomean, summary
 from .results import device_label
 
 

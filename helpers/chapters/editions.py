@@ -1,14 +1,14 @@
 """The two editions of the course: the teacher notebooks (notebooks/, with solutions) and the
 student edition generated from them.
 
-    python -m helpers.editions [OUT]     # or ./course student; OUT defaults to build/student
+    python -m helpers.chapters.editions [OUT]   # or ./course student; OUT defaults to build/student
 
 One convention marks what the student edition leaves out, nbgrader's: in code cells, lines between
 ``### BEGIN SOLUTION`` and ``### END SOLUTION`` (in a kernel string, ``// ### BEGIN SOLUTION``);
 in markdown cells, the same markers around an answer or a hint that gives one away. nbgrader's
 own ClearSolutions preprocessor replaces them (code: ``raise NotImplementedError()``, which every
-check in helpers/exercises.py and helpers/kernel_exercises.py reports as "not answered yet";
-markdown: a line asking for the learner's answer). The outputs of those cells are cleared too,
+check in helpers/chapters/exercises.py and helpers/chapters/kernel_exercises.py reports as "not
+answered yet"; markdown: a line asking for the learner's answer). The outputs of those cells are cleared too,
 and their ``NBVAL_CHECK_OUTPUT`` marker removed, so the student edition runs top to bottom under
 nbval with the exercises unanswered.
 """

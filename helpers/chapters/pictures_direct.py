@@ -11,7 +11,7 @@ import numpy as np
 from matplotlib.patches import Rectangle
 
 from . import direct
-from .reference import output_size
+from ..ops.reference import output_size
 
 LANE_COLORS = ["tab:blue", "tab:purple", "tab:green", "tab:orange", "tab:red", "tab:brown",
                "tab:pink", "tab:olive"]
@@ -214,8 +214,8 @@ def upto(run: dict, number: int) -> dict:
 def ladder_so_far(here: dict, number: int, op: str = "conv_dgrad", layer_set: str = "resnet50"):
     """The ladder of stages up to ``number``: this device's run, then every recorded GPU run of
     ``layer_set`` (results/). Returns the figure, or None (with a sentence) if nothing is left."""
-    from .plots import ladder
-    from .results import find
+    from ..analysis.plots import ladder
+    from ..analysis.results import find
     recorded = [r for r in (upto(run, number) for run in find(op, layer_set)) if r["rows"]]
     if not recorded:
         print(f"No GPU run of {op} over '{layer_set}' is recorded in results/ yet; "
@@ -280,8 +280,8 @@ def recorded_step(number: int, op: str = "conv_dgrad", layer_sets=("resnet50", "
     layer set, the geometric mean over its layers of each stage's speed-up over the first stage,
     over the stage before it, and against the vendor library; layer by layer (describe_step) for
     the sets in ``per_layer``. A sentence instead where no run is recorded."""
-    from .bench import geomean, summary, vendor_name
-    from .results import device_label, find
+    from ..analysis.summary import geomean, summary, vendor_name
+    from ..analysis.results import device_label, find
     out = []
     for ls in layer_sets:
         runs = [upto(r, number) for r in find(op, ls)]

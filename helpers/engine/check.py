@@ -31,6 +31,7 @@ class CheckResult:
     count: int
     max_error: float         # largest |actual - expected|
     worst_ratio: float       # largest error / tolerance (< 1 passes)
+    path: str = ""           # the path the problem took (runner.path_taken), where a stage ran
 
     @property
     def verdict(self) -> str:

@@ -70,6 +70,6 @@ def layer_set(name: str) -> list[dict]:
 
 def args(lay: dict, activation: str = "none", seed: int = 0) -> dict:
     """conv_dgrad arguments (random tensors, fixed seed) for a layer of a set."""
-    from .ops.conv_dgrad import random_problem_args
+    from .conv_dgrad import random_problem_args
     return random_problem_args(lay["n"], lay["c"], lay["h"], lay["w"], lay["k"], lay["kernel"],
                                lay["stride"], lay["padding"], activation, seed)

@@ -2,7 +2,7 @@
 just False, and never prints the expected answer.
 
 Solutions in the teacher notebooks sit between ``### BEGIN SOLUTION`` and ``### END SOLUTION``;
-the student edition (``./course student``, helpers/editions.py) replaces them with
+the student edition (``./course student``, helpers/chapters/editions.py) replaces them with
 ``raise NotImplementedError()``. Every check catches that and says, politely, that the exercise
 is not answered yet, so the student edition runs top to bottom.
 """
@@ -42,7 +42,7 @@ def _compare(got, want) -> str:
 @exercise
 def check_output_size(answer_fn) -> bool:
     """Chapter 01: a function (size, kernel, stride, padding) -> output size."""
-    from .reference import output_size
+    from ..ops.reference import output_size
     for args in [(7, 3, 1, 1), (7, 3, 2, 1), (8, 3, 2, 0), (5, 5, 3, 4), (1, 1, 1, 0), (28, 2, 3, 1)]:
         got, want = answer_fn(*args), output_size(*args)
         if got != want:
@@ -84,7 +84,7 @@ def check_touched_outputs(answer_fn) -> bool:
 @exercise
 def check_flops(answer_fn) -> bool:
     """Chapter 02: FLOPs of the input gradient for (N, C, H, W, K, R, S, stride, padding)."""
-    from .reference import output_size
+    from ..ops.reference import output_size
     for n, c, h, w, k, r, s, st, p in [(1, 3, 8, 8, 4, 3, 3, 1, 1), (2, 16, 7, 5, 32, 5, 5, 2, 2)]:
         oh, ow = output_size(h, r, st, p), output_size(w, s, st, p)
         want = 2 * n * k * oh * ow * c * r * s
@@ -111,7 +111,7 @@ def check_array(got, want, name: str = "answer", rtol: float = 1e-5) -> bool:
 @exercise
 def check_intensity(answer_fn) -> bool:
     """Chapter 00: FLOPs per minimal byte of the input gradient of a layer (no activation)."""
-    from .reference import output_size
+    from ..ops.reference import output_size
     for n, c, size, k, r, st, p in [(64, 64, 56, 64, 3, 1, 1), (1, 512, 7, 512, 3, 1, 1), (8, 128, 56, 128, 3, 2, 1)]:
         o = output_size(size, r, st, p)
         flops = 2 * n * k * o * o * c * r * r
@@ -134,7 +134,7 @@ def check_valid_table(answer_fn) -> bool:
     """Chapter 03: (h, x, kernel, stride, pad, H, W) -> the kernel x kernel table of booleans
     saying which weights (r, s) meet an output position for input (h, x)."""
     from .direct import valid_table
-    from .reference import output_size
+    from ..ops.reference import output_size
     cases = [(0, 0, 3, 1, 1, 8, 8), (7, 3, 3, 1, 1, 8, 8), (4, 4, 3, 2, 1, 9, 9), (3, 0, 3, 2, 1, 7, 5),
              (2, 5, 5, 1, 2, 6, 6), (1, 1, 5, 3, 4, 5, 5), (0, 2, 1, 1, 0, 3, 3), (5, 6, 2, 2, 0, 8, 7)]
     for h, x, k, s, p, hh, ww in cases:
@@ -184,7 +184,7 @@ def check_vector_columns(answer_fn) -> bool:
     """Chapter 05: (W, pad) -> how many of the W work-items of a row take stage 05's 3-wide path
     for a 3x3 kernel with stride 1."""
     from .direct import takes_vector_path
-    from .reference import output_size
+    from ..ops.reference import output_size
     for w, p in [(56, 1), (7, 1), (1, 1), (2, 1), (3, 0), (5, 0), (8, 2), (3, 2), (1, 2), (224, 1)]:
         ow = output_size(w, 3, 1, p)
         want = sum(takes_vector_path(x, ow, 3, 1, p) for x in range(w))
@@ -324,7 +324,7 @@ def check_weight_slot(answer_fn) -> bool:
 def check_weight_vectors(answer_fn) -> bool:
     """Chapter 07: (first, last) depth of a group -> the float4 indices (0..35) of a 16-depth
     block that hold the group's weights, in order (what the generator loads for the group)."""
-    from .combining import weight_vectors
+    from ..launch.unrolled import weight_vectors
     for first in range(16):
         for last in range(first, 16):
             want = list(weight_vectors(first, last))

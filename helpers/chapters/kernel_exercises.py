@@ -1,6 +1,6 @@
 """Kernel exercises: a stage's kernel with a marked gap that the learner fills with OpenCL C.
 
-    from helpers.kernel_exercises import kernel_gap
+    from helpers.chapters.kernel_exercises import kernel_gap
     gap = kernel_gap("naive_checks")
     gap.show()                       # the kernel, with the gap marked
     gap.check(my_code, ctx=nb.ctx)   # splice the code in, run it through the one checker
@@ -19,7 +19,10 @@ from contextlib import contextmanager
 
 import numpy as np
 
-from .build import KernelBuildError, kernel_source
+from ..engine.build import KernelBuildError, kernel_source
+from ..engine.check import MismatchError
+from ..runner import GuardViolation, check_plan, plan_stage
+from ..stages import REGISTRY, get_stage
 from .exercises import NOT_ANSWERED, _verdict
 from .notebook import Source
 
@@ -62,9 +65,6 @@ class Gap:
         if "NotImplementedError" in code or "YOUR CODE HERE" in code:
             print(NOT_ANSWERED_KERNEL)
             return False
-        from . import check_outputs, plan_stage
-        from .check import MismatchError
-        from .runner import GuardViolation
         text = self.source(code)
         base = _stage(self.op, self.stage)
         trial = dataclasses.replace(base, source=lambda jit: text, fallback=None)
@@ -82,7 +82,7 @@ class Gap:
                                         f"each input hold NaN, so your code read outside a tensor: an index "
                                         f"runs past an end, or a bounds check is missing or lets one position "
                                         f"too many through. {hint}")
-                    check_outputs(plan)
+                    check_plan(plan)
                 except KernelBuildError as err:
                     text_, _, log = str(err).partition("Compiler log:")
                     where = [ln for ln in text_.splitlines()[1:] if ln.strip()][:6]
@@ -98,14 +98,12 @@ class Gap:
 
 
 def _stage(op, name):
-    from . import get_stage
     return get_stage(op, name)
 
 
 @contextmanager
 def _substituted(base, trial):
     """The trial stage in the registry in place of ``base``, only while the check runs."""
-    from . import REGISTRY
     stages = REGISTRY[base.op]
     i = stages.index(base)
     stages[i] = trial
@@ -117,21 +115,21 @@ def _substituted(base, trial):
 
 def _dgrad(*shape):
     def make():
-        from .ops.conv_dgrad import random_problem_args
+        from ..ops.conv_dgrad import random_problem_args
         return random_problem_args(*shape, seed=len(shape))
     return make
 
 
 def _fwd(*shape):
     def make():
-        from .ops.conv_forward import random_problem_args
+        from ..ops.conv_forward import random_problem_args
         return random_problem_args(*shape, seed=3)
     return make
 
 
 def _bn(*shape, offset=0.0):
     def make():
-        from .ops.batchnorm_forward import random_args
+        from ..ops.batchnorm_forward import random_args
         return random_args(*shape, offset=offset, seed=5)
     return make
 

@@ -1,6 +1,6 @@
 """PyTorch's batch norm on an NVIDIA GPU: the reference timings of chapter 14.
 
-Timed exactly as helpers/vendor.py times cuDNN (the device time of each call's kernels, warm-up
+Timed exactly as helpers/ops/vendor.py times cuDNN (the device time of each call's kernels, warm-up
 excluded, the L2 cache overwritten between repetitions, median and spread). Forward: one call of
 torch.nn.functional.batch_norm in the same mode as the problem (training with the momentum
 update of the running statistics, or inference). Backward: the gradients of x, gamma and beta

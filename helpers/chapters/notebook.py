@@ -1,6 +1,6 @@
 """What every chapter's first cell calls, and how chapters show kernel sources.
 
-    from helpers.notebook import start, show_source, show_diff
+    from helpers.chapters.notebook import start, show_source, show_diff
     nb = start()          # picks the device, prints it, says whether sizes are small or full
     nb.layers             # layer set to time: 'small' on a CPU by default, 'resnet50' with COURSE_SIZE=full
 
@@ -13,9 +13,9 @@ import html
 import os
 from dataclasses import dataclass
 
-from .build import kernel_source
-from .devices import device_info, get_context, short_name
-from .stages import get_stage
+from ..engine.build import kernel_source
+from ..engine.devices import device_info, get_context, short_name
+from ..stages import get_stage
 
 
 @dataclass
@@ -75,8 +75,9 @@ def _path(op_or_path: str, stage=None) -> str:
 
 
 def show_source(op_or_path: str, stage=None) -> Source:
-    """A stage's kernel file (or any file under kernels/), highlighted."""
-    return Source(kernel_source(_path(op_or_path, stage)))
+    """A stage's kernel file (or any file under kernels/), highlighted (CUDA for .cu files)."""
+    path = _path(op_or_path, stage)
+    return Source(kernel_source(path), "cuda" if path.endswith(".cu") else "c")
 
 
 def show_diff(op: str, old, new) -> Source:
@@ -89,8 +90,10 @@ def show_diff(op: str, old, new) -> Source:
 
 def step_times(plan, repeats: int = 10, warmup: int = 2) -> dict:
     """Median and interquartile range (ms) of each kernel of a multi-kernel stage, from its own
-    profiling events: which of a stage's kernels a change sped up. Check the plan first."""
+    profiling events: which of a stage's kernels a change sped up. The plan is checked against
+    the reference first (the one checker, as before every timing)."""
     import numpy as np
+    plan.ensure_checked()
     for _ in range(warmup):
         plan.enqueue()
     plan.queue.finish()

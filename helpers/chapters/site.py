@@ -1,4 +1,4 @@
-"""`python -m helpers.site [OUT]` (or ./course site): the executed notebooks as an HTML book.
+"""`python -m helpers.chapters.site [OUT]` (or ./course site): the executed notebooks as an HTML book.
 
 Builds notebooks/ (its _config.yml and _toc.yml) with Jupyter Book into OUT (default build/site)
 without executing anything, with warnings as errors (-W, -n: a broken internal link or a page

@@ -1,0 +1,79 @@
+"""Batch normalization (chapter 14): forward (training, inference) and backward kernels.
+
+Both operations share one stage list; each stage file holds the forward and the backward
+kernels. The registry's ``launch`` names the grid: ``per_channel`` (one work-item per channel),
+``group_per_channel`` (one work-group per channel), ``blocks`` (many work-groups per channel:
+block partials in a workspace, then a merge). eps and momentum are float32 kernel arguments.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ..ops.problem import Problem
+from . import Step, Workspace, round_up
+
+BN_TRAIN = ("x", "gamma", "beta", "running_mean", "running_var", "y", "mean", "inv_std",
+            "running_mean_out", "running_var_out", "N", "C", "HW")
+BN_INFER = ("x", "gamma", "beta", "running_mean", "running_var", "y", "N", "C", "HW")
+BN_BACKWARD = ("grad_output", "output", "x", "gamma", "mean", "inv_std", "grad_input", "grad_gamma",
+               "grad_beta", "N", "C", "HW")
+
+
+def blocks(p: Problem, d: dict) -> int:
+    """Stage 05: blocks of WG*ITEMS units per channel (a unit is a float4 when H*W % 4 == 0)."""
+    hw = p.dims["HW"]
+    units = p.dims["N"] * (hw // 4 if hw % 4 == 0 else hw)
+    return -(-units // (d["WG"] * d["ITEMS"]))
+
+
+def geometry(kind: str, p: Problem, d: dict):
+    c, wg = p.dims["C"], d["WG"]
+    if kind == "per_channel":          # one work-item per channel
+        return (round_up(c, wg),), (wg,)
+    if kind == "group_per_channel":    # one work-group per channel
+        return (wg * c,), (wg,)
+    return (wg * blocks(p, d), c), (wg, 1)   # blocks of a channel x channels
+
+
+def steps(stage, p: Problem, d: dict) -> list:
+    kind = stage.launch
+    fused = kind == "blocks"
+    g, l = geometry(kind, p, d)
+    if p.op == "batchnorm_backward":
+        if fused:
+            return [Step("bn_sums_partial", g, l, ("grad_output", "output", "x", "mean", "partials",
+                                                   "N", "C", "HW")),
+                    Step("bn_backward", g, l, BN_BACKWARD + ("partials",))]
+        return [Step("bn_backward", g, l, BN_BACKWARD)]
+    eps = np.float32(p.dims["eps"])
+    if not p.dims["training"]:
+        return [Step("bn_forward_infer", g, l, BN_INFER + (eps,))]
+    args = BN_TRAIN + (eps, np.float32(p.dims["momentum"]))
+    if fused:
+        return [Step("bn_stats_partial", g, l, ("x", "partials", "N", "C", "HW")),
+                Step("bn_forward_train", g, l, args + ("partials",))]
+    return [Step("bn_forward_train", g, l, args)]
+
+
+def workspace(stage, p: Problem, d: dict) -> dict:
+    fused = stage.launch == "blocks"
+    out = {}
+    if p.op == "batchnorm_forward" and p.dims["training"] and not p.dims["update"]:
+        out = {"running_mean_out": p.dims["C"], "running_var_out": p.dims["C"]}  # never written
+    if fused and (p.op == "batchnorm_backward" or p.dims["training"]):
+        out["partials"] = (2 if p.op == "batchnorm_backward" else 3) * p.dims["C"] * blocks(p, d)
+    return {name: Workspace("float32", n) for name, n in out.items()}
+
+
+def wg_power_of_two(p: Problem, d: dict):
+    wg = d["WG"]
+    if wg < 4 or wg & (wg - 1):
+        return f"WG must be a power of two >= 4 (the reduction tree halves it), got {wg}"
+    if d.get("ITEMS", 1) < 1:
+        return f"ITEMS must be >= 1, got {d['ITEMS']}"
+    return None
+
+
+def vec4(p: Problem, d: dict) -> dict:
+    """Stage 05: VEC4=1 when H*W % 4 == 0 (float4 units)."""
+    return {"VEC4": int(p.dims["HW"] % 4 == 0)}

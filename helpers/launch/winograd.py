@@ -1,0 +1,103 @@
+"""Winograd F(2x2,3x3) (chapter 12): four kernels per stage, shared by conv_forward and conv_dgrad.
+
+The kernels see a forward 3x3 convolution of a ``src`` with CI channels into a ``dst`` with CO
+channels: conv_forward as it is; conv_dgrad renamed (dy -> dx with the rotated filter, see
+kernels/conv_dgrad/12_winograd.cl). Scratch: U (16 x CIP x COP), V (16 x CIP x PP),
+M (16 x COP x PP), with CI, CO and the number of tiles P padded up to the GEMM's blocks.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ..ops.problem import Problem
+from . import Step, Workspace, round_up
+
+
+def wino_view(p: Problem) -> dict:
+    """The forward convolution the Winograd kernels compute, in their names."""
+    d = p.dims
+    if p.op == "conv_dgrad":
+        v = dict(src="grad_output", srcy="output", dst="grad_input", N=d["N"], CI=d["K"], CO=d["C"],
+                 IH=d["OH"], IW=d["OW"], OH=d["H"], OW=d["W"], PADT=d["KH"] - 1 - d["pad"])
+    else:
+        v = dict(src="input", srcy="input", dst="output", N=d["N"], CI=d["C"], CO=d["K"],
+                 IH=d["H"], IW=d["W"], OH=d["OH"], OW=d["OW"], PADT=d["pad"])
+    v["TH"], v["TW"] = (v["OH"] + 1) // 2, (v["OW"] + 1) // 2
+    v["P"] = v["N"] * v["TH"] * v["TW"]
+    return v
+
+
+def wino_blocks(d: dict) -> tuple:
+    """(CI, CO, P) multiples the stage's matrix product needs (1: no padding)."""
+    if "TM" in d:
+        return d["TK"], d["TM"], d["TN"]
+    if "TS" in d:
+        return d["TS"], d["TS"], d["TS"]
+    return 1, 1, 1
+
+
+def wino_padded(p: Problem, d: dict) -> tuple:
+    v = wino_view(p)
+    bc, bo, bp = wino_blocks(d)
+    return round_up(v["CI"], bc), round_up(v["CO"], bo), round_up(v["P"], bp)
+
+
+# conv_dgrad checks each element against its own magnitude. Winograd's rounding error scales
+# with the magnitudes of the whole 4x4 tile (helpers/ops/conv_forward.py explains it), so with
+# one or two channels to sum over, a border element of dx (PAD = 0: it sees a single dy) can
+# miss that tolerance by far (chapter 12 measures 77x with K = 1, 4x with K = 2, 0.18x with
+# K = 3..6, 0.035x with K = 8). Layers that thin are tiny anyway: they take the fallback.
+WINO_DGRAD_MIN_K = 8
+
+
+def winograd_f23(p: Problem, d: dict):
+    dims = p.dims
+    if (dims["KH"], dims["KW"]) != (3, 3) or dims["stride"] != 1:
+        return (f"Winograd F(2x2,3x3) needs a 3x3 kernel with stride 1; this problem has a "
+                f"{dims['KH']}x{dims['KW']} kernel with stride {dims['stride']}")
+    if p.op == "conv_dgrad" and dims["K"] < WINO_DGRAD_MIN_K:
+        return (f"the Winograd input gradient needs K >= {WINO_DGRAD_MIN_K} output channels to stay "
+                f"within conv_dgrad's per-element tolerance; this problem has K = {dims['K']}")
+    if "REG" in d and (d["REG"] % 4 or d["TM"] % d["REG"] or d["TN"] % d["REG"]):
+        return f"REG={d['REG']} must be a multiple of 4 that divides TM={d['TM']} and TN={d['TN']}"
+    cip, cop, pp = wino_padded(p, d)
+    if 16 * max(cip, cop) * max(pp, cip) > 2**31 - 1:
+        return (f"its scratch matrices would hold {16 * max(cip, cop) * pp:,} floats; the kernels "
+                f"index with 32-bit integers (use a smaller batch)")
+    return None
+
+
+def workspace(stage, p: Problem, d: dict) -> dict:
+    cip, cop, pp = wino_padded(p, d)
+    return {"U": Workspace("float32", 16 * cip * cop), "V": Workspace("float32", 16 * cip * pp),
+            "M": Workspace("float32", 16 * cop * pp)}
+
+
+def steps(stage, p: Problem, d: dict) -> list:
+    """Filter transform, input transform, the 16 matrix products, output transform."""
+    v = wino_view(p)
+    cip, cop, pp = (np.int32(x) for x in wino_padded(p, d))
+    i32 = {k: np.int32(v[k]) for k in ("N", "CI", "CO", "IH", "IW", "OH", "OW", "PADT", "TH", "TW")}
+    wg = d["WG"]
+    filt = ("weight", "U", i32["CI"], i32["CO"], cip, cop)
+    inp = (v["src"], v["srcy"], "V", i32["N"], i32["CI"], i32["IH"], i32["IW"], i32["TH"], i32["TW"],
+           i32["PADT"], cip, pp)
+    gemm = ("U", "V", "M", cip, cop, pp)
+    out = ("M", v["dst"], i32["N"], i32["CO"], i32["OH"], i32["OW"], i32["TH"], i32["TW"], cop, pp)
+    if stage.launch == "per_element":  # one work-item per element
+        one = lambda n: ((round_up(int(n), wg),), (wg,))
+        return [Step("wino_filter", *one(16 * cop * cip), filt),
+                Step("wino_input", *one(16 * pp * cip), inp),
+                Step("wino_gemm", *one(16 * cop * pp), gemm),
+                Step("wino_output", *one(v["N"] * v["CO"] * v["OH"] * v["OW"]), out)]
+    steps = [Step("wino_filter", (round_up(int(cop), wg), int(cip)), (wg, 1), filt),
+             Step("wino_input", (round_up(int(pp), wg), int(cip)), (wg, 1), inp)]
+    if stage.launch == "blocked":
+        steps.append(Step("wino_gemm", (int(pp) // d["REG"], int(cop) // d["REG"], 16),
+                          (d["TN"] // d["REG"], d["TM"] // d["REG"], 1), gemm))
+    elif stage.launch == "local":
+        steps.append(Step("wino_gemm", (int(pp), int(cop), 16), (d["TS"], d["TS"], 1), gemm))
+    else:  # tiles: one work-item per element of the products
+        steps.append(Step("wino_gemm", (round_up(16 * int(cop) * int(pp), wg),), (wg,), gemm))
+    steps.append(Step("wino_output", (round_up(v["P"], wg), int(v["CO"])), (wg, 1), out))
+    return steps

@@ -1,0 +1,97 @@
+"""The CUDA stages: every .cu kernel compiles to PTX for sm_80 and sm_90 with each of its
+registered define combinations (NVRTC from pip: no GPU needed), and where CuPy sees an NVIDIA
+GPU, every CUDA stage matches the reference on the grid with guard zones and agrees with its
+OpenCL twin. Without CUDA, asking for a CUDA stage is refused with a clear error."""
+import numpy as np
+import pytest
+
+import helpers
+from helpers.engine.backends import BackendUnavailable, cuda_missing, nvrtc
+from helpers.ops.conv_dgrad import random_problem_args
+from helpers.runner import jit_defines, prepare, stage_source
+from helpers.stages import REGISTRY
+
+from shapes import case_id, conv_grid
+
+CUDA_STAGES = [s for stages in REGISTRY.values() for s in stages if s.backend == "cuda"]
+ARCHS = ("compute_80", "compute_90")
+NO_NVRTC = nvrtc.missing()
+NO_CUDA = cuda_missing()
+# problems that set every define a conv_dgrad kernel reads: kernel sizes, strides, activations
+PROBLEMS = [dict(n=1, c=3, h=7, w=9, k=4, kernel=3, stride=1, padding=1, activation="none"),
+            dict(n=1, c=2, h=9, w=8, k=16, kernel=5, stride=2, padding=2, activation="relu"),
+            dict(n=1, c=2, h=6, w=6, k=3, kernel=1, stride=3, padding=0, activation="tanh"),
+            dict(n=1, c=2, h=6, w=6, k=3, kernel=2, stride=1, padding=0, activation="sigmoid")]
+
+
+def define_sets(stage):
+    """The stage's defaults, then each tune candidate alone."""
+    yield dict(stage.defines)
+    for name, values in stage.tune.items():
+        for v in values:
+            if v != stage.defines.get(name):
+                yield {**stage.defines, name: v}
+
+
+def _args(c, seed=0):
+    return random_problem_args(c["n"], c["c"], c["h"], c["w"], c["k"], c["kernel"], c["stride"],
+                               c["padding"], c["activation"], seed=seed)
+
+
+def test_there_are_cuda_twins():
+    assert len(CUDA_STAGES) >= 2
+    for s in CUDA_STAGES:
+        assert s.kernel.endswith(".cu") and s.precision in ("fp32", "tf32", "fp16", "bf16")
+        twin = helpers.get_stage(s.op, s.number)
+        assert twin.backend == "opencl" and twin.kernel.rsplit(".", 1)[0] == s.kernel.rsplit(".", 1)[0]
+
+
+@pytest.mark.skipif(NO_NVRTC is not None, reason=f"{NO_NVRTC}")
+@pytest.mark.parametrize("stage", CUDA_STAGES, ids=lambda s: f"{s.op}-{s.name}")
+def test_cuda_kernel_compiles_to_ptx(stage):
+    count = 0
+    for defines in define_sets(stage):
+        for c in PROBLEMS:
+            problem = prepare(stage.op, **_args(c))
+            jit = jit_defines(stage, problem, defines)
+            for arch in ARCHS:
+                ptx = nvrtc.compile_ptx(stage.kernel, jit, arch, source=stage_source(stage, jit))
+                assert f".entry {stage.entry or stage.op}(" in ptx
+                assert f".target sm_{arch[-2:]}" in ptx
+                count += 1
+    assert count >= len(PROBLEMS) * len(ARCHS)
+
+
+@pytest.mark.skipif(NO_NVRTC is not None, reason=f"{NO_NVRTC}")
+def test_a_broken_cuda_kernel_is_caught():
+    src = helpers.kernel_source(CUDA_STAGES[0].kernel).replace("grad += ", "grad += undefined_name + ", 1)
+    with pytest.raises(nvrtc.CudaCompileError, match="undefined_name"):
+        nvrtc.compile_ptx(CUDA_STAGES[0].kernel, {}, "compute_80", source=src)
+
+
+@pytest.mark.skipif(NO_CUDA is None, reason="CUDA is available here: the stages run instead")
+def test_cuda_stage_refused_without_cuda():
+    with pytest.raises(BackendUnavailable, match="CuPy|NVIDIA GPU"):
+        helpers.run_stage("conv_dgrad", CUDA_STAGES[0].name, **_args(PROBLEMS[0]))
+
+
+@pytest.mark.skipif(NO_CUDA is not None, reason=f"{NO_CUDA}")
+@pytest.mark.parametrize("stage", [s.name for s in CUDA_STAGES if s.op == "conv_dgrad"])
+def test_cuda_stage_matches_reference_with_guards(stage):
+    for i, c in enumerate(conv_grid()):
+        try:
+            helpers.check_stage("conv_dgrad", stage, guard=True, **_args(c, seed=i))
+        except (AssertionError, helpers.GuardViolation) as err:
+            raise AssertionError(f"stage {stage} failed on {case_id(c)}:\n{err}") from None
+
+
+@pytest.mark.skipif(NO_CUDA is not None, reason=f"{NO_CUDA}")
+@pytest.mark.parametrize("stage", [s.name for s in CUDA_STAGES if s.op == "conv_dgrad"])
+def test_cuda_twin_agrees_with_opencl(ctx, stage):
+    s = helpers.get_stage("conv_dgrad", stage)
+    args = random_problem_args(2, 32, 14, 14, 48, 3, 1, 1, "relu", seed=7)
+    got = helpers.run_stage("conv_dgrad", stage, **args)
+    ref = helpers.run_stage("conv_dgrad", s.number, ctx=ctx, **args)
+    assert got.shape == ref.shape and got.dtype == np.float32
+    helpers.check_stage("conv_dgrad", stage, **args)
+    np.testing.assert_allclose(got, ref, rtol=1e-5, atol=1e-5 * float(np.abs(ref).max()))
