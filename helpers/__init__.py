@@ -13,8 +13,9 @@ Layers, each importing only from itself and the ones above it in this list (help
     analysis/   reading recorded results, summaries, the ladder and roofline plots (no OpenCL)
     bench.py    `python -m helpers.bench`: stages x layers on a device, JSON into results/
     peak.py, registers.py   measured roofline; NVIDIA register counts into results/
-    chapters/   what notebooks call: notebook (first cell, source display), pictures*,
-                exercises, direct (models of chapters 03-05), winograd (Toom-Cook), execute
+    chapters/   what notebooks call: notebook (first cell, source display, step_times), pictures*,
+                exercises and kernel_exercises (checks), direct (models of chapters 03-05), winograd
+                (Toom-Cook); tools over the notebooks: execute, editions (student edition), site
 """
 import importlib
 
