@@ -18,7 +18,7 @@ import shutil
 import sys
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 BEGIN, END = "BEGIN SOLUTION", "END SOLUTION"
 TEXT_STUB = "*Your answer here (double-click to edit).*"
 
