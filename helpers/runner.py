@@ -152,8 +152,8 @@ def jit_defines(s: Stage, p: Problem, d: dict) -> dict:
 
 def stage_source(s: Stage, jit: dict) -> str | None:
     """Generated kernel text for a stage whose family writes part of it, else None (the file)."""
-    if callable(s.source):      # a test's planted fault: a function of the defines
-        return s.source(jit)
+    if callable(s.source):      # a test's planted fault or a kernel exercise's spliced text (a
+        return s.source(jit)    # function of the defines, set with dataclasses.replace)
     generate = hook(s, "source")
     return generate(s, jit) if generate else None
 

@@ -37,7 +37,9 @@ class Stage:
     jit: str = ""                    # family function (problem, defines) -> derived defines
     requires: str = ""               # family function (problem, defines) -> None or the unmet need
     fallback: str | None = None      # stage name to run when ``requires`` fails; None: refuse
-    source: str = ""                 # family function (stage, defines) -> generated kernel text
+    source: str = ""                 # family function (stage, defines) -> generated kernel text;
+                                     # a test's fault or a kernel exercise may set a callable
+                                     # (defines) -> text on a copy (dataclasses.replace)
     fast: dict = field(default_factory=dict)  # the build defines that select the fast path (as the
                                      # kernel's #if reads them); empty: the stage has one path
     entry: str = ""                  # kernel function name of a one-kernel stage (default: the op)

@@ -17,7 +17,8 @@ from .results import device_label
 def ladder(*runs, metric: str = "gflops", title: str | None = None, highlight: str | None = None):
     """One panel per run: geometric-mean GFLOP/s (``metric="gbps"``: GB/s) of each stage over the run's layers.
 
-    Bars are annotated with the speed-up over the op's first stage; a dashed line marks the
+    Whiskers show the interquartile range of the timed runs (the geometric mean taken at each
+    layer's first and third quartile of time). Bars are annotated with the speed-up over the op's first stage; a dashed line marks the
     vendor library (cuDNN fp32, or the run's vendor ``name``) where the run timed it. With
     ``metric="gbps"`` a dotted line marks the run's measured copy bandwidth. ``highlight``
     colours one stage.
@@ -30,24 +31,37 @@ def ladder(*runs, metric: str = "gflops", title: str | None = None, highlight: s
         vals = [s[k][metric] for k in keys]
         colors = ["tab:orange" if highlight and k.endswith(highlight) else "tab:blue" for k in keys]
         bars = ax.bar(range(len(keys)), vals, color=colors)
-        for b, k in zip(bars, keys):
+        # whiskers: the same geometric mean at each layer's first and third quartile of time
+        lo, hi = [], []
+        for k, v in zip(keys, vals):
+            rows = [r for r in run["rows"] if r["key"] == k and r.get("q1_ms") and r.get("q3_ms")]
+            lo.append(v - geomean(r[metric] * r["median_ms"] / r["q3_ms"] for r in rows) if rows else 0.0)
+            hi.append(geomean(r[metric] * r["median_ms"] / r["q1_ms"] for r in rows) - v if rows else 0.0)
+        ax.errorbar(range(len(keys)), vals, yerr=[lo, hi], fmt="none", ecolor="black", elinewidth=1, capsize=3)
+        for b, k, up in zip(bars, keys, hi):
             x = s[k]["x_first"]
-            if not math.isnan(x):
-                ax.annotate(f"x{x:.1f}", (b.get_x() + b.get_width() / 2, b.get_height()),
+            if not math.isnan(x):                 # above the whisker, so the two never overlap
+                ax.annotate(f"x{x:.1f}", (b.get_x() + b.get_width() / 2, b.get_height() + up),
                             ha="center", va="bottom", fontsize=8)
         if run.get("vendor"):
             v = geomean(r[metric] for r in run["vendor"])
             name = run["vendor"][0].get("name", "cuDNN fp32")
             ax.axhline(v, ls="--", color="k", lw=1)
-            ax.text(len(keys) - 0.6, v, name, ha="right", va="bottom", fontsize=8)
+            ax.annotate(name, (1.0, v), xycoords=("axes fraction", "data"), xytext=(2, 0),
+                        textcoords="offset points", ha="left", va="center", fontsize=8)
         if metric == "gbps" and "roofline" in run:
             bw = run["roofline"]["copy_gbps"]
             ax.axhline(bw, ls=":", color="tab:red", lw=1.5)
             ax.annotate(f"measured copy {bw:.0f} GB/s", (-0.5, bw), ha="left", va="bottom", fontsize=8,
                         color="tab:red")
+        if vals and min(vals) > 0 and max(vals) / min(vals) > 30:   # one bar would vanish: log scale
+            ax.set_yscale("log")
+            ax.set_title("log scale", loc="right", fontsize=7)
         ax.set_xticks(range(len(keys)), keys, rotation=30, ha="right", fontsize=8)
-        ax.set_ylabel({"gflops": "GFLOP/s (geometric mean)", "gbps": "GB/s (geometric mean)"}.get(metric, metric))
-        ax.set_title(f"{device_label(run)}\n{run['op']} on '{run['layer_set']}'", fontsize=9)
+        ax.set_ylabel({"gflops": "GFLOP/s (geometric mean)", "gbps": "GB/s (geometric mean)"}.get(metric, metric)
+                      + "\nwhiskers: interquartile range", fontsize=8)
+        ax.set_title(f"{device_label(run).replace(' (', chr(10) + '(', 1)}\n{run['op']} on '{run['layer_set']}'",
+                     fontsize=8)
     if title:
         fig.suptitle(title)
     fig.tight_layout()

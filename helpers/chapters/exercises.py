@@ -1,7 +1,19 @@
-"""Checks for the chapters' exercises: each says what is right or what is off, never just False."""
+"""Checks for the chapters' exercises: each says what is right or points at what is off, never
+just False, and never prints the expected answer.
+
+Solutions in the teacher notebooks sit between ``### BEGIN SOLUTION`` and ``### END SOLUTION``;
+the student edition (``./course student``, helpers/chapters/editions.py) replaces them with
+``raise NotImplementedError()``. Every check catches that and says, politely, that the exercise
+is not answered yet, so the student edition runs top to bottom.
+"""
 from __future__ import annotations
 
+import functools
+
 import numpy as np
+
+NOT_ANSWERED = ("Not answered yet: replace `raise NotImplementedError()` above with your code, "
+                "then run this cell again.")
 
 
 def _verdict(ok: bool, good: str, bad: str) -> bool:
@@ -9,29 +21,67 @@ def _verdict(ok: bool, good: str, bad: str) -> bool:
     return ok
 
 
+def exercise(check):
+    """Decorator for a check: an unanswered exercise (NotImplementedError) prints NOT_ANSWERED."""
+    @functools.wraps(check)
+    def wrapped(*args, **kwargs):
+        try:
+            return check(*args, **kwargs)
+        except NotImplementedError:
+            print(NOT_ANSWERED)
+            return False
+    return wrapped
+
+
+def _compare(got, want) -> str:
+    """'too large' / 'too small' for numbers: a direction, not the answer."""
+    return "too large" if got > want else "too small"
+
+
+
+@exercise
 def check_output_size(answer_fn) -> bool:
     """Chapter 01: a function (size, kernel, stride, padding) -> output size."""
     from ..ops.reference import output_size
     for args in [(7, 3, 1, 1), (7, 3, 2, 1), (8, 3, 2, 0), (5, 5, 3, 4), (1, 1, 1, 0), (28, 2, 3, 1)]:
         got, want = answer_fn(*args), output_size(*args)
         if got != want:
-            return _verdict(False, "", f"for (size, kernel, stride, padding) = {args} you give {got}, expected {want}")
+            size, k, st, p = args
+            if not isinstance(got, (int, np.integer)):
+                why = "it should be a whole number of positions (floor division)"
+            elif got == want - 1:
+                why = "one position short: does your count include the first position?"
+            elif got == (size + p - k) // st + 1:
+                why = "the padding is added on both sides of the input"
+            else:
+                why = f"{_compare(got, want)}; count where the window can start, then step by the stride"
+            return _verdict(False, "", f"for (size, kernel, stride, padding) = {args} you give {got}: {why}")
     return _verdict(True, "the output size matches for every case tried", "")
 
 
+@exercise
 def check_touched_outputs(answer_fn) -> bool:
     """Chapter 01: (h, kernel, stride, padding, out_size) -> the output rows input row h reaches."""
-    for h, k, s, p in [(0, 3, 1, 1), (4, 3, 2, 1), (5, 3, 2, 0), (2, 5, 1, 2), (6, 3, 3, 2)]:
+    for h, k, s, p in [(0, 3, 1, 1), (4, 3, 2, 1), (5, 3, 2, 0), (2, 5, 1, 2), (6, 3, 3, 2), (8, 3, 1, 1)]:
         size = 9
         oh_n = (size + 2 * p - k) // s + 1
-        want = sorted(o for o in range(oh_n) if 0 <= h + p - o * s < k)
-        got = sorted(answer_fn(h, k, s, p, oh_n))
-        if got != want:
-            return _verdict(False, "", f"input row {h} with kernel {k}, stride {s}, padding {p}: "
-                            f"you give {got}, expected {want}")
+        want = {o for o in range(oh_n) if 0 <= h + p - o * s < k}
+        got = list(answer_fn(h, k, s, p, oh_n))
+        if len(got) != len(set(got)):
+            return _verdict(False, "", f"input row {h}, kernel {k}, stride {s}, padding {p}: your list "
+                            f"names an output row twice")
+        if set(got) != want:
+            outside = [o for o in got if not 0 <= o < oh_n]
+            why = ("it names rows outside 0 .. out_size-1" if outside else
+                   "it misses a row that reads this input" if set(got) < want else
+                   "it names a row whose window does not cover this input" if set(got) > want else
+                   "some rows are wrong; output row o reads input rows o·stride - padding .. o·stride - padding + kernel - 1")
+            return _verdict(False, "", f"input row {h}, kernel {k}, stride {s}, padding {p}: you give "
+                            f"{sorted(got)}; {why}")
     return _verdict(True, "every input row reaches the right output rows", "")
 
 
+@exercise
 def check_flops(answer_fn) -> bool:
     """Chapter 02: FLOPs of the input gradient for (N, C, H, W, K, R, S, stride, padding)."""
     from ..ops.reference import output_size
@@ -40,8 +90,12 @@ def check_flops(answer_fn) -> bool:
         want = 2 * n * k * oh * ow * c * r * s
         got = answer_fn(n, c, h, w, k, r, s, st, p)
         if got != want:
+            why = ("half the count: a multiply-add is 2 FLOPs" if got * 2 == want else
+                   "the work follows the output positions (OH, OW), not the input's H and W"
+                   if got == 2 * n * k * h * w * c * r * s else
+                   f"{_compare(got, want)}; one multiply-add per (output position, weight) pair")
             return _verdict(False, "", f"for N={n} C={c} {h}x{w} K={k} {r}x{s} stride {st} pad {p} you "
-                            f"give {got}, expected {want}: count one multiply-add (2 FLOPs) per weight use")
+                            f"give {got}: {why}")
     return _verdict(True, "2·N·K·OH·OW·C·R·S: one multiply and one add per (output, weight) pair", "")
 
 
@@ -54,6 +108,7 @@ def check_array(got, want, name: str = "answer", rtol: float = 1e-5) -> bool:
     return _verdict(ok, f"{name} matches", f"{name} differs; largest error {np.abs(got - want).max():.3g}")
 
 
+@exercise
 def check_intensity(answer_fn) -> bool:
     """Chapter 00: FLOPs per minimal byte of the input gradient of a layer (no activation)."""
     from ..ops.reference import output_size
@@ -64,10 +119,17 @@ def check_intensity(answer_fn) -> bool:
         want = flops / nbytes
         got = answer_fn(n, c, size, k, r, st, p)
         if not np.isclose(got, want, rtol=1e-6):
+            ratio = got / want if want else float("inf")
+            why = ("half the FLOPs: a multiply-add is 2" if np.isclose(ratio, 0.5) else
+                   "4 times too many: count bytes (4 per float), not floats" if np.isclose(ratio, 4) else
+                   "the stride-2 layer differs: grad_output has OH x OW positions, the input H x W" if st == 2 else
+                   f"{_compare(got, want)}; FLOPs = 2·N·K·OH·OW·C·R·S, bytes = 4·(|dy| + |w| + |dx|)")
             return _verdict(False, "", f"for N={n} C={c} {size}x{size} K={k} {r}x{r} stride {st} you give "
-                            f"{got:.4g}, expected {want:.4g} (FLOPs = 2·N·K·OH·OW·C·R·S; bytes = 4·(|dy| + |w| + |dx|))")
+                            f"{got:.4g}: {why}")
     return _verdict(True, "FLOPs divided by the bytes of grad_output, weights and grad_input", "")
 
+
+@exercise
 def check_valid_table(answer_fn) -> bool:
     """Chapter 03: (h, x, kernel, stride, pad, H, W) -> the kernel x kernel table of booleans
     saying which weights (r, s) meet an output position for input (h, x)."""
@@ -80,30 +142,44 @@ def check_valid_table(answer_fn) -> bool:
         got = np.asarray(answer_fn(h, x, k, s, p, hh, ww))
         if got.shape != want.shape:
             return _verdict(False, "", f"input ({h}, {x}) of a {hh}x{ww} input, kernel {k}: your table has "
-                            f"shape {got.shape}, expected {want.shape}")
+                            f"shape {got.shape}; it needs one entry per weight (r, s)")
         if not np.array_equal(got.astype(bool), want):
             r, c = (int(v) for v in np.argwhere(got.astype(bool) != want)[0])
+            what = ("marks a weight that meets no output position" if got[r, c] else
+                    "misses a weight that does meet an output position")
             return _verdict(False, "", f"input ({h}, {x}) of a {hh}x{ww} input, kernel {k}, stride {s}, "
-                            f"padding {p}: entry (r={r}, s={c}) is {bool(got[r, c])}, expected {bool(want[r, c])} "
-                            f"(is h + pad - r a multiple of the stride, and is the quotient inside 0..OH-1?)")
+                            f"padding {p}: your table {what}, at (r={r}, s={c}) (is h + pad - r a multiple "
+                            f"of the stride, and is the quotient inside 0..OH-1?)")
     return _verdict(True, "your table agrees with stage 03's for every position tried", "")
 
 
+@exercise
 def check_block_lines(answer_fn) -> bool:
     """Chapter 04: (c, k, K, line_bytes) -> how many cache lines the 9 weights of the (c, k)
     block of a 3x3 IOHW tensor touch (the tensor starts on a line boundary)."""
     from .direct import weight_requests
+    # (0, 15, 64, 64) and (1, 6, 8, 32) end one float before a line boundary: counting 10 floats
+    # instead of 9 (or the block's end as first + 9) crosses it and is caught.
     for c, k, K, line in [(0, 0, 64, 64), (0, 1, 64, 64), (0, 7, 64, 64), (1, 5, 16, 32), (2, 3, 3, 128),
-                          (0, 3, 64, 32), (5, 14, 64, 64), (0, 13, 64, 128)]:
+                          (0, 3, 64, 32), (5, 14, 64, 64), (0, 13, 64, 128), (0, 15, 64, 64), (1, 6, 8, 32)]:
         want = len({ln for q in weight_requests(c, k, K, line, vector=False) for ln in q["lines"]})
         got = answer_fn(c, k, K, line)
         if got != want:
-            first = (c * K + k) * 9
-            return _verdict(False, "", f"block (c={c}, k={k}) with K={K} starts at float {first} and ends at "
-                            f"float {first + 8}; with {line}-byte lines you give {got} lines, expected {want}")
+            first, per_line = (c * K + k) * 9, line // 4
+            if got == (first + 9) // per_line - first // per_line + 1:
+                why = "you count one float too many: which float is the block's last?"
+            elif got == (first + 8) // per_line - first // per_line:
+                why = "one line short: a block that stays inside one line still touches that line"
+            elif got == 9 * 4 // line + 1 or got == -(-36 // line):
+                why = "the count depends on where the block starts, not only on its size"
+            else:
+                why = f"{_compare(got, want)}; find the lines of the block's first and last float"
+            return _verdict(False, "", f"block (c={c}, k={k}) with K={K} starts at float {first}; with "
+                            f"{line}-byte lines you give {got}: {why}")
     return _verdict(True, "a block touches lines first//L .. (first+8)//L, with L floats per line", "")
 
 
+@exercise
 def check_vector_columns(answer_fn) -> bool:
     """Chapter 05: (W, pad) -> how many of the W work-items of a row take stage 05's 3-wide path
     for a 3x3 kernel with stride 1."""
@@ -114,10 +190,13 @@ def check_vector_columns(answer_fn) -> bool:
         want = sum(takes_vector_path(x, ow, 3, 1, p) for x in range(w))
         got = answer_fn(w, p)
         if got != want:
-            return _verdict(False, "", f"W={w}, padding {p} (so OW={ow}): you give {got}, expected {want}; "
-                            f"the path needs 0 <= x+pad-2 and x+pad <= OW-1, and 0 <= x < W")
+            why = ("it can never be negative" if got < 0 else
+                   f"{_compare(got, want)}; the path needs 0 <= x+pad-2 and x+pad <= OW-1, and 0 <= x < W")
+            return _verdict(False, "", f"W={w}, padding {p} (so OW={ow}): you give {got}: {why}")
     return _verdict(True, "the vector path covers max(0, 2-pad) <= x <= min(W-1, OW-1-pad)", "")
 
+
+@exercise
 def check_chan_merge(merge_fn) -> bool:
     """Chapter 14: merge(n_a, mean_a, m2_a, n_b, mean_b, m2_b) -> (n, mean, m2) of the union.
 
@@ -133,28 +212,32 @@ def check_chan_merge(merge_fn) -> bool:
                                                       (5, 1, 0, 6), (5, 1, 6, 0), (1e4, 0.1, 300, 17)]):
         data = offset + scale * rng.standard_normal(na + nb)
         a, b, whole = stats(data[:na]), stats(data[na:]), stats(data)
-        got = merge_fn(*a, *b)
+        try:
+            got = merge_fn(*a, *b)
+        except ZeroDivisionError:
+            return _verdict(False, "", f"sizes {na} and {nb}: your merge divides by zero; an empty side "
+                            f"has n = 0")
         try:
             n, mean, m2 = (float(v) for v in got)
         except (TypeError, ValueError):
             return _verdict(False, "", f"merge must return three numbers (n, mean, m2), got {got!r}")
         if n != whole[0]:
-            return _verdict(False, "", f"sizes {na} and {nb}: count {n}, expected {whole[0]}")
+            return _verdict(False, "", f"sizes {na} and {nb}: the count is wrong")
         if not np.isclose(mean, whole[1], rtol=1e-12, atol=1e-12 * abs(offset)):
-            return _verdict(False, "", f"sizes {na} and {nb}, data around {offset}: mean {mean!r}, "
-                            f"expected {whole[1]!r}")
+            return _verdict(False, "", f"sizes {na} and {nb}, data around {offset}: the mean is "
+                            f"{_compare(mean, whole[1])} (weight each side's mean by its count)")
         if not np.isclose(m2, whole[2], rtol=1e-6, atol=1e-9):
-            return _verdict(False, "", f"sizes {na} and {nb}, data around {offset}: m2 {m2!r}, expected "
-                            f"{whole[2]!r} (m2 of the union = m2_a + m2_b + delta^2 * n_a * n_b / n, "
-                            f"delta = mean_b - mean_a)")
+            why = ("m2_a + m2_b misses the spread between the two means" if np.isclose(m2, a[2] + b[2]) else
+                   f"m2 is {_compare(m2, whole[2])}")
+            return _verdict(False, "", f"sizes {na} and {nb}, data around {offset}: {why}")
         # in float32 too: the same formula must keep the small variance of data around 1000
         if trial == 1:
             a32 = [np.float32(v) for v in a]
             b32 = [np.float32(v) for v in b]
             m2_32 = float(merge_fn(*a32, *b32)[2])
             if not np.isclose(m2_32, whole[2], rtol=1e-2):
-                return _verdict(False, "", f"in float32, data 1000 + noise of 0.01: m2 {m2_32:.4g}, expected "
-                                f"{whole[2]:.4g}; avoid subtracting large squares")
+                return _verdict(False, "", "in float32, data 1000 + noise of 0.01: m2 loses its digits; "
+                                "avoid subtracting large squares")
     return _verdict(True, "Chan's merge: the count, mean and m2 of the union, stable for large means", "")
 
 
@@ -188,6 +271,7 @@ class _Tracked:
     def __float__(self): return self.v
 
 
+@exercise
 def check_winograd_1d(answer_fn) -> bool:
     """Chapter 12: (d of 4 inputs, g of 3 taps) -> the 2 outputs of F(2,3) with 4 multiplications
     of an input-derived value by a filter-derived value (constants such as 1/2 are free)."""
@@ -203,26 +287,40 @@ def check_winograd_1d(answer_fn) -> bool:
         if got.shape != (2,):
             return _verdict(False, "", f"return the 2 outputs (y0, y1), got {got.size} values")
         if not np.allclose(got, want, rtol=1e-10, atol=1e-12):
-            return _verdict(False, "", f"for d={np.round(d, 3)}, g={np.round(g, 3)} you give {np.round(got, 5)}, "
-                            f"expected {np.round(want, 5)} (y0 = d0 g0 + d1 g1 + d2 g2, y1 = d1 g0 + d2 g1 + d3 g2)")
+            if np.allclose(got[::-1], want, rtol=1e-10, atol=1e-12):
+                return _verdict(False, "", "y0 and y1 are swapped")
+            bad = " and ".join(f"y{i}" for i in range(2) if not np.isclose(got[i], want[i], rtol=1e-10, atol=1e-12))
+            return _verdict(False, "", f"{bad} wrong (y0 = d0 g0 + d1 g1 + d2 g2, y1 = d1 g0 + d2 g1 + d3 g2); "
+                            f"check the signs and the halves in G g")
         if count[0] > 4:
             return _verdict(False, "", f"the values are right, but you multiply input values by filter values "
                             f"{count[0]} times; F(2,3) needs 4 (form B^T d and G g first, then multiply them)")
     return _verdict(True, "both outputs of F(2,3), with 4 multiplications of inputs by filter values", "")
+
+
+@exercise
 def check_weight_slot(answer_fn) -> bool:
     """Chapter 06: (depth i, tap t) -> (load v, lane) of the nine 16-wide loads of a 16-depth
     block, where weight t (0..8) of depth i (0..15) arrives."""
     for i in range(16):
         for t in range(9):
             want = divmod(9 * i + t, 16)
-            got = answer_fn(i, t)
-            if tuple(got) != want:
-                return _verdict(False, "", f"depth {i}, tap {t}: you give {tuple(got)}, expected {want} "
-                                f"(it is float {9 * i + t} of the block)")
+            got = tuple(answer_fn(i, t))
+            if got != want:
+                if got == want[::-1]:
+                    why = "the order is swapped: return (load, lane)"
+                elif got[0] == want[0]:
+                    why = "the load is right, the lane is not"
+                elif got[1] == want[1]:
+                    why = "the lane is right, the load is not"
+                else:
+                    why = "which float of the 144-float block is it? Depths are stored one after another, 9 floats each"
+                return _verdict(False, "", f"depth {i}, tap {t}: you give {got}: {why}")
     return _verdict(True, "weight t of depth i is float 9i + t of the block: load (9i+t)//16, "
                     "lane (9i+t)%16", "")
 
 
+@exercise
 def check_weight_vectors(answer_fn) -> bool:
     """Chapter 07: (first, last) depth of a group -> the float4 indices (0..35) of a 16-depth
     block that hold the group's weights, in order (what the generator loads for the group)."""
@@ -232,11 +330,20 @@ def check_weight_vectors(answer_fn) -> bool:
             want = list(weight_vectors(first, last))
             got = list(answer_fn(first, last))
             if got != want:
-                return _verdict(False, "", f"depths {first}..{last}: you give {got}, expected {want} "
-                                f"(floats {9 * first}..{9 * last + 8})")
+                if sorted(got) == want:
+                    why = "the right float4s, but not in increasing order"
+                elif got and want and got[0] != want[0]:
+                    why = f"the first float4 is {'too late' if got[0] > want[0] else 'too early'}"
+                elif got and want and got[-1] != want[-1]:
+                    why = f"the last float4 is {'too late' if got[-1] > want[-1] else 'too early'}"
+                else:
+                    why = "the list has gaps or repeats"
+                return _verdict(False, "", f"depths {first}..{last} (floats {9 * first}..{9 * last + 8}): "
+                                f"you give {got}: {why}")
     return _verdict(True, "a group of depths first..last needs float4 9·first//4 .. (9·last+8)//4", "")
 
 
+@exercise
 def check_width_columns(answer_fn) -> bool:
     """Chapter 08: (x0, xpw, W, stride, pad) -> for a 3x3 kernel, the list of the work-item's
     xpw + 2 columns: ow of each (an int), or None where that output does not exist."""
@@ -246,9 +353,16 @@ def check_width_columns(answer_fn) -> bool:
     for x0, xpw, w, stride, pad in cases:
         want = [c["ow"] for c in width_columns(x0, xpw, w, stride, pad)]
         got = list(answer_fn(x0, xpw, w, stride, pad))
+        if len(got) != len(want):
+            return _verdict(False, "", f"x0={x0}, XPW={xpw}: you give {len(got)} columns; a 3x3 kernel "
+                            f"over XPW positions needs XPW + 2")
         if got != want:
-            return _verdict(False, "", f"x0={x0}, XPW={xpw}, W={w}, stride {stride}, pad {pad}: you give "
-                            f"{got}, expected {want}")
+            u = next(i for i, (a, b) in enumerate(zip(got, want)) if a != b)
+            why = ("this column has no output: before the first, past the last, or between strides"
+                   if want[u] is None else "this column exists; its ow is wrong" if got[u] is not None
+                   else "this column does exist")
+            return _verdict(False, "", f"x0={x0}, XPW={xpw}, W={w}, stride {stride}, pad {pad}: column "
+                            f"u={u} is wrong ({why})")
     return _verdict(True, "column u holds ow = (x0 + pad - 2 + u) / stride where that is exact and "
                     "inside 0 .. OW-1", "")
 

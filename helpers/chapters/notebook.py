@@ -88,4 +88,23 @@ def show_diff(op: str, old, new) -> Source:
     return Source("\n".join(lines), "diff")
 
 
-__all__ = ["Session", "Source", "show_diff", "show_source", "start", "get_context"]
+def step_times(plan, repeats: int = 10, warmup: int = 2) -> dict:
+    """Median and interquartile range (ms) of each kernel of a multi-kernel stage, from its own
+    profiling events: which of a stage's kernels a change sped up. The plan is checked against
+    the reference first (the one checker, as before every timing)."""
+    import numpy as np
+    plan.ensure_checked()
+    for _ in range(warmup):
+        plan.enqueue()
+    plan.queue.finish()
+    per = [[] for _ in plan.steps]
+    for _ in range(max(3, repeats)):
+        events = plan.enqueue()
+        plan.queue.finish()
+        for i, e in enumerate(events):
+            per[i].append((e.profile.end - e.profile.start) * 1e-6)
+    return {step.kernel: {"median_ms": float(np.median(t)), "q1_ms": float(np.percentile(t, 25)),
+                          "q3_ms": float(np.percentile(t, 75))} for step, t in zip(plan.steps, per)}
+
+
+__all__ = ["Session", "Source", "show_diff", "show_source", "start", "step_times", "get_context"]

@@ -226,20 +226,28 @@ def ladder_so_far(here: dict, number: int, op: str = "conv_dgrad", layer_set: st
 
 def describe_step(here: dict, number: int) -> list[str]:
     """Sentences stating what a run measured for stage ``number`` against the stage before it
-    and against the first stage, layer by layer (median times), for a chapter to print."""
+    and against the first stage, layer by layer (median times); where the interquartile ranges of
+    the two overlap, it says so instead of calling one faster."""
     rows = here["rows"]
     nums = sorted({r["number"] for r in rows if r["number"] < number})
     if not nums or not any(r["number"] == number for r in rows):
         return ["This run does not hold the stage and the one before it."]
     prev, first = nums[-1], nums[0]
     med = {(r["layer"], r["number"]): r["median_ms"] for r in rows}
+    iqr = {(r["layer"], r["number"]): (r.get("q1_ms", r["median_ms"]), r.get("q3_ms", r["median_ms"])) for r in rows}
     key = {r["number"]: r["key"] for r in rows}
     against = key[prev] + ("" if prev == first else f" and {key[first]}")
     out = [f"On {here['device']['name'].strip()}, median times of {key[number]} against {against}:"]
     for layer in dict.fromkeys(r["layer"] for r in rows):
         t, tp, tf = med[(layer, number)], med[(layer, prev)], med[(layer, first)]
-        word = "faster than" if t < tp else "slower than"
-        line = f"  {layer}: {t:.3f} ms, {max(t, tp) / min(t, tp):.2f}x {word} {key[prev]}"
+        (a1, a3), (b1, b3) = iqr[(layer, number)], iqr[(layer, prev)]
+        if a1 <= b3 and b1 <= a3:   # the interquartile ranges overlap: no difference this run can show
+            line = (f"  {layer}: {t:.3f} ms (IQR {a1:.3f}-{a3:.3f}) against {tp:.3f} ms (IQR {b1:.3f}-{b3:.3f}): "
+                    f"within the spread of {key[prev]}")
+        else:
+            word = "faster than" if t < tp else "slower than"
+            line = (f"  {layer}: {t:.3f} ms (IQR {a1:.3f}-{a3:.3f}), {max(t, tp) / min(t, tp):.2f}x {word} "
+                    f"{key[prev]} (IQR {b1:.3f}-{b3:.3f})")
         if prev != first:
             line += f" ({tf / t:.2f}x the speed of {key[first]})"
         out.append(line)

@@ -132,11 +132,11 @@ def draw_tiles(ax, h: int = 7, w: int = 7, padding: int = 1, tile: tuple = (1, 2
         for b in range(0, ow, 2):
             ax.add_patch(Rectangle((off + b, a), 2, 2, fill=False, ec="k", lw=1.2))
     ax.add_patch(Rectangle((off + 2 * tw, 2 * th), 2, 2, fc="tab:orange", alpha=0.5, ec="tab:orange", lw=2))
-    ax.text(wp / 2, -0.6, f"padded input {h}x{w} (grey: padding {padding})", ha="center", fontsize=8)
-    partial = " (the last ones partial: their extra outputs are dropped)" if oh % 2 or ow % 2 else ""
-    ax.text(off + ow / 2, -0.6, f"output {oh}x{ow} in 2x2 tiles{partial}", ha="center", fontsize=8)
+    ax.text(wp / 2, -0.6, f"padded input {h}x{w}\n(grey: padding {padding})", ha="center", va="bottom", fontsize=8)
+    partial = "\n(the last ones partial: their\nextra outputs are dropped)" if oh % 2 or ow % 2 else ""
+    ax.text(off + ow / 2, -0.6, f"output {oh}x{ow} in 2x2 tiles{partial}", ha="center", va="bottom", fontsize=8)
     ax.set_xlim(-0.5, off + ow + 0.5)
-    ax.set_ylim(max(hp, oh) + 0.5, -1.5)
+    ax.set_ylim(max(hp, oh) + 0.5, -3.2)
     ax.set_aspect("equal")
     ax.axis("off")
     return ax

@@ -1,0 +1,145 @@
+"""Every exercise check accepts a right answer, rejects the typical wrong ones (off-by-one, swapped
+order, a missing check) with a message that does not print the expected answer, and says "not
+answered yet" for the student edition's stub."""
+import numpy as np
+import pytest
+
+from helpers.chapters import exercises as ex
+from helpers.chapters.direct import valid_table
+from helpers.chapters.kernel_exercises import GAPS, kernel_gap
+from helpers.ops.reference import output_size
+
+
+def stub(*args):
+    raise NotImplementedError()
+
+
+def _run(check, fn, capsys):
+    ok = check(fn)
+    return ok, capsys.readouterr().out
+
+
+def _f23(d, g):
+    m1, m4 = (d[0] - d[2]) * g[0], (d[1] - d[3]) * g[2]
+    m2 = (d[1] + d[2]) * ((g[0] + g[1] + g[2]) / 2)
+    m3 = (d[2] - d[1]) * ((g[0] - g[1] + g[2]) / 2)
+    return [m1 + m2 + m3, m2 - m3 - m4]
+
+
+RIGHT = {
+    "check_output_size": lambda s, k, st, p: (s + 2 * p - k) // st + 1,
+    "check_touched_outputs": lambda h, k, s, p, n: [o for o in range(n) if 0 <= h + p - o * s < k],
+    "check_flops": lambda n, c, h, w, k, r, s, st, p: 2 * n * k * output_size(h, r, st, p) * output_size(w, s, st, p) * c * r * s,
+    "check_intensity": lambda n, c, size, k, r, st, p: (
+        2 * n * k * output_size(size, r, st, p) ** 2 * c * r * r
+        / (4 * (n * k * output_size(size, r, st, p) ** 2 + c * k * r * r + n * c * size * size))),
+    "check_valid_table": lambda h, x, k, s, p, H, W: valid_table(h, x, k, k, s, p, output_size(H, k, s, p), output_size(W, k, s, p)),
+    "check_block_lines": lambda c, k, K, L: ((c * K + k) * 9 + 8) // (L // 4) - (c * K + k) * 9 // (L // 4) + 1,
+    "check_vector_columns": lambda W, p: max(0, min(W - 1, W + 2 * p - 3 - p) - max(0, 2 - p) + 1),
+    "check_weight_slot": lambda i, t: divmod(9 * i + t, 16),
+    "check_weight_vectors": lambda a, b: list(range(9 * a // 4, (9 * b + 8) // 4 + 1)),
+    "check_width_columns": lambda x0, xpw, W, st, p: [
+        (x0 + p - 2 + u) // st if (x0 + p - 2 + u >= 0 and (x0 + p - 2 + u) % st == 0
+                                   and (x0 + p - 2 + u) // st < (W + 2 * p - 3) // st + 1) else None
+        for u in range(xpw + 2)],
+    "check_chan_merge": lambda na, ma, qa, nb, mb, qb: (
+        (na, ma, qa) if nb == 0 else
+        (na + nb, ma + (mb - ma) * nb / (na + nb), qa + qb + (mb - ma) ** 2 * na * nb / (na + nb))),
+    "check_winograd_1d": lambda d, g: _f23(d, g),
+}
+
+WRONG = {
+    "check_output_size": [lambda s, k, st, p: (s + 2 * p - k) // st,          # off by one
+                          lambda s, k, st, p: (s + p - k) // st + 1],         # padding once
+    "check_touched_outputs": [lambda h, k, s, p, n: [o for o in range(n) if 0 <= h + p - o * s <= k],  # one too many
+                              lambda h, k, s, p, n: [o for o in range(n) if 0 <= h - o * s < k]],     # padding forgotten
+    "check_flops": [lambda n, c, h, w, k, r, s, st, p: n * k * output_size(h, r, st, p) * output_size(w, s, st, p) * c * r * s,
+                    lambda n, c, h, w, k, r, s, st, p: 2 * n * k * h * w * c * r * s],
+    "check_intensity": [lambda *a: RIGHT["check_intensity"](*a) / 2, lambda *a: RIGHT["check_intensity"](*a) * 4],
+    "check_valid_table": [lambda h, x, k, s, p, H, W: np.array(  # the stride forgotten
+        [[0 <= h + p - r < output_size(H, k, s, p) and 0 <= x + p - c < output_size(W, k, s, p)
+          for c in range(k)] for r in range(k)]),
+        lambda h, x, k, s, p, H, W: RIGHT["check_valid_table"](h, x, k, s, p, H, W).T],  # r and s swapped
+    "check_block_lines": [  # ten floats instead of nine
+        lambda c, k, K, L: ((c * K + k) * 9 + 9) // (L // 4) - (c * K + k) * 9 // (L // 4) + 1,
+        lambda c, k, K, L: ((c * K + k) * 9 + 8) // (L // 4) - (c * K + k) * 9 // (L // 4)],
+    "check_vector_columns": [lambda W, p: W - 2, lambda W, p: RIGHT["check_vector_columns"](W, p) + 1],
+    "check_weight_slot": [lambda i, t: divmod(9 * i + t, 16)[::-1],          # swapped order
+                          lambda i, t: divmod(9 * i + t + 1, 16)],            # off by one
+    "check_weight_vectors": [lambda a, b: list(range(9 * a // 4, (9 * b + 8) // 4)),   # one short
+                             lambda a, b: list(range((9 * b + 8) // 4, 9 * a // 4 - 1, -1))],  # reversed
+    "check_width_columns": [lambda x0, xpw, W, st, p: [x0 - 1 + u for u in range(xpw + 2)],
+                            lambda x0, xpw, W, st, p: RIGHT["check_width_columns"](x0, xpw + 1, W, st, p)],
+    "check_chan_merge": [lambda na, ma, qa, nb, mb, qb: (na + nb, (ma + mb) / 2, qa + qb),
+                         lambda na, ma, qa, nb, mb, qb: (na + nb, ma + (mb - ma) * nb / (na + nb), qa + qb)],
+    "check_winograd_1d": [lambda d, g: RIGHT["check_winograd_1d"](d, g)[::-1],
+                          lambda d, g: [d[0] * g[0] + d[1] * g[1] + d[2] * g[2], d[1] * g[0] + d[2] * g[1] + d[3] * g[2]]],
+}
+
+
+@pytest.mark.parametrize("name", sorted(RIGHT))
+def test_check_accepts_right_answer(name, capsys):
+    ok, out = _run(getattr(ex, name), RIGHT[name], capsys)
+    assert ok and out.startswith("Correct"), out
+
+
+@pytest.mark.parametrize("name,i", [(n, i) for n in sorted(WRONG) for i in range(len(WRONG[n]))])
+def test_check_rejects_wrong_answer_without_giving_it(name, i, capsys):
+    ok, out = _run(getattr(ex, name), WRONG[name][i], capsys)
+    assert not ok and out.startswith("Not yet:"), out
+    assert "expected" not in out, f"the message hands over the answer: {out}"
+
+
+@pytest.mark.parametrize("name", sorted(RIGHT))
+def test_unanswered_exercise_is_reported_politely(name, capsys):
+    ok, out = _run(getattr(ex, name), stub, capsys)
+    assert not ok and out.strip() == ex.NOT_ANSWERED
+
+
+def test_block_lines_catches_ten_floats(capsys):
+    ok, out = _run(ex.check_block_lines, WRONG["check_block_lines"][0], capsys)
+    assert not ok and "one float too many" in out
+
+
+# Kernel exercises: the teacher's lines pass; typical mistakes are caught and named.
+def _right(name):
+    g = kernel_gap(name)
+    src, a, b = g._lines()
+    return "\n".join(src[a:b + 1])
+
+
+KERNEL_WRONG = {
+    # the stride check dropped: stride 1 passes, stride 2 must not
+    "naive_checks": (lambda c: c.replace("if (oh_s < 0 || oh_s % STRIDE != 0) continue;", "if (oh_s < 0) continue;"),
+                     "stride 2"),
+    # the lower bound dropped: reads before dy (the NaN guard)
+    "memo_table": (lambda c: c.replace("row_ok = oh_s >= 0 && ", "row_ok = "), "NaN"),
+    # off by one: the block of (c, k) starts 9 floats later
+    "weight_load": (lambda c: c.replace("(c * K + k) * 9", "(c * K + k + 1) * 9"), "NaN"),
+    # off by one at the right end: x + PAD <= OW reads one column past the row
+    "inside_test": (lambda c: c.replace("x + PAD < OW", "x + PAD <= OW"), "Not yet"),
+    # the bounds check dropped: reads outside the input (the NaN guard)
+    "wino_tile_padding": (lambda c: c.replace("(h >= 0 && h < IH && x_ >= 0 && x_ < IW)", "(1)"), "NaN"),
+    # E[x^2] - E[x]^2: right near 0, wrong near 1000
+    "bn_variance": (lambda c: c.replace("const float d = x[(n * C + c) * HW + i] - mean;\n",
+                                        "const float d = x[(n * C + c) * HW + i];\n").replace(
+        "m2 / count + eps", "m2 / count - mean * mean + eps"), "around 1000"),
+}
+
+
+@pytest.mark.parametrize("name", sorted(GAPS))
+def test_kernel_gap(name, ctx, capsys):
+    g = kernel_gap(name)
+    assert "the gap" in str(g.show())
+    assert g.check(_right(name), ctx=ctx), capsys.readouterr().out
+    capsys.readouterr()
+    mutate, says = KERNEL_WRONG[name]
+    wrong = mutate(_right(name))
+    assert wrong != _right(name), "the mutation did not apply"
+    assert not g.check(wrong, ctx=ctx)
+    out = capsys.readouterr().out
+    assert out.startswith("Not yet") and says in out, out
+    assert not g.check("  # YOUR CODE HERE\n  raise NotImplementedError()", ctx=ctx)
+    assert capsys.readouterr().out.startswith("Not answered yet")
+    assert not g.check("    this is not C;", ctx=ctx)
+    assert "does not compile" in capsys.readouterr().out
