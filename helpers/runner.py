@@ -19,7 +19,7 @@ import pyopencl as cl
 
 from .engine.backends import cuda
 from .engine.build import build, kernel
-from .engine.check import CheckResult, check_close, rtol_stored
+from .engine.check import CheckResult, check_close, tolerance_stored
 from .engine.devices import get_context, get_queue
 from .engine.tensor import STORAGE, DeviceTensor
 from .launch import Step, family, hook
@@ -136,9 +136,9 @@ def check_plan(plan, expected: tuple | None = None) -> CheckResult:
         expected = mod.reference(plan.problem.on_host(STORAGE[precision]))
     expected, magnitude = expected
     got = plan.outputs()
-    rtol = rtol_stored(mod.rtol(plan.problem), precision)
+    rtol, atol = tolerance_stored(mod.rtol(plan.problem), precision)
     results = [check_close(got[name], expected[name], magnitude=magnitude[name],
-                           rtol=rtol, name=name) for name in plan.problem.outputs]
+                           rtol=rtol, atol=atol, name=name) for name in plan.problem.outputs]
     plan.checked = True
     names = " and ".join(plan.problem.outputs)
     return CheckResult(f"{plan.stage.key} {names}", sum(r.count for r in results),
