@@ -1,12 +1,13 @@
 """Device tensors of the OpenCL backend: dtype, shape, layout, optional guard zones.
 
-    t = DeviceTensor.from_array(ctx, x, dtype="float16")   # one upload
-    dx = plan_stage(...); dx.enqueue(); plan2 = plan_stage(..., x=plan.tensor("grad_input"))
+    t = DeviceTensor.from_array(ctx, x, dtype="float16")    # one upload
+    first = plan_stage(op, stage, ctx=ctx, grad_output=t, ...)
+    second = plan_stage(op2, stage2, ctx=ctx, x=first.tensor("grad_input"), ...)   # no copy
 
 A DeviceTensor stays on the device between launches: a Plan holds one per tensor, hands it out
 (``plan.tensor(name)``) and takes one wherever an array is accepted, so stages chain without a
-host round trip. Every host transfer goes through ``upload`` and ``read``, which count them in
-TRANSFERS (what the chaining test reads).
+host round trip. Every host transfer of a tensor (the upload when it is made, ``read``, the
+guard check) goes through one method that counts it in TRANSFERS (what the chaining test reads).
 
 dtypes: float32; float16 (OpenCL's ``half``: stored in 16 bits, read and written with
 vload_half / vstore_half, which every device has without cl_khr_fp16; arithmetic stays float);
