@@ -28,6 +28,7 @@ from .ops.problem import Problem
 from .stages import Stage, get_stage
 from .tuning import tuned_defines
 
+
 class GuardViolation(AssertionError):
     """A kernel wrote outside its tensors, or into an input."""
 
