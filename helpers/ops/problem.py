@@ -75,7 +75,7 @@ def tensor(op: str, name: str, value, ndim: int | None = None, layout: str = "NC
     if not isinstance(value, np.ndarray):
         raise TypeError(f"{op}: {name} must be a NumPy array or a DeviceTensor, got {type(value).__name__}")
     if value.dtype not in (np.float32, np.float16):
-        raise TypeError(f"{op}: {name} must be float32 (or float16), got {value.dtype}; "
+        raise TypeError(f"{op}: {name} must be float32, got {value.dtype}; "
                         f"convert with {name}.astype(np.float32)")
     if ndim is not None and value.ndim != ndim:
         raise ValueError(f"{op}: {name} must have {ndim} dimensions, got shape {value.shape}")
