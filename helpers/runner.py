@@ -20,8 +20,9 @@ import pyopencl as cl
 from .engine.backends import cuda
 from .engine.build import build, kernel
 from . import chooser
-from .engine.check import CheckResult, check_close
+from .engine.check import CheckResult, check_close, tolerance_stored
 from .engine.devices import get_context, get_queue
+from .engine.tensor import STORAGE, DeviceTensor
 from .engine.timing import time_plan
 from .launch import Step, family, hook
 from .ops import op_module
@@ -29,64 +30,9 @@ from .ops.problem import Problem
 from .stages import Stage, get_stage
 from .tuning import tuned_defines
 
-CANARY = np.uint32(0xDEADBEEF)   # a float32 no kernel computes by chance (-6.26e18)
-GUARD_BYTES = 4096
-
 
 class GuardViolation(AssertionError):
     """A kernel wrote outside its tensors, or into an input."""
-
-
-class DeviceArray:
-    """A float32 tensor on the device, optionally inside guard zones."""
-
-    def __init__(self, ctx, queue, name: str, shape: tuple, host: np.ndarray | None, guard: bool, is_input: bool):
-        self.name, self.shape, self.is_input, self.guard = name, tuple(shape), is_input, guard
-        self.size = int(np.prod(shape))
-        self.host = host
-        mf = cl.mem_flags
-        if not guard:
-            self.parent = None
-            if host is not None:
-                self.buffer = cl.Buffer(ctx, mf.READ_WRITE | mf.COPY_HOST_PTR, hostbuf=host)
-            else:
-                self.buffer = cl.Buffer(ctx, mf.READ_WRITE, 4 * self.size)
-            return
-        align = max(ctx.devices[0].mem_base_addr_align // 8, 4)
-        self.pad = max(GUARD_BYTES, align) // 4            # float32 elements in each guard zone
-        whole = np.empty(self.size + 2 * self.pad, dtype=np.float32)
-        fill = np.float32(np.nan) if is_input else CANARY.view(np.float32)
-        whole[:self.pad] = fill
-        whole[self.pad + self.size:] = fill
-        whole[self.pad:self.pad + self.size] = host.ravel() if host is not None else np.float32(np.nan)
-        self.initial = whole
-        # Allocate, then upload: NVIDIA's driver was seen to keep a sub-buffer's out-of-range writes
-        # out of a parent created with COPY_HOST_PTR, which would hide exactly what guards look for.
-        self.parent = cl.Buffer(ctx, mf.READ_WRITE, whole.nbytes)
-        cl.enqueue_copy(queue, self.parent, whole)
-        self.buffer = self.parent.get_sub_region(4 * self.pad, 4 * self.size)
-
-    def read(self, queue) -> np.ndarray:
-        out = np.empty(self.shape, dtype=np.float32)
-        cl.enqueue_copy(queue, out, self.buffer)
-        return out
-
-    def check_guards(self, queue) -> None:
-        if self.parent is None:
-            return
-        whole = np.empty_like(self.initial)
-        cl.enqueue_copy(queue, whole, self.parent)
-        zones = [slice(0, self.pad), slice(self.pad + self.size, None)]
-        if self.is_input:
-            zones.append(slice(self.pad, self.pad + self.size))  # inputs are read-only
-        for zone in zones:
-            changed = np.flatnonzero(whole[zone].view(np.uint32) != self.initial[zone].view(np.uint32))
-            if changed.size:
-                where = "inside the input" if zone.start == self.pad and zone.stop is not None else (
-                    "before" if zone.start == 0 else "after")
-                first = changed[0] + (zone.start or 0) - self.pad
-                raise GuardViolation(f"{self.name}: {changed.size} float(s) changed {where} the tensor "
-                                     f"(first at element offset {first})")
 
 
 def check_define_values(s: Stage, defines: dict) -> None:
@@ -204,10 +150,14 @@ def check_plan(plan, expected: tuple | None = None) -> CheckResult:
     the op's tolerance scaled by magnitude); raises MismatchError. ``expected``: the reference's
     (expected, magnitude), when the caller already has it. Marks the plan as checked."""
     mod = op_module(plan.op)
-    expected, magnitude = expected if expected is not None else mod.reference(plan.problem)
+    precision = plan.stage.precision
+    if expected is None or STORAGE[precision] != "float32":   # reduced storage: from the rounded inputs
+        expected = mod.reference(plan.problem.on_host(STORAGE[precision]))
+    expected, magnitude = expected
     got = plan.outputs()
+    rtol, atol = tolerance_stored(mod.rtol(plan.problem), precision)
     results = [check_close(got[name], expected[name], magnitude=magnitude[name],
-                           rtol=mod.rtol(plan.problem), name=name) for name in plan.problem.outputs]
+                           rtol=rtol, atol=atol, name=name) for name in plan.problem.outputs]
     plan.checked = True
     names = " and ".join(plan.problem.outputs)
     return CheckResult(f"{plan.stage.key} {names}", sum(r.count for r in results),
@@ -234,7 +184,15 @@ class ClPlan(Checked):
         self.op, self.problem, self.ctx, self.guard = op, problem, ctx, guard
         self.requested = get_stage(op, stage)
         self.stage, self.defines = resolve(op, stage, problem, ctx, defines, workspace_limit)
-        self.queue = get_queue(ctx)
+        given = [t for t in problem.inputs.values() if isinstance(t, DeviceTensor)]
+        self.queue = given[0].queue if given else get_queue(ctx)   # a chain runs on one in-order queue
+        self.dtype = STORAGE[self.stage.precision]
+        for name, a in problem.inputs.items():
+            if isinstance(a, DeviceTensor):
+                self._given(name, a)
+            elif self.dtype == "float32" and a.dtype != np.float32:
+                raise TypeError(f"{op}: {name} must be float32 for stage {self.stage.key} (fp32), got "
+                                f"{a.dtype}; float16 arrays go to fp16 stages")
         dev = ctx.devices[0]
         s, p = self.stage, problem
         jit = jit_defines(s, p, self.defines)
@@ -249,7 +207,7 @@ class ClPlan(Checked):
                                           f"path allocates float32 workspaces only")
         scratch = {name: w.count for name, w in self.workspace.items()}
         sizes = {name: a.nbytes for name, a in p.inputs.items() if name not in p.aliases}
-        sizes.update({name: 4 * int(np.prod(shape)) for name, shape in p.outputs.items()})
+        sizes.update({name: 4 * int(np.prod(shape)) for name, shape in p.outputs.items()})  # an upper bound
         sizes.update({name: 4 * int(n) for name, n in scratch.items()})
         for name, nbytes in sizes.items():
             if nbytes > dev.max_mem_alloc_size:
@@ -263,22 +221,66 @@ class ClPlan(Checked):
         source = stage_source(s, jit)
         self.program = build(ctx, s.kernel, jit, source=source)
 
-        self.arrays: dict[str, DeviceArray] = {}
+        self.arrays: dict[str, DeviceTensor] = {}
         for name, arr in p.inputs.items():
             if name in p.aliases:
                 continue
-            self.arrays[name] = DeviceArray(ctx, self.queue, name, arr.shape, arr, guard, True)
+            if isinstance(arr, DeviceTensor):    # already on the device: nothing to upload
+                self.arrays[name] = self._given(name, arr)
+            else:                                # converted to the stage's storage on upload
+                self.arrays[name] = DeviceTensor(ctx, self.queue, name, arr.shape, arr, guard, True, self.dtype)
         for name, shape in p.outputs.items():
-            self.arrays[name] = DeviceArray(ctx, self.queue, name, shape, None, guard, False)
+            self.arrays[name] = DeviceTensor(ctx, self.queue, name, shape, None, guard, False, self.dtype)
         for name, n in scratch.items():
-            self.arrays[name] = DeviceArray(ctx, self.queue, name, (int(n),), None, guard, False)
+            self.arrays[name] = DeviceTensor(ctx, self.queue, name, (int(n),), None, guard, False)
         for name, target in p.aliases.items():
             self.arrays[name] = self.arrays[target]
 
+        # NumPy out in the inputs' precision: float16 when the caller gave float16, else float32
+        given16 = any(getattr(a, "dtype", None) in ("float16", np.float16) for a in p.inputs.values())
+        self.out_dtype = np.float16 if given16 and self.dtype == "float16" else np.float32
         self._bound = [self._bind(step, dev) for step in self.steps]
+
+    def _given(self, name: str, t: DeviceTensor) -> DeviceTensor:
+        """A caller's device tensor for input ``name``, checked against what the stage reads."""
+        if t.ctx != self.ctx:
+            raise ValueError(f"{name}: the device tensor lives on another context than the stage's")
+        if t.dtype != self.dtype:
+            raise TypeError(f"{name}: stage {self.stage.key} reads {self.dtype} tensors, got a {t.dtype} "
+                            f"device tensor; pass a NumPy array (converted on upload) or a {self.dtype} tensor")
+        return t
+
+    def tensor(self, name: str) -> DeviceTensor:
+        """The device tensor bound to ``name`` (an input, output or workspace): stays on the device,
+        so another plan can take it as an input without a host copy."""
+        if name not in self.arrays:
+            raise KeyError(f"stage {self.stage.key} has no tensor {name!r}; it has {', '.join(self.arrays)}")
+        return self.arrays[name]
+
+    def bind(self, **tensors: DeviceTensor) -> None:
+        """Re-bind inputs or outputs to other device tensors of the same dtype and shape, resetting
+        those kernel arguments (nothing is rebuilt or copied); the plan must be checked again."""
+        for name, t in tensors.items():
+            old = self.tensor(name)
+            if not isinstance(t, DeviceTensor):
+                raise TypeError(f"bind: {name} must be a DeviceTensor, got {type(t).__name__}")
+            if t.shape != old.shape or t.layout != old.layout:
+                raise ValueError(f"bind: {name} must have shape {old.shape} ({old.layout}), got {t.shape} ({t.layout})")
+            t = self._given(name, t)
+            names = {name} | {a for a, target in self.problem.aliases.items() if target == name}
+            for n in names:
+                self.arrays[n] = t
+                if n in self.problem.inputs:
+                    self.problem.inputs[n] = t
+            for k, args in self._args:
+                for i, a in enumerate(args):
+                    if a in names:
+                        k.set_arg(i, t.buffer)
+        self.checked = False
 
     def _bind(self, step: Step, dev) -> tuple:
         k = kernel(self.program, step.kernel)
+        self._args = getattr(self, "_args", []) + [(k, step.args)]
         if step.local_size is not None:
             wg = int(np.prod(step.local_size))
             limit = k.get_work_group_info(cl.kernel_work_group_info.WORK_GROUP_SIZE, dev)
@@ -308,12 +310,14 @@ class ClPlan(Checked):
         return [cl.enqueue_nd_range_kernel(self.queue, k, g, l) for k, g, l in self._bound]
 
     def outputs(self) -> dict:
-        return {name: self.arrays[name].read(self.queue) for name in self.problem.outputs}
+        return {name: self.arrays[name].read().astype(self.out_dtype, copy=False) for name in self.problem.outputs}
 
     def check_guards(self) -> None:
         for name, arr in self.arrays.items():
             if name not in self.problem.aliases:
-                arr.check_guards(self.queue)
+                bad = arr.check_guards()
+                if bad:
+                    raise GuardViolation(bad)
 
     def result(self):
         """What run_stage returns: the outputs, read back (after a guard check when guarded)."""
@@ -349,6 +353,8 @@ class CudaPlan(Checked):
         if need > dev["total_memory"]:
             raise ValueError(f"the tensors need {need / 2**30:.2f} GiB, more than the "
                              f"{dev['total_memory'] / 2**30:.2f} GiB of {dev['name']}; use a smaller batch")
+        if any(isinstance(a, DeviceTensor) for a in p.inputs.values()):
+            raise TypeError(f"stage {s.key}: CUDA stages take NumPy arrays, not OpenCL device tensors")
         self.module = cuda.build(s.kernel, jit, source=stage_source(s, jit))
         self.arrays = {}
         for name, arr in p.inputs.items():
@@ -431,6 +437,8 @@ def plan_stage(op: str, stage, *, ctx=None, defines: dict | None = None, guard: 
     problem = prepare(op, **kwargs)
     if get_stage(op, stage).backend == "cuda":
         return CudaPlan(op, stage, problem, ctx, defines, guard, workspace_limit)
+    if ctx is None:     # a device tensor's context, where one is given
+        ctx = next((a.ctx for a in problem.inputs.values() if isinstance(a, DeviceTensor)), None)
     return ClPlan(op, stage, problem, get_context(ctx), defines, guard, workspace_limit)
 
 
@@ -444,6 +452,11 @@ def run_stage(op: str, stage, *, ctx=None, defines: dict | None = None, guard: b
     check them (workspaces too); ``workspace_limit``: bytes of scratch the stage may use (refused
     before any allocation beyond it). The other keyword arguments are the operation's (see
     helpers/ops/<op>.py).
+
+    Tensors are NumPy arrays or DeviceTensors (helpers/engine/tensor.py: used where they are, no
+    upload). A reduced-precision stage (precision "fp16") stores its tensors in float16: float32
+    arrays are rounded to float16 on upload and the result comes back as float32 holding the
+    float16 values; given float16 arrays or float16 device tensors, it comes back as float16.
     """
     plan = plan_stage(op, stage, ctx=ctx, defines=defines, guard=guard, workspace_limit=workspace_limit, **kwargs)
     plan.enqueue()

@@ -45,6 +45,8 @@ def test_stages_match_pytorch_autograd(ctx, case):
     # magnitude: the same gradient through |weights| and |incoming gradient|
     mag = torch.nn.grad.conv2d_input(tuple(x.shape), w.abs(), g.abs(), stride=c["stride"], padding=c["pad"]).numpy()
     for stage in helpers.stage_names("conv_dgrad"):
+        if helpers.get_stage("conv_dgrad", stage).precision != "fp32":
+            continue    # fp16 storage: checked against its rounded inputs (tests/test_conv_dgrad.py)
         got = helpers.run_stage("conv_dgrad", stage, ctx=ctx, **args)
         # inputs rounded to float32 add their own error: a little more room than check_stage gives
         helpers.check_close(got, expected, magnitude=mag, rtol=4 * rtol_for_sum(c["k"] * c["kernel"] ** 2),

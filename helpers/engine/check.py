@@ -25,6 +25,25 @@ def rtol_for_sum(n_terms: int, safety: float = 8.0) -> float:
     return safety * EPS32 * max(1.0, float(n_terms)) ** 0.5
 
 
+# Rounding a result to a reduced storage format moves it by at most half a unit in the last place:
+# relative ``2^-p`` for a normal number (so at most that times the magnitude, |sum| <= sum of
+# |terms|), and absolute half the subnormal spacing below the smallest normal number (fp16:
+# |x| < 2^-14 = 6.1e-5 is stored in steps of 2^-24, so off by up to 2^-25 = 3e-8).
+STORAGE_ROUNDING = {"fp32": (0.0, 0.0), "tf32": (0.0, 0.0), "fp16": (2.0**-11, 2.0**-25),
+                    "bf16": (2.0**-8, 2.0**-134)}
+
+
+def tolerance_stored(rtol: float, precision: str) -> tuple[float, float]:
+    """(rtol, atol) of a stage that stores its tensors in ``precision``: the op's float32
+    accumulation tolerance plus the output's own rounding. Inputs rounded on upload are not in
+    it: the reference is computed from the rounded inputs (Problem.on_host), in float64. For a
+    sum of n similar terms a dropped term still misses by about magnitude / n, beyond
+    2^-11 + 2^-23·8·sqrt(n) while n is below about 2000 (the test grid's largest sum has 1200
+    terms; tests/test_tensors.py plants a dropped term and checks that the grid catches it)."""
+    relative, absolute = STORAGE_ROUNDING[precision]
+    return rtol + relative, absolute
+
+
 @dataclass
 class CheckResult:
     name: str

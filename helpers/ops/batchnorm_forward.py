@@ -17,7 +17,8 @@ Inference (running statistics): y = run_stage(..., training=False, running_mean=
 Every stage's kernels take ``(x, gamma, beta, running_mean, running_var, y, mean, inv_std,
 running_mean_out, running_var_out, N, C, HW, eps, momentum)`` for training and ``(x, gamma, beta,
 running_mean, running_var, y, N, C, HW, eps)`` for inference; eps and momentum are float32
-literals in the stages' launch steps (helpers/stages.py). Built with -DUPDATE_RUNNING=0/1.
+kernel arguments taken from the problem by the launch steps (helpers/launch/batchnorm.py), never
+literals in the registry. Built with -DUPDATE_RUNNING=0/1.
 """
 from __future__ import annotations
 

@@ -7,10 +7,12 @@ of the operation's kernels takes the same arguments in the same order:
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Callable
 
 import numpy as np
+
+from ..engine.tensor import DeviceTensor, from_storage, to_storage
 
 INT32_MAX = 2**31 - 1
 
@@ -18,7 +20,8 @@ INT32_MAX = 2**31 - 1
 @dataclass
 class Problem:
     op: str
-    inputs: dict[str, np.ndarray]              # read-only float32 tensors, kernel arguments in order
+    inputs: dict[str, np.ndarray]              # read-only tensors (float32 or float16 arrays, or
+                                               # DeviceTensors), kernel arguments in order
     outputs: dict[str, tuple]                  # name -> shape of each float32 result, in order
     scalars: dict[str, int]                    # int32 kernel arguments, in order
     defines: dict = field(default_factory=dict)  # structural JIT parameters every stage is built with
@@ -30,6 +33,19 @@ class Problem:
     bytes_formula: str = ""
     returns: Callable | None = None              # outputs dict -> what run_stage returns
     label: str = ""
+
+    def on_host(self, dtype: str = "float32") -> "Problem":
+        """This problem with float32 NumPy inputs holding what a stage storing ``dtype`` reads:
+        device tensors read back (only here, when a reference is computed), arrays rounded to
+        ``dtype`` (float16, bfloat16) as the upload rounds them."""
+        def host(a):
+            if isinstance(a, DeviceTensor):
+                return a.read().astype(np.float32)
+            return from_storage(to_storage(a, dtype), dtype).astype(np.float32, copy=False)
+        if dtype == "float32" and all(isinstance(a, np.ndarray) and a.dtype == np.float32
+                                      for a in self.inputs.values()):
+            return self
+        return replace(self, inputs={name: host(a) for name, a in self.inputs.items()})
 
     def result(self, outputs: dict):
         if self.returns is not None:
@@ -45,13 +61,20 @@ def reject_unknown(op: str, kwargs: dict, allowed) -> None:
                         f"expected some of {', '.join(sorted(allowed))}")
 
 
-def tensor(op: str, name: str, value, ndim: int | None = None) -> np.ndarray:
-    """A float32, C-contiguous, non-empty array of ``ndim`` dimensions, or a clear error."""
+def tensor(op: str, name: str, value, ndim: int | None = None, layout: str = "NCHW"):
+    """A float32 (or float16), C-contiguous, non-empty array of ``ndim`` dimensions, or a
+    DeviceTensor of that shape in ``layout`` (left on the device), or a clear error."""
     if value is None:
         raise TypeError(f"{op}: argument {name} is required")
+    if isinstance(value, DeviceTensor):
+        if ndim is not None and len(value.shape) != ndim:
+            raise ValueError(f"{op}: {name} must have {ndim} dimensions, got device tensor shape {value.shape}")
+        if ndim == 4 and value.layout != layout:
+            raise ValueError(f"{op}: {name} must be a {layout} tensor, got a {value.layout} device tensor")
+        return value
     if not isinstance(value, np.ndarray):
-        raise TypeError(f"{op}: {name} must be a NumPy array, got {type(value).__name__}")
-    if value.dtype != np.float32:
+        raise TypeError(f"{op}: {name} must be a NumPy array or a DeviceTensor, got {type(value).__name__}")
+    if value.dtype not in (np.float32, np.float16):
         raise TypeError(f"{op}: {name} must be float32, got {value.dtype}; "
                         f"convert with {name}.astype(np.float32)")
     if ndim is not None and value.ndim != ndim:

@@ -1,0 +1,164 @@
+"""Device tensors of the OpenCL backend: dtype, shape, layout, optional guard zones.
+
+    t = DeviceTensor.from_array(ctx, x, dtype="float16")    # one upload
+    first = plan_stage(op, stage, ctx=ctx, grad_output=t, ...)
+    second = plan_stage(op2, stage2, ctx=ctx, x=first.tensor("grad_input"), ...)   # no copy
+
+A DeviceTensor stays on the device between launches: a Plan holds one per tensor, hands it out
+(``plan.tensor(name)``) and takes one wherever an array is accepted, so stages chain without a
+host round trip. Every host transfer of a tensor (the upload when it is made, ``read``, the
+guard check) goes through one method that counts it in TRANSFERS (what the chaining test reads).
+
+dtypes: float32; float16 (OpenCL's ``half``: stored in 16 bits, read and written with
+vload_half / vstore_half, which every device has without cl_khr_fp16; arithmetic stays float);
+bfloat16 (NumPy has none: stored as 16-bit words, the upper half of a float32, converted here
+with round-to-nearest-even; a kernel reads one with a 16-bit shift). ``layout`` is a field:
+"NCHW", "NHWC" or an interleaved layout such as "NC/32HW32" (channels in blocks of 32, the
+block innermost; storage rounds C up to the block), checked where a stage needs a layout.
+"""
+from __future__ import annotations
+
+import re
+from collections import Counter
+
+import numpy as np
+import pyopencl as cl
+
+CANARY = np.uint32(0xDEADBEEF)   # a float32 no kernel computes by chance (-6.26e18)
+GUARD_BYTES = 4096
+# name -> (NumPy storage dtype, canary bit pattern of an output's guard zones)
+DTYPES = {"float32": (np.dtype(np.float32), CANARY),
+          "float16": (np.dtype(np.float16), np.uint16(0xDEAD)),     # -427.25 as a half
+          "bfloat16": (np.dtype(np.uint16), np.uint16(0xDEAD))}     # -6.2e18 as a bfloat16
+# a registered stage's precision -> the dtype its tensors are stored in (tf32 stores float32)
+STORAGE = {"fp32": "float32", "tf32": "float32", "fp16": "float16", "bf16": "bfloat16"}
+LAYOUTS = ("NCHW", "NHWC")
+INTERLEAVED = re.compile(r"^NC/(\d+)HW(\d+)$")   # "NC/32HW32": C in blocks of 32, innermost
+TRANSFERS = Counter()   # "upload" and "read": host <-> device copies made through DeviceTensor
+
+
+def to_bfloat16(x) -> np.ndarray:
+    """float32 -> bfloat16 bits (uint16), rounding to nearest, ties to even; NaN stays NaN."""
+    bits = np.ascontiguousarray(x, dtype=np.float32).view(np.uint32)
+    rounded = (bits + np.uint32(0x7FFF) + ((bits >> np.uint32(16)) & np.uint32(1))) >> np.uint32(16)
+    nan = np.isnan(np.asarray(x, dtype=np.float32))
+    return np.where(nan, (bits >> np.uint32(16)) | np.uint32(0x40), rounded).astype(np.uint16)
+
+
+def from_bfloat16(bits) -> np.ndarray:
+    """bfloat16 bits (uint16) -> float32 (exact)."""
+    return (np.asarray(bits, dtype=np.uint16).astype(np.uint32) << np.uint32(16)).view(np.float32)
+
+
+def check_dtype(dtype: str) -> str:
+    if dtype not in DTYPES:
+        raise ValueError(f"unknown tensor dtype {dtype!r}; the dtypes are {', '.join(DTYPES)}")
+    return dtype
+
+
+def check_layout(layout: str) -> str:
+    if layout not in LAYOUTS and not INTERLEAVED.match(str(layout)):
+        raise ValueError(f"unknown layout {layout!r}; use NCHW, NHWC or an interleaved layout "
+                         f"such as 'NC/32HW32'")
+    return layout
+
+
+def to_storage(x: np.ndarray, dtype: str) -> np.ndarray:
+    """A host array in the bits a tensor of ``dtype`` stores."""
+    return to_bfloat16(x) if dtype == "bfloat16" else np.ascontiguousarray(x, dtype=DTYPES[dtype][0])
+
+
+def from_storage(bits: np.ndarray, dtype: str) -> np.ndarray:
+    """What a tensor of ``dtype`` stores, as NumPy: float32, float16, or float32 for bfloat16."""
+    return from_bfloat16(bits) if dtype == "bfloat16" else bits
+
+
+def storage_count(shape: tuple, layout: str) -> int:
+    """Elements a tensor stores: its shape's product, with C rounded up to an interleaved block."""
+    m = INTERLEAVED.match(layout)
+    if m and len(shape) >= 2:
+        block = int(m.group(1))
+        shape = (shape[0], -(-shape[1] // block) * block) + tuple(shape[2:])
+    return int(np.prod(shape))
+
+
+class DeviceTensor:
+    """A tensor on the device, optionally inside guard zones (NaN around and, for outputs, in it;
+    canaries around outputs), on one context and the in-order queue its launches use."""
+
+    def __init__(self, ctx, queue, name: str, shape: tuple, host: np.ndarray | None = None,
+                 guard: bool = False, is_input: bool = False, dtype: str = "float32", layout: str = "NCHW"):
+        self.ctx, self.queue = ctx, queue
+        self.name, self.shape, self.is_input, self.guard = name, tuple(int(d) for d in shape), is_input, guard
+        self.dtype, self.layout = check_dtype(dtype), check_layout(layout)
+        self.storage, canary = DTYPES[dtype]
+        self.size = storage_count(self.shape, layout)
+        self.nbytes = self.storage.itemsize * self.size
+        nan = to_storage(np.float32(np.nan), dtype)
+        body = (to_storage(host, dtype).ravel() if host is not None
+                else np.full(self.size, nan, dtype=self.storage) if guard else None)
+        if body is not None and body.size != self.size:
+            raise ValueError(f"{name}: {body.size} values for a {layout} tensor of shape {self.shape}")
+        mf = cl.mem_flags
+        if not guard:
+            self.parent = None
+            self.buffer = cl.Buffer(ctx, mf.READ_WRITE, self.nbytes)
+            if body is not None:
+                self._copy(self.buffer, body, "upload")
+            return
+        align = max(ctx.devices[0].mem_base_addr_align // 8, self.storage.itemsize)
+        self.pad = max(GUARD_BYTES, align) // self.storage.itemsize     # elements in each guard zone
+        whole = np.empty(self.size + 2 * self.pad, dtype=self.storage)
+        fill = nan if is_input else canary.view(self.storage)
+        whole[:self.pad] = fill
+        whole[self.pad + self.size:] = fill
+        whole[self.pad:self.pad + self.size] = body
+        self.initial = whole
+        # Allocate, then upload: NVIDIA's driver was seen to keep a sub-buffer's out-of-range writes
+        # out of a parent created with COPY_HOST_PTR, which would hide exactly what guards look for.
+        self.parent = cl.Buffer(ctx, mf.READ_WRITE, whole.nbytes)
+        self._copy(self.parent, whole, "upload")
+        self.buffer = self.parent.get_sub_region(self.storage.itemsize * self.pad, self.nbytes)
+
+    @classmethod
+    def from_array(cls, ctx, array: np.ndarray, dtype: str | None = None, layout: str = "NCHW",
+                   guard: bool = False, name: str = "tensor", queue=None) -> "DeviceTensor":
+        """Upload ``array`` (converted to ``dtype``; default: its own, float32 or float16)."""
+        from .devices import get_queue
+        dtype = dtype or ("float16" if array.dtype == np.float16 else "float32")
+        return cls(ctx, queue or get_queue(ctx), name, array.shape, array, guard, True, dtype, layout)
+
+    def _copy(self, dest, src, kind: str) -> None:
+        TRANSFERS[kind] += 1
+        cl.enqueue_copy(self.queue, dest, src)
+
+    def read(self) -> np.ndarray:
+        """The tensor's values on the host (after the queue's work): float32, or float16 for a
+        float16 tensor; stored layout, logical shape for NCHW and NHWC."""
+        out = np.empty(self.size, dtype=self.storage)
+        self._copy(out, self.buffer, "read")
+        out = from_storage(out, self.dtype)
+        return out.reshape(self.shape) if self.size == int(np.prod(self.shape)) else out
+
+    def check_guards(self) -> str | None:
+        """None when the guard zones (and an input's contents) are as uploaded, else what changed."""
+        if self.parent is None:
+            return None
+        whole = np.empty_like(self.initial)
+        self._copy(whole, self.parent, "read")
+        bits = np.dtype(f"u{self.storage.itemsize}")
+        zones = [slice(0, self.pad), slice(self.pad + self.size, None)]
+        if self.is_input:
+            zones.append(slice(self.pad, self.pad + self.size))  # inputs are read-only
+        for zone in zones:
+            changed = np.flatnonzero(whole[zone].view(bits) != self.initial[zone].view(bits))
+            if changed.size:
+                where = "inside the input" if zone.start == self.pad and zone.stop is not None else (
+                    "before" if zone.start == 0 else "after")
+                first = changed[0] + (zone.start or 0) - self.pad
+                return (f"{self.name}: {changed.size} value(s) changed {where} the tensor "
+                        f"(first at element offset {first})")
+        return None
+
+    def __repr__(self) -> str:
+        return f"DeviceTensor({self.name!r}, {self.dtype}, {self.shape}, {self.layout})"
