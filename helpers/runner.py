@@ -164,6 +164,22 @@ def check_plan(plan, expected: tuple | None = None) -> CheckResult:
                        max(r.max_error for r in results), max(r.worst_ratio for r in results), plan.path)
 
 
+def step_values(plan, step: Step, handle) -> tuple:
+    """A step's kernel arguments: tensors by name (``handle`` gives the backend's handle of a
+    tensor), the problem's int32 scalars by name, typed literals as they are."""
+    values = []
+    for a in step.args:
+        if not isinstance(a, str):
+            values.append(a)
+        elif a in plan.arrays:
+            values.append(handle(plan.arrays[a]))
+        elif a in plan.problem.scalars:
+            values.append(np.int32(plan.problem.scalars[a]))
+        else:
+            raise RuntimeError(f"registry bug: step argument {a!r} is neither a tensor nor a scalar")
+    return tuple(values)
+
+
 class Checked:
     """What both plans share: nothing is timed before it was checked once."""
     checked = False
@@ -291,18 +307,7 @@ class ClPlan(Checked):
                 if g % l:
                     raise RuntimeError(f"registry bug: global size {step.global_size} is not a multiple "
                                        f"of the work-group {step.local_size}")
-        values = []
-        for a in step.args:
-            if isinstance(a, str):
-                if a in self.arrays:
-                    values.append(self.arrays[a].buffer)
-                elif a in self.problem.scalars:
-                    values.append(np.int32(self.problem.scalars[a]))
-                else:
-                    raise RuntimeError(f"registry bug: step argument {a!r} is neither a tensor nor a scalar")
-            else:
-                values.append(a)
-        k.set_args(*values)
+        k.set_args(*step_values(self, step, lambda t: t.buffer))
         return k, step.global_size, step.local_size
 
     def enqueue(self) -> list:
@@ -379,18 +384,7 @@ class CudaPlan(Checked):
             if g % l:
                 raise RuntimeError(f"registry bug: global size {step.global_size} is not a multiple "
                                    f"of the block {step.local_size}")
-        values = []
-        for a in step.args:
-            if isinstance(a, str):
-                if a in self.arrays:
-                    values.append(self.arrays[a].array)
-                elif a in self.problem.scalars:
-                    values.append(np.int32(self.problem.scalars[a]))
-                else:
-                    raise RuntimeError(f"registry bug: step argument {a!r} is neither a tensor nor a scalar")
-            else:
-                values.append(a)
-        return k, step.global_size, step.local_size, tuple(values)
+        return k, step.global_size, step.local_size, step_values(self, step, lambda t: t.array)
 
     def enqueue(self) -> list:
         """Launch every kernel of the stage once (asynchronously)."""
