@@ -46,6 +46,7 @@ RIGHT = {
         (na, ma, qa) if nb == 0 else
         (na + nb, ma + (mb - ma) * nb / (na + nb), qa + qb + (mb - ma) ** 2 * na * nb / (na + nb))),
     "check_winograd_1d": lambda d, g: _f23(d, g),
+    "check_phase_taps": lambda k, s, p: list(range(p, k, s)),
 }
 
 WRONG = {
@@ -72,6 +73,9 @@ WRONG = {
                             lambda x0, xpw, W, st, p: RIGHT["check_width_columns"](x0, xpw + 1, W, st, p)],
     "check_chan_merge": [lambda na, ma, qa, nb, mb, qb: (na + nb, (ma + mb) / 2, qa + qb),
                          lambda na, ma, qa, nb, mb, qb: (na + nb, ma + (mb - ma) * nb / (na + nb), qa + qb)],
+    "check_phase_taps": [lambda k, s, p: list(range(k)),                       # the stride forgotten
+                         lambda k, s, p: list(range(p + 1, k, s)),             # off by one
+                         lambda k, s, p: list(range(p, k - 1, s))],            # the last tap dropped
     "check_winograd_1d": [lambda d, g: RIGHT["check_winograd_1d"](d, g)[::-1],
                           lambda d, g: [d[0] * g[0] + d[1] * g[1] + d[2] * g[2], d[1] * g[0] + d[2] * g[1] + d[3] * g[2]]],
 }

@@ -367,12 +367,19 @@ def check_width_columns(answer_fn) -> bool:
                     "inside 0 .. OW-1", "")
 
 
+@exercise
 def check_phase_taps(answer_fn) -> bool:
     """Chapter 11: (kernel, stride, phase) -> the taps r that reach the input rows of that phase."""
     from ..launch.gemm import phase_taps
     for kernel, stride, phase in [(3, 1, 0), (3, 2, 0), (3, 2, 1), (5, 2, 1), (1, 2, 1), (5, 3, 2), (2, 3, 2)]:
         got, want = sorted(answer_fn(kernel, stride, phase)), phase_taps(kernel, stride, phase)
+        case = f"kernel {kernel}, stride {stride}, phase {phase}: you give {got}; "
+        if len(set(got)) != len(got):
+            return _verdict(False, "", case + "a tap appears twice")
+        wrong = sorted(set(got) - set(want))
+        if wrong:
+            return _verdict(False, "", case + f"tap r = {wrong[0]} does not reach the rows of this phase "
+                            f"(which r make h + pad - r a multiple of the stride?)")
         if got != want:
-            return _verdict(False, "", f"kernel {kernel}, stride {stride}, phase {phase}: you give {got}, "
-                            f"expected {want}")
+            return _verdict(False, "", case + "a tap that reaches the rows of this phase is missing")
     return _verdict(True, "every phase gets exactly the taps that reach it", "")
