@@ -159,6 +159,11 @@ def _bn_stages(op: str) -> list:
               "each tensor read twice",
               family="batchnorm", launch="blocks", requires="wg_power_of_two", jit="vec4", fast={"VEC4": 1},
               defines={"WG": 256, "ITEMS": 4}, tune={"WG": [128, 256, 512], "ITEMS": [1, 2, 4, 8]}),
+        Stage(op, 6, "one_pass", "batchnorm/06_one_pass.cl",
+              "channels that fit one work-group's registers: one launch, each tensor read once, "
+              "two-pass statistics over registers; larger channels run stage 05",
+              family="batchnorm", launch="group_per_channel", requires="channel_fits", fallback="fused",
+              jit="one_pass_items", defines={"WG": 256}, tune={"WG": [128, 256, 512, 1024]}),
     ]
 
 

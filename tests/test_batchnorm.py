@@ -19,14 +19,16 @@ SHAPES = [(1, 1, 1, 2), (2, 1, 1, 1), (1, 3, 1, 1), (3, 2, 1, 1), (1, 1, 5, 7), 
           (2, 6, 14, 14), (3, 2, 9, 11), (1, 3, 33, 31)]
 # small work-groups and blocks so that trees have many levels and stage 05 many blocks
 DEFINES = {"naive": [{}], "local_two_pass": [{}, {"WG": 4}], "welford": [{}, {"WG": 8}],
-           "vec4": [{}, {"WG": 4}], "fused": [{}, {"WG": 4, "ITEMS": 1}, {"WG": 16, "ITEMS": 3}]}
+           "vec4": [{}, {"WG": 4}], "fused": [{}, {"WG": 4, "ITEMS": 1}, {"WG": 16, "ITEMS": 3}],
+           # WG 4 holds at most 64 units a channel: the larger shapes fall back to stage 05
+           "one_pass": [{}, {"WG": 4}, {"WG": 32}]}
 MODES = [dict(), dict(momentum=0.1), dict(training=False)]
 OFFSETS = [(0.0, 1.0), (1000.0, 1.0), (1000.0, 0.05)]
 
 
 def test_the_stage_list_is_shared():
     assert helpers.stage_names("batchnorm_backward") == STAGES
-    assert STAGES == ["naive", "local_two_pass", "welford", "vec4", "fused"]
+    assert STAGES == ["naive", "local_two_pass", "welford", "vec4", "fused", "one_pass"]
     assert all(np.prod(s) >= 1 for s in SHAPES)
     assert {(n * h * w) % 4 for n, c, h, w in SHAPES} == {0, 1, 2, 3}
     assert {(h * w) % 4 for n, c, h, w in SHAPES} == {0, 1, 2, 3}
@@ -318,3 +320,24 @@ def test_exercise_check_accepts_chan_and_rejects_wrong_merges(capsys):
     assert not check_chan_merge(no_cross_term)
     assert not check_chan_merge(via_squares)
     assert "avoid subtracting large squares" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("op", ["batchnorm_forward", "batchnorm_backward"])
+def test_one_pass_is_one_launch_where_the_channel_fits(ctx, op):
+    """Stage 06's single-kernel path (one launch) runs where a channel fits one work-group's
+    registers, and a larger channel falls back to stage 05 (two launches): a change that makes
+    the fast path stop running fails here."""
+    from helpers.ops.layers import LAYER_SETS
+    from helpers.ops.batchnorm_forward import layer_args as fwd_args
+    from helpers.ops.batchnorm_backward import layer_args as bwd_args
+    make = fwd_args if op == "batchnorm_forward" else bwd_args
+
+    def ran(layer):
+        plan = helpers.plan_stage(op, "one_pass", ctx=ctx, **make(layer))
+        return plan.path, len(plan.steps)
+
+    bn = {layer["name"]: layer for layer in LAYER_SETS["bn"]}
+    # N = 1: every ResNet-50 channel (at most 112 x 112 values) fits 256 work-items x 16 float4s
+    assert {name: ran({**layer, "n": 1}) for name, layer in bn.items()} == {name: ("only", 1) for name in bn}
+    assert ran(bn["bn512@7"]) == ("only", 1)          # N = 32: 1,568 values a channel
+    assert ran(bn["bn64@56"]) == ("fallback", 2)      # N = 32: 100,352 values a channel

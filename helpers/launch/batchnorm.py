@@ -2,7 +2,8 @@
 
 Both operations share one stage list; each stage file holds the forward and the backward
 kernels. The registry's ``launch`` names the grid: ``per_channel`` (one work-item per channel),
-``group_per_channel`` (one work-group per channel), ``blocks`` (many work-groups per channel:
+``group_per_channel`` (one work-group per channel; stage 06 holds the whole channel in its
+registers), ``blocks`` (many work-groups per channel:
 block partials in a workspace, then a merge). eps and momentum are float32 kernel arguments.
 """
 from __future__ import annotations
@@ -19,11 +20,18 @@ BN_BACKWARD = ("grad_output", "output", "x", "gamma", "mean", "inv_std", "grad_i
                "grad_beta", "N", "C", "HW")
 
 
-def blocks(p: Problem, d: dict) -> int:
-    """Stage 05: blocks of WG*ITEMS units per channel (a unit is a float4 when H*W % 4 == 0)."""
+MAX_ITEMS = 16   # stage 06: units a work-item may hold in registers (a float4 each with VEC4)
+
+
+def units(p: Problem) -> int:
+    """A channel's N*H*W values in units: float4s when H*W % 4 == 0, else single floats."""
     hw = p.dims["HW"]
-    units = p.dims["N"] * (hw // 4 if hw % 4 == 0 else hw)
-    return -(-units // (d["WG"] * d["ITEMS"]))
+    return p.dims["N"] * (hw // 4 if hw % 4 == 0 else hw)
+
+
+def blocks(p: Problem, d: dict) -> int:
+    """Stage 05: blocks of WG*ITEMS units per channel."""
+    return -(-units(p) // (d["WG"] * d["ITEMS"]))
 
 
 def geometry(kind: str, p: Problem, d: dict):
@@ -75,5 +83,20 @@ def wg_power_of_two(p: Problem, d: dict):
 
 
 def vec4(p: Problem, d: dict) -> dict:
-    """Stage 05: VEC4=1 when H*W % 4 == 0 (float4 units)."""
+    """Stages 05-06: VEC4=1 when H*W % 4 == 0 (float4 units)."""
     return {"VEC4": int(p.dims["HW"] % 4 == 0)}
+
+
+def one_pass_items(p: Problem, d: dict) -> dict:
+    """Stage 06: VEC4 as stage 05, and ITEMS, the units each work-item holds: the channel / WG."""
+    return {**vec4(p, d), "ITEMS": max(1, -(-units(p) // d["WG"]))}
+
+
+def channel_fits(p: Problem, d: dict):
+    """Stage 06 holds a whole channel in one work-group's registers: N*H*W units <= WG*MAX_ITEMS."""
+    need = wg_power_of_two(p, d)
+    if need is None and units(p) > d["WG"] * MAX_ITEMS:
+        need = (f"a channel of N*H*W = {p.dims['N'] * p.dims['HW']:,} values must fit one work-group's "
+                f"registers: at most WG * {MAX_ITEMS} = {d['WG'] * MAX_ITEMS:,} "
+                f"{'float4s' if p.dims['HW'] % 4 == 0 else 'floats'}")
+    return need

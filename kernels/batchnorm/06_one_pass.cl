@@ -1,0 +1,152 @@
+// Stage 06: one launch, each tensor read once, for channels that fit one work-group's registers.
+//
+// Changed from stage 05: stage 05 cuts a channel into B blocks and needs two kernels, because no
+// work-group can start normalizing before every block of its channel has been reduced; each
+// tensor is read twice and a small tensor pays two launch latencies, which at these sizes cost
+// more than moving the data. When the whole channel fits the registers of one work-group (N*H*W
+// units <= WG * ITEMS, ITEMS small), B = 1: the work-group loads its channel once, reduces it,
+// and writes the result from the values it still holds. With the values in registers the
+// statistics use the plain two-pass formulas (the mean, then the squared deviations from it),
+// exact up to rounding, without a second read. Larger channels do not fit: the stage falls back
+// to stage 05 (helpers/launch/batchnorm.py: channel_fits).
+//
+// Kernels and arguments: as stage 01 (no partials). NDRange: (WG * C), work-group WG.
+// JIT parameters: WG (a power of two), ITEMS (units per work-item: ceil(N * units per slab / WG),
+// derived from the problem), VEC4 (1 when H*W % 4 == 0), UPDATE_RUNNING, ACT.
+
+#include "course.h"
+#include "batchnorm.h"
+
+#ifndef WG
+#define WG 256          // work-group size: a power of two (the reduction tree halves it)
+#endif
+#ifndef ITEMS
+#define ITEMS 4         // units per work-item: the whole channel is WG * ITEMS units at most
+#endif
+#ifndef VEC4
+#define VEC4 0          // 1 only if H*W % 4 == 0 (host side: helpers/stages.py)
+#endif
+#ifndef UPDATE_RUNNING
+#define UPDATE_RUNNING 0
+#endif
+
+// A unit and its operations: a float4 when VEC4, else a float (as stage 05).
+#if VEC4
+#define UNIT 4
+typedef float4 unit_t;
+#define LOADU(p, e) LOAD4(p, (e) / 4)
+#define STOREU(p, e, v) STORE4(p, (e) / 4, v)
+#define GRAD_INU(dy, y, e) GRAD_IN4(dy, y, (e) / 4)
+#define SUMU(v) (((v).x + (v).y) + ((v).z + (v).w))
+#define DOTU(a, b) dot(a, b)
+#else
+#define UNIT 1
+typedef float unit_t;
+#define LOADU(p, e) ((p)[e])
+#define STOREU(p, e, v) ((p)[e] = (v))
+#define GRAD_INU(dy, y, e) GRAD_IN(dy, y, e)
+#define SUMU(v) (v)
+#define DOTU(a, b) ((a) * (b))
+#endif
+
+// The element where unit k of this work-item starts (the channel's units in slab order,
+// neighbouring work-items on neighbouring units), or -1 past the channel's last unit.
+inline int unit_start(const int k, const int c, const int N, const int C, const int HW) {
+    const int per_slab = HW / UNIT;
+    const int u = k * WG + get_local_id(0);
+    if (u >= N * per_slab) return -1;
+    const int n = u / per_slab;
+    return (n * C + c) * HW + (u - n * per_slab) * UNIT;
+}
+
+__kernel __attribute__((reqd_work_group_size(WG, 1, 1)))
+void bn_forward_train(__global const float* x, __global const float* gamma,
+                      __global const float* beta, __global const float* running_mean,
+                      __global const float* running_var, __global float* y,
+                      __global float* mean_out, __global float* inv_std_out,
+                      __global float* running_mean_out, __global float* running_var_out,
+                      const int N, const int C, const int HW, const float eps,
+                      const float momentum) {
+    __local float buf[WG];
+    const int c = get_group_id(0);
+    unit_t v[ITEMS];
+    int e[ITEMS];
+    float s = 0.0f;
+    #pragma unroll
+    for (int k = 0; k < ITEMS; k++) {                  // the channel, loaded once
+        e[k] = unit_start(k, c, N, C, HW);
+        v[k] = e[k] >= 0 ? LOADU(x, e[k]) : (unit_t)(0.0f);
+        s += SUMU(v[k]);
+    }
+    const float count = (float)N * (float)HW;
+    const float mean = wg_sum(buf, s) / count;         // pass 1 over registers: the mean
+    float q = 0.0f;
+    #pragma unroll
+    for (int k = 0; k < ITEMS; k++) {                  // pass 2 over registers: squared deviations
+        const unit_t d = e[k] >= 0 ? v[k] - mean : (unit_t)(0.0f);
+        q += DOTU(d, d);
+    }
+    const float m2 = wg_sum(buf, q);
+    const float inv_std = 1.0f / sqrt(m2 / count + eps);
+
+    const float scale = gamma[c] * inv_std, shift = beta[c];
+    #pragma unroll
+    for (int k = 0; k < ITEMS; k++)                    // normalize from registers
+        if (e[k] >= 0) STOREU(y, e[k], fma(v[k] - mean, (unit_t)(scale), (unit_t)(shift)));
+    if (get_local_id(0) == 0) {
+        mean_out[c] = mean;
+        inv_std_out[c] = inv_std;
+#if UPDATE_RUNNING
+        running_update(running_mean, running_var, running_mean_out, running_var_out, c, count, mean, m2, momentum);
+#endif
+    }
+}
+
+__kernel __attribute__((reqd_work_group_size(WG, 1, 1)))
+void bn_forward_infer(__global const float* x, __global const float* gamma,
+                      __global const float* beta, __global const float* running_mean,
+                      __global const float* running_var, __global float* y,
+                      const int N, const int C, const int HW, const float eps) {
+    const int c = get_group_id(0);
+    const float scale = gamma[c] / sqrt(running_var[c] + eps);
+    const float m = running_mean[c], shift = beta[c];
+    #pragma unroll
+    for (int k = 0; k < ITEMS; k++) {
+        const int e = unit_start(k, c, N, C, HW);
+        if (e >= 0) STOREU(y, e, fma(LOADU(x, e) - m, (unit_t)(scale), (unit_t)(shift)));
+    }
+}
+
+__kernel __attribute__((reqd_work_group_size(WG, 1, 1)))
+void bn_backward(__global const float* dy, __global const float* out,
+                 __global const float* x, __global const float* gamma,
+                 __global const float* mean, __global const float* inv_std,
+                 __global float* dx, __global float* grad_gamma, __global float* grad_beta,
+                 const int N, const int C, const int HW) {
+    __local float2 buf[WG];
+    const int c = get_group_id(0);
+    const float m = mean[c], is = inv_std[c];
+    unit_t g[ITEMS], d[ITEMS];
+    int e[ITEMS];
+    float2 part = (float2)(0.0f);
+    #pragma unroll
+    for (int k = 0; k < ITEMS; k++) {                  // the channel's gradient and input, once
+        e[k] = unit_start(k, c, N, C, HW);
+        g[k] = e[k] >= 0 ? GRAD_INU(dy, out, e[k]) : (unit_t)(0.0f);
+        d[k] = e[k] >= 0 ? LOADU(x, e[k]) - m : (unit_t)(0.0f);
+        part += (float2)(SUMU(g[k]), DOTU(g[k], d[k]));
+    }
+    const float2 sums = wg_sum2(buf, part);
+    const float gbeta = sums.x, ggamma = sums.y * is;
+
+    const float count = (float)N * (float)HW;
+    const float scale = gamma[c] * is;
+    const float mb = gbeta / count, mg = ggamma / count;
+    #pragma unroll
+    for (int k = 0; k < ITEMS; k++)                    // the input gradient from registers
+        if (e[k] >= 0) STOREU(dx, e[k], scale * (g[k] - mb - d[k] * is * mg));
+    if (get_local_id(0) == 0) {
+        grad_gamma[c] = ggamma;
+        grad_beta[c] = gbeta;
+    }
+}
