@@ -66,9 +66,10 @@ def resolve(op: str, stage, problem: Problem, ctx, defines: dict | None,
     s = get_stage(op, stage)
     check_define_values(s, defines or {})
     seen = []
+    given = defines or {}          # for the stage asked for; a fallback runs with its own values
     while True:
         dev = cuda.device()["name"] if s.backend == "cuda" else ctx.devices[0].name
-        d = {**s.defines, **tuned_defines(op, s.key, dev), **{k: v for k, v in (defines or {}).items() if k in s.defines}}
+        d = {**s.defines, **tuned_defines(op, s.key, dev), **{k: v for k, v in given.items() if k in s.defines}}
         unknown = set(defines or {}) - set(s.defines) - set(problem.defines)
         if unknown and not seen:
             raise ValueError(f"stage {s.key} of {op} has no JIT parameter {', '.join(sorted(unknown))}; "
@@ -84,7 +85,7 @@ def resolve(op: str, stage, problem: Problem, ctx, defines: dict | None,
         if s.fallback is None:
             raise ValueError(f"stage {s.key} of {op} cannot run this problem: {need}")
         seen.append(s.key)
-        s = get_stage(op, s.fallback)
+        s, given = get_stage(op, s.fallback), {}
         if s.key in seen:
             raise RuntimeError(f"fallback cycle in the registry: {seen}")
 

@@ -341,3 +341,12 @@ def test_one_pass_is_one_launch_where_the_channel_fits(ctx, op):
     assert {name: ran({**layer, "n": 1}) for name, layer in bn.items()} == {name: ("only", 1) for name in bn}
     assert ran(bn["bn512@7"]) == ("only", 1)          # N = 32: 1,568 values a channel
     assert ran(bn["bn64@56"]) == ("fallback", 2)      # N = 32: 100,352 values a channel
+
+
+def test_defines_given_for_a_stage_do_not_reach_its_fallback(ctx):
+    """A WG asked of stage 06 on a channel too large for it: stage 05 runs with its own WG (on the
+    H200 stage 05's kernels allow at most 256 work-items: an inherited WG = 512 failed the launch)."""
+    args = random_args(2, 3, 64, 64, seed=1)        # 8,192 values a channel: more than 8 x 16 float4s
+    plan = helpers.plan_stage("batchnorm_forward", "one_pass", ctx=ctx, defines={"WG": 8}, **args)
+    assert plan.path == "fallback" and plan.stage.key == "05_fused"
+    assert plan.defines["WG"] != 8
