@@ -238,8 +238,8 @@ def report(out: dict) -> str:
         for name in dict.fromkeys(v["name"] for v in out.get("libraries", [])):
             x = geomean(r.get(f"x_{slug(name)}") for r in out["rows"] if r["key"] == key)
             extra += f"  x{x:.2f} {name}" if not math.isnan(x) else ""
-        lines.append(f"  {key:<22} {s['gflops']:9.1f} GFLOP/s  {s['gbps']:8.1f} GB/s{copy}  "
-                     f"x{s['x_first']:.2f} first{extra}")
+        first = f"  x{s['x_first']:.2f} first" if not math.isnan(s["x_first"]) else ""   # not in the run
+        lines.append(f"  {key:<22} {s['gflops']:9.1f} GFLOP/s  {s['gbps']:8.1f} GB/s{copy}{first}{extra}")
     lines.append(f"({out['formulas']['gflops']}; {out['formulas']['gbps']}; {out['formulas']['speedup']})")
     return "\n".join(lines)
 
