@@ -259,8 +259,17 @@ CONV3D_DGRAD = [
           launch="vol2col", defines={**TILES, "WG": 64}, requires="vol_requires", family="gemm"),
 ]
 
+# conv_wgrad: the weight gradient, a long sum (N*OH*OW terms) behind each of few outputs
+# (C*K*R*S); kernels/conv_wgrad/README.md explains the ladder.
+CONV_WGRAD = [
+    Stage("conv_wgrad", 1, "naive", "conv_wgrad/01_naive.cl",
+          "one work-item per weight (c, k, r, s) walks the whole sum over (n, oh, ow) alone",
+          family="direct", launch="per_weight", defines=WG, tune=WG_TUNE),
+]
+
 REGISTRY: dict[str, list[Stage]] = {
     "conv_dgrad": CONV_DGRAD,
+    "conv_wgrad": CONV_WGRAD,
     "conv_forward": CONV_FORWARD,
     "batchnorm_forward": BATCHNORM_FORWARD,
     "batchnorm_backward": BATCHNORM_BACKWARD,
