@@ -265,6 +265,11 @@ CONV_WGRAD = [
     Stage("conv_wgrad", 1, "naive", "conv_wgrad/01_naive.cl",
           "one work-item per weight (c, k, r, s) walks the whole sum over (n, oh, ow) alone",
           family="direct", launch="per_weight", defines=WG, tune=WG_TUNE),
+    Stage("conv_wgrad", 2, "split_reduction", "conv_wgrad/02_split_reduction.cl",
+          "the sum split into slices of WG*ITEMS positions, one work-group per (weight, slice) "
+          "reducing in local memory; a second kernel adds the slices' partials in a fixed order",
+          family="wgrad", launch="split_reduction", requires="split_requires",
+          defines={"WG": 128, "ITEMS": 16}, tune={"WG": [64, 128, 256], "ITEMS": [4, 16, 64]}),
 ]
 
 REGISTRY: dict[str, list[Stage]] = {
