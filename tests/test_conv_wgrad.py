@@ -1,9 +1,14 @@
 """Every registered conv_wgrad stage against the NumPy reference, with guard regions, on the grid."""
+import dataclasses
+
 import numpy as np
 import pytest
 
 import helpers
+from helpers import stages as registry
+from helpers.engine.build import kernel_source
 from helpers.ops.conv_wgrad import random_problem_args
+from helpers.runner import workspace_bytes
 
 from shapes import case_id, conv_grid, require_paths
 
@@ -48,3 +53,29 @@ def test_stages_agree_on_a_realistic_layer(ctx):
         r = helpers.run_stage("conv_wgrad", s, ctx=ctx, **args)
         assert r.shape == (32, 48, 3, 3) and r.dtype == np.float32
         helpers.check_stage("conv_wgrad", s, ctx=ctx, **args)
+
+
+def test_split_reduction_is_deterministic_and_declares_its_workspace(ctx):
+    """The slices' partials are added in a fixed order: two runs agree to the bit. The workspace
+    holds one partial per (slice, weight), as declared."""
+    args = random_problem_args(3, 5, 13, 11, 6, 3, 1, 1, "sigmoid", seed=3)   # 429 positions
+    defines = {"WG": 64, "ITEMS": 4}                                           # 2 slices
+    a, b = (helpers.run_stage("conv_wgrad", "split_reduction", ctx=ctx, defines=defines, **args)
+            for _ in range(2))
+    assert np.array_equal(a, b)
+    assert workspace_bytes("conv_wgrad", "split_reduction", ctx=ctx, defines=defines, **args) == 4 * 2 * 5 * 6 * 9
+
+
+def test_a_dropped_slice_is_caught(ctx, monkeypatch):
+    """A planted bug, wgrad_sum skipping the last slice, fails the check."""
+    st = helpers.get_stage("conv_wgrad", "split_reduction")
+    src = kernel_source(st.kernel)
+    old = "for (int j = 0; j < SPLITS; j++)"
+    assert old in src, "the planted bug no longer applies; update this test"
+    bad = dataclasses.replace(st, number=92, name="dropped_slice",
+                              source=lambda d: src.replace(old, "for (int j = 0; j < SPLITS - 1; j++)"))
+    monkeypatch.setitem(registry.REGISTRY, "conv_wgrad", registry.REGISTRY["conv_wgrad"] + [bad])
+    args = random_problem_args(3, 5, 13, 11, 6, 3, 1, 1, "none", seed=3)
+    with pytest.raises(helpers.MismatchError):
+        helpers.check_stage("conv_wgrad", "dropped_slice", ctx=ctx, guard=True,
+                            defines={"WG": 64, "ITEMS": 4}, **args)
