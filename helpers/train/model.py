@@ -48,7 +48,7 @@ class Config:
 
 
 SMALL = Config()
-FULL = Config(scale=4, batch=128, channels=(32, 64), epochs=5)
+FULL = Config(scale=4, batch=128, channels=(32, 64), epochs=8)
 
 
 def init_params(cfg: Config) -> dict:
@@ -126,3 +126,13 @@ def reference_step(params: dict, x: np.ndarray, labels: np.ndarray):
         if i > 1:
             g = ref.conv2d_dgrad(dconv, params[f"w{i}"], inp.shape, 1, 1)
     return loss, logits, {k: np.asarray(v, np.float32) for k, v in grads.items()}
+
+
+def compare_gradients(got: dict, expected: dict, rtol: float = 1e-4) -> list[str]:
+    """One line per gradient: does max |got - expected| stay below rtol * max |expected|?"""
+    lines = []
+    for name in ("w1", "gamma1", "beta1", "w2", "gamma2", "beta2", "fc_w", "fc_b"):
+        g, e = np.asarray(got[name], np.float64), np.asarray(expected[name], np.float64)
+        ok = g.shape == e.shape and np.abs(g - e).max() <= rtol * np.abs(e).max()
+        lines.append(f"{name:<7}{str(e.shape):<16}{'matches' if ok else 'DIFFERS'}")
+    return lines

@@ -122,3 +122,10 @@ def record(cfg: model.Config, ctx=None, torch_device: str | None = None, progres
         out["pytorch"] = train_torch(cfg, torch_device or "cpu", progress)
         out["comparison"] = compare(out["course"], out["pytorch"])
     return out
+
+
+def recorded() -> list[dict]:
+    """Training runs recorded in results/ (training_<device>.json), GPUs first."""
+    from ..analysis.results import load
+    runs = load("training_*.json")
+    return sorted(runs, key=lambda r: r["device"].get("type") != "GPU")
