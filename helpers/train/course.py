@@ -22,17 +22,12 @@ import numpy as np
 from ..engine.devices import get_context, get_queue
 from ..engine.tensor import DeviceTensor
 from ..engine.timing import time_events
-from ..ops import reference as ref
 from ..runner import choose_stage, plan_stage, prepare
-from ..stages import REGISTRY, stage_names
+from ..stages import stage_names
 from . import model
 
 WGRAD = "conv_wgrad"
 HOST = "ReLU, pooling, head, loss"
-
-
-def have_wgrad() -> bool:
-    return WGRAD in REGISTRY
 
 
 def _random_like(shape, rng) -> np.ndarray:
@@ -73,14 +68,10 @@ class CourseNet:
                 grad_output=L["dy"], x=y, gamma=L["gamma"], mean=f.tensor("mean"), inv_std=f.tensor("inv_std"),
                 activation="relu", output=f.tensor("y")), host_bwd)
             dconv = L["batchnorm_backward"].tensor("grad_input")
-            if have_wgrad():
-                wg = dict(weight_shape=layer["weight"], activation="none", **conv)
-                L[WGRAD] = self._plan(i, WGRAD, dict(input=L["x"], grad_output=dconv, **wg),
-                                      dict(input=_random_like(layer["input"], rng),
-                                           grad_output=_random_like(y.shape, rng), **wg))
-            else:
-                self.choices.append({"layer": layer["name"], "op": WGRAD, "how": "not merged",
-                                     "stage": "NumPy reference"})
+            wg = dict(weight_shape=layer["weight"], activation="none", **conv)
+            L[WGRAD] = self._plan(i, WGRAD, dict(input=L["x"], grad_output=dconv, **wg),
+                                  dict(input=_random_like(layer["input"], rng),
+                                       grad_output=_random_like(y.shape, rng), **wg))
             if i > 1:      # the first layer's input is the image: no gradient needed there
                 dg = dict(input_shape=layer["input"], activation="none", **conv)
                 L["conv_dgrad"] = self._plan(i, "conv_dgrad", dict(grad_output=dconv, weight=L["w"], **dg),
@@ -100,27 +91,34 @@ class CourseNet:
     def _run(self, L: dict, op: str) -> None:
         self._events.append((L["name"], op, L[op].enqueue()))
 
+    def _read(self, t: DeviceTensor) -> np.ndarray:
+        """A tensor read back once the queued kernels are done (so the host's time below counts
+        NumPy's work only, not the wait for the device)."""
+        self.queue.finish()
+        return t.read()
+
     def load(self, params: dict) -> None:
         """Upload the current weights (they change on the host after every SGD update)."""
         for i, L in enumerate(self.layers, 1):
             for name in ("w", "gamma", "beta"):
                 L[name].write(params[f"{name}{i}" if name != "w" else f"w{i}"])
 
-    def forward(self, params: dict, x: np.ndarray) -> tuple[np.ndarray, list]:
+    def forward(self, params: dict, x: np.ndarray) -> np.ndarray:
         """Both convolution blocks; returns the pooled features of the last one (on the host)."""
         a = x
         for L in self.layers:
             L["x"].write(a)
             self._run(L, "conv_forward")
             self._run(L, "batchnorm_forward")
+            y = self._read(L["batchnorm_forward"].tensor("y"))
             t0 = time.perf_counter()
-            a = model.relu_pool(L["batchnorm_forward"].tensor("y").read())
+            a = model.relu_pool(y)
             self._host += time.perf_counter() - t0
         return a
 
     def step(self, params: dict, x: np.ndarray, labels: np.ndarray):
         """One training step: (loss, logits, gradients); the per-op device times are kept."""
-        self._events, self._host, self._wgrad_host = [], 0.0, []
+        self._events, self._host = [], 0.0
         self.load(params)
         a = self.forward(params, x)
         t0 = time.perf_counter()
@@ -130,23 +128,15 @@ class CourseNet:
         for i in range(len(self.layers), 0, -1):
             L = self.layers[i - 1]
             L["dy"].write(model.pool_backward(g))
-            self._run(L, "batchnorm_backward")
+            for op in ("batchnorm_backward", WGRAD, "conv_dgrad"):     # conv1 has no conv_dgrad
+                if op in L:
+                    self._run(L, op)
+            if "conv_dgrad" in L:
+                g = self._read(L["conv_dgrad"].tensor("grad_input"))
             b = L["batchnorm_backward"]
-            if WGRAD in L:
-                self._run(L, WGRAD)
-                grads[f"w{i}"] = L[WGRAD].tensor(next(iter(L[WGRAD].problem.outputs))).read()
-            else:          # op conv_wgrad not in this checkout: its NumPy reference, on the host
-                t0 = time.perf_counter()
-                grads[f"w{i}"] = ref.conv2d_wgrad(L["x"].read(), b.tensor("grad_input").read(),
-                                                  L["w"].shape, 1, 1).astype(np.float32)
-                self._wgrad_host.append((L["name"], (time.perf_counter() - t0) * 1e3))
+            grads[f"w{i}"] = L[WGRAD].tensor("grad_weight").read()
             grads[f"gamma{i}"] = b.tensor("grad_gamma").read()
             grads[f"beta{i}"] = b.tensor("grad_beta").read()
-            if "conv_dgrad" in L:
-                self._run(L, "conv_dgrad")
-                t0 = time.perf_counter()
-                g = L["conv_dgrad"].tensor("grad_input").read()
-                self._host += time.perf_counter() - t0
         self.queue.finish()
         self.record()
         return loss, logits, grads
@@ -154,8 +144,6 @@ class CourseNet:
     def record(self) -> None:
         for layer, op, events in self._events:
             self.times[(layer, op)].append(time_events(events))
-        for layer, ms in self._wgrad_host:
-            self.times[(layer, WGRAD)].append(ms)
         self.times[("host", HOST)].append(self._host * 1e3)
 
     def evaluate(self, params: dict, x: np.ndarray, labels: np.ndarray) -> float:
