@@ -89,3 +89,10 @@ def test_course_summary_lists_every_recorded_stage():
         for row in r["rows"]:
             assert (r["op"], r["device"]["name"].strip(), row["key"]) in listed
 
+
+
+def test_record_command_refuses_an_unknown_device_in_one_line(capsys):
+    from helpers.train.__main__ import main
+    assert main(["--device", "no-such-device", "--out", "-"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "no-such-device" in err[0]

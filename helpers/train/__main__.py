@@ -10,6 +10,7 @@ import re
 import sys
 from pathlib import Path
 
+from ..engine.devices import NoDeviceError
 from . import model
 from .run import record, verdict
 
@@ -34,7 +35,13 @@ def main(argv=None) -> int:
             torch_device = "cuda" if torch.cuda.is_available() else "cpu"
         except ImportError:
             torch_device = "cpu"
-    out = record(cfg, args.device, torch_device, progress=sys.stderr.isatty())
+    if args.epochs is not None and args.epochs < 1:
+        ap.error(f"--epochs must be >= 1, got {args.epochs}")
+    try:
+        out = record(cfg, args.device, torch_device, progress=sys.stderr.isatty())
+    except (NoDeviceError, ValueError, TypeError) as e:      # a device not found, a refused problem
+        print(f"python -m helpers.train: {e}", file=sys.stderr)
+        return 2
     out["size"] = args.size
     c = out["course"]
     print(f"{c['device']['name']}: {len(c['losses'])} steps, loss {c['losses'][0]:.3f} -> {c['losses'][-1]:.3f}, "
