@@ -16,6 +16,8 @@ Layers, each importing only from itself and the ones above it in this list (help
     bench.py    `python -m helpers.bench`: stages x layers on a device, JSON into results/
     peak.py, registers.py   measured roofline; NVIDIA register counts into results/
     profile_stage.py        `python -m helpers.profile_stage`: one stage once on one layer (ncu)
+    train/      chapter 15: a small CNN trained on the course's stages (data, model, the chained
+                step, the PyTorch twin, the loop); `python -m helpers.train` records a run
     chapters/   what notebooks call: notebook (first cell, source display, step_times), pictures*,
                 exercises and kernel_exercises (checks), direct (models of chapters 03-05), local
                 (reuse and bank models of chapters 09-10), winograd (Toom-Cook); tools over the

@@ -18,7 +18,7 @@ import numpy as np
 import pyopencl as cl
 
 from .engine.backends import cuda
-from .engine.build import build, kernel
+from .engine.build import build
 from . import chooser
 from .engine.check import CheckResult, check_close, tolerance_stored
 from .engine.devices import get_context, get_queue
@@ -296,7 +296,9 @@ class ClPlan(Checked):
         self.checked = False
 
     def _bind(self, step: Step, dev) -> tuple:
-        k = kernel(self.program, step.kernel)
+        # a kernel object of this plan's own: kernel arguments live in the object, so two plans of
+        # one program (the same stage on two layers) sharing one would overwrite each other's
+        k = cl.Kernel(self.program, step.kernel)
         self._args = getattr(self, "_args", []) + [(k, step.args)]
         if step.local_size is not None:
             wg = int(np.prod(step.local_size))

@@ -264,8 +264,27 @@ CONV3D_DGRAD = [
           launch="vol2col", defines={**TILES, "WG": 64}, requires="vol_requires", family="gemm"),
 ]
 
+# conv_wgrad: the weight gradient, a long sum (N*OH*OW terms) behind each of few outputs
+# (C*K*R*S); kernels/conv_wgrad/README.md explains the ladder.
+CONV_WGRAD = [
+    Stage("conv_wgrad", 1, "naive", "conv_wgrad/01_naive.cl",
+          "one work-item per weight (c, k, r, s) walks the whole sum over (n, oh, ow) alone",
+          family="direct", launch="per_weight", defines=WG, tune=WG_TUNE),
+    Stage("conv_wgrad", 2, "split_reduction", "conv_wgrad/02_split_reduction.cl",
+          "the sum split into slices of WG*ITEMS positions, one work-group per (weight, slice) "
+          "reducing in local memory; a second kernel adds the slices' partials in a fixed order",
+          family="wgrad", launch="split_reduction", requires="split_requires",
+          defines={"WG": 128, "ITEMS": 16}, tune={"WG": [64, 128, 256], "ITEMS": [4, 16, 64]}),
+    Stage("conv_wgrad", 3, "igemm", "conv_wgrad/03_igemm.cl",
+          "implicit GEMM dw^T (K x C*R*S) = dy' . cols^T on the course GEMM's tiles: x gathered "
+          "into the B tiles, float4 loads of dy' when OH*OW % 4 == 0", launch="wgrad_igemm",
+          defines=TILES, jit="wgrad_vectors", requires="wgrad_requires", fast={"GEMM_VEC_A": 1},
+          **GEMM_FAMILY),
+]
+
 REGISTRY: dict[str, list[Stage]] = {
     "conv_dgrad": CONV_DGRAD,
+    "conv_wgrad": CONV_WGRAD,
     "conv_forward": CONV_FORWARD,
     "batchnorm_forward": BATCHNORM_FORWARD,
     "batchnorm_backward": BATCHNORM_BACKWARD,

@@ -110,3 +110,57 @@ def test_no_opencl_platform(monkeypatch):
 def test_unknown_device_selector():
     with pytest.raises(helpers.NoDeviceError, match="No OpenCL device matches"):
         helpers.get_context("no-such-device-anywhere")
+
+
+# -- conv_wgrad: the same contract ---------------------------------------------------------
+
+def good_wgrad(**over):
+    from helpers.ops.conv_wgrad import random_problem_args as wgrad_args
+    a = wgrad_args(2, 3, 7, 6, 4, 3, 1, 1, "relu", seed=0)
+    a.update(over)
+    return a
+
+
+@pytest.mark.parametrize("over, err, match", [
+    (dict(input=np.zeros((2, 3, 7), np.float32)), ValueError, "input must have 4 dimensions"),
+    (dict(input=np.zeros((2, 3, 7, 6), np.float64)), TypeError, "input must be float32"),
+    (dict(grad_output=np.zeros((2, 4, 7, 5), np.float32)), ValueError, r"grad_output must have shape \(N, K, OH, OW\)"),
+    (dict(grad_output=np.zeros((2, 4, 7, 6), np.int32)), TypeError, "grad_output must be float32"),
+    (dict(input=np.zeros((2, 3, 7, 6), np.float32)[:, :, :, ::-1]), ValueError, "C-contiguous"),
+    (dict(weight_shape=(5, 4, 3, 3)), ValueError, "first entry must equal the input's channels"),
+    (dict(weight_shape=(3, 4, 3)), ValueError, r"4 entries \(C, K, R, S\)"),
+    (dict(weight_shape=(3, 4, 3, 0)), ValueError, "zero-sized"),
+    (dict(weight_shape=(3, 4, 3, 3.0)), TypeError, "entries must be integers"),
+    (dict(weight_shape=(3, 4, 11, 3)), ValueError, "does not fit in the padded"),
+    (dict(output=None), TypeError, "needs output"),
+    (dict(output=np.zeros((2, 4, 7, 5), np.float32)), ValueError, "output must have grad_output's shape"),
+    (dict(activation="gelu"), ValueError, "activation must be one of"),
+    (dict(stride=0), ValueError, "stride must be >= 1"),
+    (dict(padding=-1), ValueError, "padding must be >= 0"),
+    (dict(weight=np.zeros((3, 4, 3, 3), np.float32)), TypeError, "unknown argument"),
+])
+def test_bad_wgrad_arguments(ctx, monkeypatch, over, err, match):
+    no_launch(monkeypatch)
+    for stage in helpers.stage_names("conv_wgrad"):
+        with pytest.raises(err, match=match):
+            helpers.run_stage("conv_wgrad", stage, ctx=ctx, **good_wgrad(**over))
+
+
+def test_wgrad_missing_arguments(ctx, monkeypatch):
+    no_launch(monkeypatch)
+    for name in ("input", "grad_output", "weight_shape"):
+        a = good_wgrad()
+        del a[name]
+        with pytest.raises(TypeError, match=f"{name}.* is required"):
+            helpers.run_stage("conv_wgrad", "naive", ctx=ctx, **a)
+    with pytest.raises(ValueError, match="only used with an activation"):
+        helpers.run_stage("conv_wgrad", "naive", ctx=ctx, **good_wgrad(activation="none"))
+
+
+def test_wgrad_beyond_32_bit_indexing():
+    """A weight gradient of more than 2^31 - 1 elements is refused (the shapes alone, no tensor
+    that large is made)."""
+    x = np.zeros((1, 65536, 1, 1), np.float32)
+    dy = np.zeros((1, 65536, 1, 1), np.float32)
+    with pytest.raises(ValueError, match="32-bit"):
+        helpers.prepare("conv_wgrad", input=x, grad_output=dy, weight_shape=(65536, 65536, 1, 1))

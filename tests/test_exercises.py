@@ -147,3 +147,24 @@ def test_kernel_gap(name, ctx, capsys):
     assert capsys.readouterr().out.startswith("Not answered yet")
     assert not g.check("    this is not C;", ctx=ctx)
     assert "does not compile" in capsys.readouterr().out
+
+
+def test_step_flops_exercise_check(capsys):
+    from helpers.chapters.exercises import check_step_flops
+
+    def right(cfg):
+        total = 0
+        for i, layer in enumerate(cfg.layers()):
+            n, c, h, w = layer["input"]
+            _, k, r, s = layer["weight"]
+            total += 2 * n * k * h * w * c * r * s * (3 if i else 2)
+        return total
+    assert check_step_flops(right)
+    assert not check_step_flops(lambda cfg: right(cfg) // 2)
+    assert "multiply-add is 2 FLOPs" in capsys.readouterr().out
+    assert not check_step_flops(lambda cfg: right(cfg) + 1)
+
+    def unanswered(cfg):
+        raise NotImplementedError()
+    assert not check_step_flops(unanswered)
+    assert "Not answered yet" in capsys.readouterr().out

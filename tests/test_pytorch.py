@@ -1,4 +1,5 @@
-"""Every conv_dgrad stage against PyTorch's autograd on random shapes nobody picked by hand.
+"""Every conv_dgrad and conv_wgrad stage against PyTorch's autograd on random shapes nobody
+picked by hand.
 
 PyTorch is independent of the course's NumPy reference. It is not one of the course's packages
 (a CPU build is a large download for a learner); CI installs it, and where it is absent these
@@ -50,4 +51,30 @@ def test_stages_match_pytorch_autograd(ctx, case):
         got = helpers.run_stage("conv_dgrad", stage, ctx=ctx, **args)
         # inputs rounded to float32 add their own error: a little more room than check_stage gives
         helpers.check_close(got, expected, magnitude=mag, rtol=4 * rtol_for_sum(c["k"] * c["kernel"] ** 2),
+                            name=f"{stage} vs PyTorch")
+
+
+@pytest.mark.parametrize("case", CASES, ids=lambda c: "n{n}c{c}k{k}_{h}x{w}_r{kernel}s{stride}p{pad}_{act}".format(**c))
+def test_wgrad_stages_match_pytorch_autograd(ctx, case):
+    c = case
+    rng = np.random.default_rng(2)
+    x = torch.tensor(rng.standard_normal((c["n"], c["c"], c["h"], c["w"])), dtype=torch.float64)
+    w = torch.tensor(rng.standard_normal((c["k"], c["c"], c["kernel"], c["kernel"])) / np.sqrt(c["c"] * c["kernel"] ** 2),
+                     dtype=torch.float64, requires_grad=True)                        # OIHW
+    out = ACTS[c["act"]](torch.nn.functional.conv2d(x, w, stride=c["stride"], padding=c["pad"]))
+    g = torch.tensor(rng.standard_normal(out.shape), dtype=torch.float64)
+    out.backward(g)
+    expected = w.grad.numpy().transpose(1, 0, 2, 3)                                  # OIHW -> IOHW
+    args = dict(input=x.numpy().astype(np.float32), grad_output=g.numpy().astype(np.float32),
+                weight_shape=(c["c"], c["k"], c["kernel"], c["kernel"]), stride=c["stride"],
+                padding=c["pad"], activation=c["act"])
+    if c["act"] != "none":
+        args["output"] = out.detach().numpy().astype(np.float32)
+    # magnitude: the same gradient through |input| and |incoming gradient|
+    mag = torch.nn.grad.conv2d_weight(x.abs(), tuple(w.shape), g.abs(), stride=c["stride"],
+                                      padding=c["pad"]).numpy().transpose(1, 0, 2, 3)
+    terms = c["n"] * out.shape[2] * out.shape[3]
+    for stage in helpers.stage_names("conv_wgrad"):
+        got = helpers.run_stage("conv_wgrad", stage, ctx=ctx, **args)
+        helpers.check_close(got, expected, magnitude=mag, rtol=4 * rtol_for_sum(terms),
                             name=f"{stage} vs PyTorch")

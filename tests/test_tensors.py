@@ -194,3 +194,16 @@ def test_scalars_are_typed_kernel_arguments():
         literals = [a for step in family(s.family).steps(s, p, s.defines) for a in step.args if not isinstance(a, str)]
         assert all(isinstance(a, (np.float32, np.int32)) for a in literals), (s.key, literals)
         assert np.float32(0.1) in literals and np.float32(1e-5) in literals, (s.key, literals)
+
+
+def test_two_plans_of_one_stage_keep_their_own_arguments(ctx):
+    """Two layers on the same stage share its built program: each plan has kernel objects of its
+    own, so planning the second does not redirect the first's launches to the second's tensors."""
+    first = plan_stage("batchnorm_forward", "naive", ctx=ctx, **bn.random_args(2, 4, 5, 5, seed=1))
+    second = plan_stage("batchnorm_forward", "naive", ctx=ctx, **bn.random_args(2, 4, 5, 5, seed=2))
+    assert first.program is second.program or first.program.int_ptr == second.program.int_ptr
+    first.enqueue()
+    second.enqueue()
+    first.queue.finish()
+    helpers.check_outputs(first)
+    helpers.check_outputs(second)

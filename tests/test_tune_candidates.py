@@ -8,12 +8,15 @@ from helpers.ops.batchnorm_backward import random_backward_args
 from helpers.ops.batchnorm_forward import random_args as bn_args
 from helpers.ops.conv_dgrad import random_problem_args as dgrad_args
 from helpers.ops.conv_forward import random_problem_args as fwd_args
+from helpers.ops.conv_wgrad import random_problem_args as wgrad_args
 from helpers.ops.gemm import random_args as gemm_args
 from helpers.stages import REGISTRY
 
 SHAPES = {   # awkward: odd sizes, channel counts on and off the fast paths' multiples
     "conv_dgrad": [dgrad_args(2, 17, 7, 5, 16, 3, 1, 1, "relu", seed=1),
                    dgrad_args(1, 3, 9, 8, 5, 3, 2, 1, "tanh", seed=2)],
+    "conv_wgrad": [wgrad_args(2, 17, 7, 5, 16, 3, 1, 1, "relu", seed=1),     # OH*OW = 35, 20: off and on float4
+                   wgrad_args(1, 3, 9, 8, 5, 3, 2, 1, "tanh", seed=2)],
     "conv_forward": [fwd_args(1, 5, 7, 9, 6, seed=1), fwd_args(2, 3, 6, 5, 17, seed=2)],
     "batchnorm_forward": [bn_args(2, 3, 5, 7, seed=1), bn_args(1, 5, 4, 4, seed=2)],
     "batchnorm_backward": [random_backward_args(2, 3, 5, 7, seed=1), random_backward_args(1, 5, 4, 4, seed=2)],

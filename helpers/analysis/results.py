@@ -84,3 +84,48 @@ def headline() -> str:
 
 if __name__ == "__main__":
     print(headline())
+
+
+MEMORY_BOUND = ("batchnorm_forward", "batchnorm_backward")
+
+
+def course_summary() -> list[dict]:
+    """Every stage of every op on every recorded device, from results/: per recorded run (op, layer
+    set, device), each stage's geometric means over the run's layers of GFLOP/s (GB/s for the
+    memory-bound batch norm), % of the device's measured FMA peak (copy bandwidth for batch norm),
+    x the run's first stage and x the vendor library where it was timed."""
+    from .summary import geomean, vendor_name
+    rows = []
+    for run in load():
+        if "rows" not in run or run.get("op") is None:
+            continue
+        op, memory = run["op"], run["op"] in MEMORY_BOUND
+        for key in dict.fromkeys(r["key"] for r in run["rows"]):
+            rs = [r for r in run["rows"] if r["key"] == key]
+            rows.append({"op": op, "layers": run["layer_set"] + (f" ({run['tag']})" if run.get("tag") else ""),
+                         "device": run["device"]["name"].strip(), "stage": key,
+                         "rate": geomean(r.get("gbps" if memory else "gflops") for r in rs),
+                         "unit": "GB/s" if memory else "GFLOP/s",
+                         "pct_peak": geomean(r.get("pct_copy" if memory else "pct_fma_peak") for r in rs),
+                         "peak": "copy" if memory else "FMA",
+                         "x_first": geomean(r.get("x_first") for r in rs),
+                         "x_vendor": geomean(r.get("x_vendor") for r in rs),
+                         "vendor": vendor_name(run) if run.get("vendor") else None})
+    return rows
+
+
+def course_summary_text() -> str:
+    """course_summary() as a fixed-width table, one block per recorded run."""
+    def num(v, fmt):
+        return "-" if v != v else format(v, fmt)      # NaN: not recorded
+    lines, last = [], None
+    for r in course_summary():
+        head = (r["op"], r["layers"], r["device"])
+        if head != last:
+            lines += ["", f"{r['op']} over {r['layers']} on {r['device']}"
+                      + (f" (vendor: {r['vendor']})" if r["vendor"] else ""),
+                      f"  {'stage':<28}{r['unit']:>10}{'% ' + r['peak'] + ' peak':>15}{'x first':>9}{'x vendor':>10}"]
+            last = head
+        lines.append(f"  {r['stage']:<28}{num(r['rate'], ',.0f'):>10}{num(r['pct_peak'], '.1f'):>15}"
+                     f"{num(r['x_first'], '.2f'):>9}{num(r['x_vendor'], '.2f'):>10}")
+    return "\n".join(lines[1:])

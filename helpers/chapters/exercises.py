@@ -383,3 +383,32 @@ def check_phase_taps(answer_fn) -> bool:
         if got != want:
             return _verdict(False, "", case + "a tap that reaches the rows of this phase is missing")
     return _verdict(True, "every phase gets exactly the taps that reach it", "")
+
+
+@exercise
+def check_step_flops(answer_fn) -> bool:
+    """Chapter 15: FLOPs of the convolution ops in one training step of a model.Config, as the ops
+    count them (2 per multiply-add): forward and weight gradient of every layer, input gradient of
+    every layer but the first."""
+    from ..runner import prepare
+    from ..train import model
+    configs = [model.SMALL, model.FULL, model.Config(scale=1, batch=4, channels=(3, 5))]
+    for cfg in configs:
+        forward = backward = 0
+        for i, layer in enumerate(cfg.layers()):
+            x, w = np.zeros(layer["input"], np.float32), np.zeros(layer["weight"], np.float32)
+            y = np.zeros((x.shape[0], w.shape[1]) + x.shape[2:], np.float32)
+            forward += prepare("conv_forward", input=x, weight=w, stride=1, padding=1).flops
+            backward += prepare("conv_wgrad", input=x, grad_output=y, weight_shape=w.shape, stride=1, padding=1).flops
+            if i > 0:
+                backward += prepare("conv_dgrad", grad_output=y, weight=w, input_shape=x.shape, stride=1, padding=1).flops
+        want, got = forward + backward, answer_fn(cfg)
+        if got != want:
+            why = ("half the count: a multiply-add is 2 FLOPs" if got * 2 == want else
+                   "the first layer needs no input gradient: its input is the image" if got == 3 * forward else
+                   "the backward pass computes two gradients, the input's and the weights'" if got == forward else
+                   f"{_compare(got, want)}; each gradient costs as many multiply-adds as the forward pass")
+            return _verdict(False, "", f"for batch {cfg.batch}, {cfg.side}x{cfg.side}, channels {cfg.channels} "
+                            f"you give {got:,}: {why}")
+    return _verdict(True, "forward and weight gradient for both layers, input gradient for conv2 only: "
+                    "the backward pass costs about twice the forward", "")

@@ -132,6 +132,13 @@ class DeviceTensor:
         TRANSFERS[kind] += 1
         cl.enqueue_copy(self.queue, dest, src)
 
+    def write(self, array: np.ndarray) -> None:
+        """Overwrite the tensor's values from the host (one counted upload; same element count)."""
+        body = to_storage(array, self.dtype).ravel()
+        if body.size != self.size:
+            raise ValueError(f"{self.name}: {body.size} values for a tensor of shape {self.shape}")
+        self._copy(self.buffer, body, "upload")
+
     def read(self) -> np.ndarray:
         """The tensor's values on the host (after the queue's work): float32, or float16 for a
         float16 tensor; stored layout, logical shape for NCHW and NHWC."""

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-FAMILIES = ("direct", "local", "winograd", "batchnorm", "gemm")
+FAMILIES = ("direct", "local", "winograd", "batchnorm", "gemm", "wgrad")
 
 
 def round_up(x: int, m: int) -> int:

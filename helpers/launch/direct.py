@@ -1,4 +1,4 @@
-"""The direct convolution kernels (conv_dgrad 02-08, conv_forward 00): one launch each.
+"""The direct convolution kernels (conv_dgrad 02-08, conv_forward 00, conv_wgrad 01): one launch each.
 
 Every kernel of the family takes the op's tensors and scalars in the Problem's order
 (inputs..., outputs..., scalars...). The registry's ``launch`` names the grid:
@@ -7,6 +7,7 @@ Every kernel of the family takes the op's tensors and scalars in the Problem's o
     channel_tiles        CPW input channels per work-item (conv_dgrad 07)
     channel_width_tiles  XPW x positions x CPW channels per work-item (conv_dgrad 08)
     per_output_element   dim 0 = oh*OW + ow, dim 1 = output channel, dim 2 = image (conv_forward 00)
+    per_weight           dim 0 = the IOHW index of a weight (c, k, r, s) (conv_wgrad 01)
 
 The CUDA twins use the same grids: a CUDA grid is the OpenCL global size divided by the block.
 """
@@ -16,7 +17,7 @@ from ..ops.problem import Problem
 from . import Step, round_up
 from .unrolled import BLOCK, check_params, kernel_text
 
-LAUNCHES = ("per_input_element", "channel_tiles", "channel_width_tiles", "per_output_element")
+LAUNCHES = ("per_input_element", "channel_tiles", "channel_width_tiles", "per_output_element", "per_weight")
 
 
 def positive_wg(d: dict) -> None:
@@ -37,6 +38,13 @@ def per_output_element(p: Problem, d: dict):
     positive_wg(d)
     wg = d["WG"]
     return (round_up(p.dims["OH"] * p.dims["OW"], wg), p.dims["K"], p.dims["N"]), (wg, 1, 1)
+
+
+def per_weight(p: Problem, d: dict):
+    """One work-item per weight: dim 0 = ((c*K + k)*KH + r)*KW + s, the IOHW index."""
+    positive_wg(d)
+    q = p.dims
+    return (round_up(q["C"] * q["K"] * q["KH"] * q["KW"], d["WG"]),), (d["WG"],)
 
 
 def depth16(p: Problem, d: dict) -> dict:

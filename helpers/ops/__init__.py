@@ -10,6 +10,7 @@ from importlib import import_module
 
 _MODULES = {
     "conv_dgrad": "helpers.ops.conv_dgrad",
+    "conv_wgrad": "helpers.ops.conv_wgrad",
     "batchnorm_forward": "helpers.ops.batchnorm_forward",
     "batchnorm_backward": "helpers.ops.batchnorm_backward",
     "conv_forward": "helpers.ops.conv_forward",

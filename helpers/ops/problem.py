@@ -98,13 +98,13 @@ def positive_int(op: str, name: str, value, minimum: int = 1) -> int:
     return int(value)
 
 
-def shape4(op: str, name: str, value) -> tuple:
+def shape4(op: str, name: str, value, entries: str = "(N, C, H, W)") -> tuple:
     try:
         dims = tuple(value)
     except TypeError:
-        raise TypeError(f"{op}: {name} must be a tuple (N, C, H, W), got {value!r}") from None
+        raise TypeError(f"{op}: {name} must be a tuple {entries}, got {value!r}") from None
     if len(dims) != 4:
-        raise ValueError(f"{op}: {name} must have 4 entries (N, C, H, W), got {dims}")
+        raise ValueError(f"{op}: {name} must have 4 entries {entries}, got {dims}")
     for d in dims:
         if isinstance(d, (bool, np.bool_)) or not isinstance(d, (int, np.integer)):
             raise TypeError(f"{op}: {name} entries must be integers, got {dims}")

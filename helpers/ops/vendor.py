@@ -103,3 +103,19 @@ def cudnn_conv_forward(x, weight_iohw, stride, padding, *, warmup=5, repeats=20,
                     warmup, repeats, flush_bytes)
     out["library"] = "cuDNN fp32 (TF32 off) via torch.nn.functional.conv2d"
     return out
+
+
+def cudnn_conv_wgrad(x, grad_output, weight_shape_iohw, stride, padding, *, warmup=5, repeats=20,
+                     flush_bytes=256 * 2**20):
+    """Median time of cuDNN's fp32 weight gradient for this layer, or None without CUDA."""
+    torch = fp32_torch()
+    if torch is None:
+        return None
+    xt = torch.from_numpy(x).cuda()
+    dy = torch.from_numpy(grad_output).cuda()
+    c, k, kh, kw = weight_shape_iohw
+    out = time_cuda(lambda: torch.nn.grad.conv2d_weight(xt, (k, c, kh, kw), dy, stride=stride, padding=padding),
+                    warmup, repeats, flush_bytes)       # PyTorch's weights are OIHW: (K, C, R, S)
+    out["name"] = "cuDNN"
+    out["library"] = "cuDNN fp32 (TF32 off) via torch.nn.grad.conv2d_weight"
+    return out

@@ -1,0 +1,118 @@
+"""Op "conv_wgrad": the gradient of a convolution layer with respect to its weights.
+
+run_stage("conv_wgrad", stage, input=(N,C,H,W), grad_output=(N,K,OH,OW), weight_shape=(C,K,R,S),
+          stride=1, padding=0, activation="none", output=None) -> grad_weight (C,K,R,S) IOHW
+
+``output`` is the layer's forward output after its activation; the activation's derivative is
+computed from it and fused on the read of grad_output (as in conv_dgrad). Every weight is a sum
+over the N*OH*OW output positions:
+
+    dw[c][k][r][s] = sum over (n, oh, ow) of x[n][c][oh*STRIDE + r - PAD][ow*STRIDE + s - PAD] * dy'[n][k][oh][ow]
+
+Kernels of every stage take ``(x, dy, y, dw, N, C, H, W, K, OH, OW, PAD)`` and are built with
+-DKH, -DKW, -DSTRIDE, -DACT.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from . import reference as ref
+from ..engine.check import rtol_for_sum
+from .problem import INT32_MAX, Problem, activation_output, positive_int, reject_unknown, shape4, tensor
+
+OP = "conv_wgrad"
+ACT_CODES = {"none": 0, "relu": 1, "sigmoid": 2, "tanh": 3}  # kernels/common/course.h: ACT_*
+ARGS = ("input", "grad_output", "weight_shape", "stride", "padding", "activation", "output")
+
+
+def prepare(**kwargs) -> Problem:
+    reject_unknown(OP, kwargs, ARGS)
+    x = tensor(OP, "input", kwargs.get("input"), 4)
+    dy = tensor(OP, "grad_output", kwargs.get("grad_output"), 4)
+    if kwargs.get("weight_shape") is None:
+        raise TypeError(f"{OP}: argument weight_shape (C, K, R, S) is required")
+    wc, k, kh, kw = shape4(OP, "weight_shape", kwargs["weight_shape"], "(C, K, R, S)")
+    stride = positive_int(OP, "stride", kwargs.get("stride", 1))
+    pad = positive_int(OP, "padding", kwargs.get("padding", 0), minimum=0)
+
+    n, c, h, wd = x.shape
+    if wc != c:
+        raise ValueError(f"{OP}: weight_shape is IOHW (C_in, C_out, R, S) = {(wc, k, kh, kw)}, so its "
+                         f"first entry must equal the input's channels C = {c}")
+    if kh > h + 2 * pad or kw > wd + 2 * pad:
+        raise ValueError(f"{OP}: a {kh}x{kw} kernel does not fit in the padded {h}x{wd} input "
+                         f"(padding {pad})")
+    oh, ow = ref.output_size(h, kh, stride, pad), ref.output_size(wd, kw, stride, pad)
+    if dy.shape != (n, k, oh, ow):
+        raise ValueError(f"{OP}: grad_output must have shape (N, K, OH, OW) = {(n, k, oh, ow)} for "
+                         f"input {(n, c, h, wd)}, a {kh}x{kw} kernel with {k} output channels, stride "
+                         f"{stride}, padding {pad}; got {dy.shape}")
+    act, y = activation_output(OP, kwargs, ACT_CODES, dy)
+    if c * k * kh * kw > INT32_MAX:
+        raise ValueError(f"{OP}: the weight gradient would have {c * k * kh * kw:,} elements; the "
+                         f"kernels index with 32-bit integers")
+
+    inputs = {"input": x, "grad_output": dy, "output": y if y is not None else dy}
+    reads = x.size + dy.size + (y.size if y is not None else 0)
+    return Problem(
+        op=OP,
+        inputs=inputs,
+        outputs={"grad_weight": (c, k, kh, kw)},
+        scalars={"N": n, "C": c, "H": h, "W": wd, "K": k, "OH": oh, "OW": ow, "PAD": pad},
+        defines={"KH": kh, "KW": kw, "STRIDE": stride, "ACT": ACT_CODES[act]},
+        dims={"N": n, "C": c, "H": h, "W": wd, "K": k, "OH": oh, "OW": ow, "KH": kh, "KW": kw,
+              "stride": stride, "pad": pad, "activation": act},
+        aliases={} if y is not None else {"output": "grad_output"},
+        flops=2 * n * k * oh * ow * c * kh * kw,
+        min_bytes=4 * (reads + c * k * kh * kw),
+        flops_formula="2·N·K·OH·OW·C·R·S (one multiply-add per weight use, as for the forward pass)",
+        bytes_formula="4 bytes · (|input| + |grad_output| + |grad_weight| (+ |output| with an activation))",
+        label=f"N{n} C{c} {h}x{wd} K{k} {kh}x{kw} s{stride} p{pad} {act}",
+    )
+
+
+def reference(p: Problem):
+    d = p.dims
+    x, dy, y = p.inputs["input"], p.inputs["grad_output"], p.inputs["output"]
+    shape = (d["C"], d["K"], d["KH"], d["KW"])
+    expected = ref.conv2d_wgrad(x, dy, shape, d["stride"], d["pad"], d["activation"], y)
+    # the same sum over absolute values: what the rounding error scales with
+    scale = np.abs(dy.astype(np.float64))
+    if d["activation"] != "none":
+        scale = scale * np.abs(ref.activation_derivative(d["activation"], y))
+    magnitude = ref.conv2d_wgrad(np.abs(x), scale, shape, d["stride"], d["pad"])
+    return {"grad_weight": expected}, {"grad_weight": magnitude}
+
+
+def rtol(p: Problem) -> float:
+    """Each weight sums N*OH*OW products."""
+    d = p.dims
+    return rtol_for_sum(d["N"] * d["OH"] * d["OW"])
+
+
+def random_problem_args(n, c, h, w, k, kernel=3, stride=1, padding=1, activation="none", seed=0):
+    """Random, reproducible arguments for one layer: what tests, notebooks and the benchmark use."""
+    rng = np.random.default_rng(seed)
+    oh, ow = ref.output_size(h, kernel, stride, padding), ref.output_size(w, kernel, stride, padding)
+    args = dict(input=rng.standard_normal((n, c, h, w), dtype=np.float32),
+                grad_output=rng.standard_normal((n, k, oh, ow), dtype=np.float32),
+                weight_shape=(c, k, kernel, kernel), stride=stride, padding=padding, activation=activation)
+    if activation != "none":
+        pre = rng.standard_normal((n, k, oh, ow))
+        args["output"] = ref.activation(activation, pre).astype(np.float32)
+    return args
+
+
+def layer_args(layer: dict, activation: str = "none", seed: int = 0) -> dict:
+    """Arguments for one layer of a set in helpers/ops/layers.py."""
+    return random_problem_args(layer["n"], layer["c"], layer["h"], layer["w"], layer["k"], layer["kernel"],
+                               layer["stride"], layer["padding"], activation, seed)
+
+
+def vendor_time(problem: Problem, warmup: int, repeats: int, flush_bytes: int):
+    """cuDNN's fp32 weight gradient (TF32 off) through PyTorch on an NVIDIA GPU, or None."""
+    from .vendor import cudnn_conv_wgrad
+    d = problem.dims
+    return cudnn_conv_wgrad(problem.inputs["input"], problem.inputs["grad_output"],
+                            (d["C"], d["K"], d["KH"], d["KW"]), d["stride"], d["pad"],
+                            warmup=warmup, repeats=repeats, flush_bytes=flush_bytes)

@@ -1,0 +1,131 @@
+"""The training loop for both implementations, the comparison, and the record kept in results/.
+
+    course = train_course(cfg)               # the course's stages (progress bar)
+    twin = train_torch(cfg)                  # PyTorch, same initial weights and batches
+    compare(course, twin)                    # step-by-step loss agreement and final accuracies
+"""
+from __future__ import annotations
+
+import datetime as dt
+import platform
+import time
+from collections import Counter
+
+import numpy as np
+
+from ..engine import tensor as tensors
+from ..engine.devices import device_info, get_context
+from . import data, model
+from .course import CourseNet
+
+COMPARE_STEPS = 20        # the first steps compared one by one
+LOSS_RTOL = 1e-3          # |course - PyTorch| / |PyTorch| for each of them
+ACCURACY_TOL = 0.02       # final test accuracies within 2 points
+
+
+def _bar(iterable, total: int, desc: str, progress: bool):
+    if not progress:
+        return iterable
+    from tqdm.auto import tqdm
+    return tqdm(iterable, total=total, desc=desc, leave=True)
+
+
+def _steps(cfg: model.Config, n: int):
+    """Every step of training: (epoch, batch indices), the same for both implementations."""
+    return [(e, b) for e in range(cfg.epochs) for b in data.batches(n, cfg.batch, e, cfg.seed)]
+
+
+def train_course(cfg: model.Config, ctx=None, progress: bool = True, workspace_limit: int | None = None) -> dict:
+    """Train on the course's stages; the record: losses, times per step and per op, choices, transfers."""
+    xtr, ytr, xte, yte = data.digits(cfg.scale, seed=cfg.seed)
+    params, velocity = model.init_params(cfg), {}
+    ctx = get_context(ctx)
+    t0 = time.perf_counter()
+    net = CourseNet(cfg, ctx, workspace_limit)
+    setup_s = time.perf_counter() - t0
+    steps = _steps(cfg, len(ytr))
+    losses, step_ms, accuracy, per_step = [], [], [], None
+    epoch_ms = [0.0] * cfg.epochs
+    for i, (epoch, b) in enumerate(_bar(steps, len(steps), "course", progress)):
+        before = Counter(tensors.TRANSFERS)
+        t = time.perf_counter()
+        loss, _, grads = net.step(params, xtr[b], ytr[b])
+        model.sgd(params, grads, velocity, cfg.lr, cfg.momentum)
+        ms = (time.perf_counter() - t) * 1e3
+        if per_step is None:
+            per_step = dict(Counter(tensors.TRANSFERS) - before)
+        losses.append(loss)
+        step_ms.append(ms)
+        epoch_ms[epoch] += ms
+        if i + 1 == len(steps) or steps[i + 1][0] != epoch:
+            accuracy.append(net.evaluate(params, xte, yte))
+    ops = [{"layer": layer, "op": op, "median_ms": float(np.median(t)), "q1_ms": float(np.percentile(t, 25)),
+            "q3_ms": float(np.percentile(t, 75))} for (layer, op), t in net.times.items()]
+    stages = {(c["layer"], c["op"]): c for c in net.choices}
+    for row in ops:
+        c = stages.get((row["layer"], row["op"]))
+        row["stage"] = c["stage"] if c else "NumPy"
+        row["how"] = c["how"] if c else "host"
+        row["where"] = "device" if c and c["how"] in ("auto", "chooser") else "host"
+    return {"impl": "course", "device": device_info(ctx), "config": cfg.as_dict(), "setup_s": setup_s,
+            "losses": losses, "step_ms": step_ms, "epoch_ms": epoch_ms, "accuracy": accuracy,
+            "ops": ops, "choices": net.choices, "transfers_per_step": per_step,
+            "test_samples": len(yte) - len(yte) % cfg.batch}
+
+
+def train_torch(cfg: model.Config, device: str = "cpu", progress: bool = True) -> dict:
+    """Train the PyTorch twin from the same initial weights on the same batches."""
+    import torch
+    from .torch_twin import TorchNet
+    xtr, ytr, xte, yte = data.digits(cfg.scale, seed=cfg.seed)
+    net = TorchNet(cfg, model.init_params(cfg), device)
+    steps = _steps(cfg, len(ytr))
+    losses, step_ms, accuracy = [], [], []
+    epoch_ms = [0.0] * cfg.epochs
+    for i, (epoch, b) in enumerate(_bar(steps, len(steps), "PyTorch", progress)):
+        loss, ms = net.step(xtr[b], ytr[b])
+        losses.append(loss)
+        step_ms.append(ms)
+        epoch_ms[epoch] += ms
+        if i + 1 == len(steps) or steps[i + 1][0] != epoch:
+            accuracy.append(net.evaluate(xte, yte))
+    return {"impl": "pytorch", "version": torch.__version__, "device": device,
+            "threads": torch.get_num_threads(), "losses": losses, "step_ms": step_ms,
+            "epoch_ms": epoch_ms, "accuracy": accuracy}
+
+
+def compare(course: dict, twin: dict, steps: int = COMPARE_STEPS) -> dict:
+    """Step-by-step agreement of the losses over the first ``steps`` steps, and of the final accuracies."""
+    a, b = np.array(course["losses"][:steps]), np.array(twin["losses"][:steps])
+    rel = np.abs(a - b) / np.abs(b)
+    acc = abs(course["accuracy"][-1] - twin["accuracy"][-1])
+    return {"steps": int(len(rel)), "max_rel_diff": float(rel.max()), "rtol": LOSS_RTOL,
+            "losses_agree": bool((rel <= LOSS_RTOL).all()), "accuracy_diff": float(acc),
+            "accuracy_tol": ACCURACY_TOL, "accuracy_agrees": bool(acc <= ACCURACY_TOL)}
+
+
+def verdict(c: dict) -> str:
+    """The comparison in words, without its measured numbers (what the notebook checks)."""
+    loss = ("agree" if c["losses_agree"] else "DISAGREE")
+    acc = ("agree" if c["accuracy_agrees"] else "DISAGREE")
+    return (f"losses of the first {c['steps']} steps: {loss} (relative difference <= {c['rtol']:g} at each step)\n"
+            f"final test accuracies: {acc} (within {100 * c['accuracy_tol']:g} points)")
+
+
+def record(cfg: model.Config, ctx=None, torch_device: str | None = None, progress: bool = True) -> dict:
+    """Both trainings and their comparison, with the device, versions and date: what results/ keeps."""
+    from .torch_twin import available
+    out = {"kind": "training", "date": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
+           "python": platform.python_version(), "course": train_course(cfg, ctx, progress)}
+    out["device"] = out["course"]["device"]
+    if available():
+        out["pytorch"] = train_torch(cfg, torch_device or "cpu", progress)
+        out["comparison"] = compare(out["course"], out["pytorch"])
+    return out
+
+
+def recorded() -> list[dict]:
+    """Training runs recorded in results/ (training_<device>.json), GPUs first."""
+    from ..analysis.results import load
+    runs = load("training_*.json")
+    return sorted(runs, key=lambda r: r["device"].get("type") != "GPU")

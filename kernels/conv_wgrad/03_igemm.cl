@@ -1,0 +1,107 @@
+// conv_wgrad stage 03: the weight gradient as an implicit GEMM (chapter 11's tile loop).
+//
+// Written as a matrix product, the weight gradient is
+//
+//     dw[(c,r,s)][k] = sum over q = (n,oh,ow) of  cols[(c,r,s)][q]  *  dy'[q][k]
+//        C*R*S x K                                 C*R*S x N*OH*OW     N*OH*OW x K
+//
+// where cols is the im2col matrix of the forward pass (kernels/conv_forward/11_im2col.cl):
+// cols[(c,r,s)][(n,oh,ow)] = x[n][c][oh*STRIDE + r - PAD][ow*STRIDE + s - PAD], 0 in the padding.
+// The reduction runs over every output position of the batch, so the product is short and wide
+// in its outputs (C*R*S x K, 576 x 64 for a 64-channel 3x3 layer) and very deep (N*OH*OW,
+// 200,704 at batch 64 on 56x56): the opposite of the input gradient's shape.
+//
+// This kernel computes the transpose, dw^T = dy'^T . cols^T, on the course GEMM's tiles
+// (kernels/common/gemm_core.h), so that each operand lands where it is cheapest:
+//     GEMM M = K          rows: output channels; A[k][q] = dy'[n][k][oh][ow], the activation's
+//                         derivative fused into the read. Consecutive q are consecutive in dy:
+//                         float4 loads when OH*OW % 4 == 0 (GEMM_VEC_A, the fast path).
+//     GEMM N = C*R*S      columns: the taps (c, r, s). B[q][(c,r,s)] = cols, never built: each
+//                         element is gathered from x as the tile is loaded (implicit GEMM). A
+//                         work-item fetches B in one column every step (GEMM_B_COL), so (c, r, s)
+//                         is decoded once, outside the reduction loop; q is decoded per element.
+//     reduction N*OH*OW   the positions, TK at a time through local memory.
+// Each TM x TN block of dw^T is one work-group's; every x and dy' value staged in local memory
+// is used TN resp. TM times, where stages 01-02 read one x and one dy value per multiply-add.
+// No workspace: dw is written once, in IOHW, from the registers.
+// Layouts: x (N,C,H,W); dy, y (N,K,OH,OW); dw IOHW (C,K,KH,KW).
+// NDRange: (ceil(C*KH*KW/TN) * TN/WN, ceil(K/TM) * TM/WM), work-group (TN/WN, TM/WM).
+// JIT parameters: KH, KW, STRIDE, ACT; TM, TN, TK, WM, WN, GEMM_VEC_A (gemm_core.h).
+
+#ifndef KH
+#define KH 3
+#endif
+#ifndef KW
+#define KW 3
+#endif
+#ifndef STRIDE
+#define STRIDE 1
+#endif
+
+#include "course.h"
+
+// A[k][q] = dy'[n][k][oh][ow] with q = (n, oh, ow); 0 outside the matrix.
+#define DY_INDEX(k, q) (((q) / OHW * K + (k)) * OHW + (q) % OHW)
+#define GEMM_A(k, q) (((k) < K && (q) < NP) ? GRAD_IN(dy, y, DY_INDEX(k, q)) : 0.0f)
+
+// With OH*OW % 4 == 0 and q a multiple of 4 (the tile loop's), q .. q+3 lie in one image: four
+// consecutive floats of dy, all inside the matrix or all outside it.
+inline float4 grad_in4(__global const float* restrict dy, __global const float* restrict y, const int o) {
+#if ACT == ACT_NONE
+    return vload4(0, dy + o);
+#else
+    const float4 d = vload4(0, dy + o), out = vload4(0, y + o);
+    return d * (float4)(act_derivative(out.x), act_derivative(out.y), act_derivative(out.z),
+                        act_derivative(out.w));
+#endif
+}
+#define GEMM_A4(k, q) (((k) < K && (q) < NP) ? grad_in4(dy, y, DY_INDEX(k, q)) : (float4)(0.0f))
+
+// B[q][(c,r,s)]: x at the input position tap (r, s) of output position q reads, or 0. The
+// column's part is decoded once per work-item: x_col = the start of channel c's plane shifted
+// by the tap, (hr, ws) = the tap's offsets r - PAD and s - PAD.
+inline float gather_x(__global const float* restrict x, const int q, const int col_ok,
+                      const int x_col, const int hr, const int ws, const int CHW,
+                      const int H, const int W, const int OHW, const int OW, const int NP) {
+    if (!col_ok || q >= NP) return 0.0f;
+    const int n = q / OHW, oh = (q % OHW) / OW, ow = q % OW;
+    const int h = oh * STRIDE + hr, xw = ow * STRIDE + ws;
+    if (h < 0 || h >= H || xw < 0 || xw >= W) return 0.0f;
+    return x[n * CHW + x_col + h * W + xw];
+}
+
+#define GEMM_ARGS __global const float* restrict x, __global const float* restrict dy, \
+                  __global const float* restrict y, const int K, const int NP, const int OHW, \
+                  const int OW, const int H, const int W, const int CHW, \
+                  const int col_ok, const int x_col, const int hr, const int ws
+#define GEMM_B(q, col) gather_x(x, q, col_ok, x_col, hr, ws, CHW, H, W, OHW, OW, NP)
+
+#include "gemm_core.h"
+
+__kernel __attribute__((reqd_work_group_size(TN / WN, TM / WM, 1)))
+void conv_wgrad(__global const float* restrict x, __global const float* restrict dy,
+                __global const float* restrict y, __global float* restrict dw,
+                const int N, const int C, const int H, const int W,
+                const int K, const int OH, const int OW, const int PAD) {
+    __local float As[TK * GEMM_LDA];
+    __local float Bs[TK * TN];
+    const int OHW = OH * OW, NP = N * OHW, TAPS = C * KH * KW;
+    const int m0 = get_group_id(1) * TM, n0 = get_group_id(0) * TN;
+    // the column of B this work-item fetches, every step: tap (c, r, s), decoded once
+    const int col = n0 + GEMM_B_COL;
+    const int c = col / (KH * KW), r = (col / KW) % KH, s = col % KW;
+    float acc[WM][WN];
+    for (int i = 0; i < WM; i++)
+        for (int j = 0; j < WN; j++) acc[i][j] = 0.0f;
+    gemm_accumulate(x, dy, y, K, NP, OHW, OW, H, W, C * H * W, col < TAPS, c * H * W, r - PAD, s - PAD,
+                    m0, n0, NP, As, Bs, acc);
+    for (int j = 0; j < WN; j++) {
+        const int tap = n0 + get_local_id(0) + j * GEMM_RN;     // (c, r, s)
+        if (tap >= TAPS) continue;
+        const int out = (tap / (KH * KW)) * K * KH * KW + tap % (KH * KW);   // dw[c][0][r][s]
+        for (int i = 0; i < WM; i++) {
+            const int k = m0 + get_local_id(1) + i * GEMM_RM;
+            if (k < K) dw[out + k * KH * KW] = acc[i][j];
+        }
+    }
+}

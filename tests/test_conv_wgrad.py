@@ -1,0 +1,81 @@
+"""Every registered conv_wgrad stage against the NumPy reference, with guard regions, on the grid."""
+import dataclasses
+
+import numpy as np
+import pytest
+
+import helpers
+from helpers import stages as registry
+from helpers.engine.build import kernel_source
+from helpers.ops.conv_wgrad import random_problem_args
+from helpers.runner import workspace_bytes
+
+from shapes import case_id, conv_grid, require_paths
+
+GRID = conv_grid()
+STAGES = helpers.stage_names("conv_wgrad")
+
+
+def _args(c, seed):
+    return random_problem_args(c["n"], c["c"], c["h"], c["w"], c["k"], c["kernel"], c["stride"],
+                               c["padding"], c["activation"], seed=seed)
+
+
+@pytest.mark.parametrize("stage", STAGES)
+def test_stage_matches_reference_with_guards(ctx, stage):
+    """One test per stage covering the whole grid; every path of the stage must have run on
+    enough cases."""
+    paths = {}
+    for i, c in enumerate(GRID):
+        try:
+            res = helpers.check_stage("conv_wgrad", stage, ctx=ctx, guard=True, **_args(c, seed=i))
+        except (AssertionError, helpers.GuardViolation) as err:
+            raise AssertionError(f"stage {stage} failed on {case_id(c)}:\n{err}") from None
+        paths[res.path] = paths.get(res.path, 0) + 1
+    require_paths(helpers.get_stage("conv_wgrad", stage), paths)
+
+
+def test_non_square_kernel(ctx):
+    """R != S: a 3x1 and a 1x5 kernel, with a stride and padding, on every stage."""
+    rng = np.random.default_rng(5)
+    for (r, s), stride, pad in (((3, 1), 2, 1), ((1, 5), 1, 2)):
+        x = rng.standard_normal((2, 5, 9, 11), dtype=np.float32)
+        oh, ow = (9 + 2 * pad - r) // stride + 1, (11 + 2 * pad - s) // stride + 1
+        dy = rng.standard_normal((2, 6, oh, ow), dtype=np.float32)
+        for stage in STAGES:
+            helpers.check_stage("conv_wgrad", stage, ctx=ctx, guard=True, input=x, grad_output=dy,
+                                weight_shape=(5, 6, r, s), stride=stride, padding=pad)
+
+
+def test_stages_agree_on_a_realistic_layer(ctx):
+    args = random_problem_args(2, 32, 14, 14, 48, 3, 1, 1, "relu", seed=7)
+    for s in STAGES:
+        r = helpers.run_stage("conv_wgrad", s, ctx=ctx, **args)
+        assert r.shape == (32, 48, 3, 3) and r.dtype == np.float32
+        helpers.check_stage("conv_wgrad", s, ctx=ctx, **args)
+
+
+def test_split_reduction_is_deterministic_and_declares_its_workspace(ctx):
+    """The slices' partials are added in a fixed order: two runs agree to the bit. The workspace
+    holds one partial per (slice, weight), as declared."""
+    args = random_problem_args(3, 5, 13, 11, 6, 3, 1, 1, "sigmoid", seed=3)   # 429 positions
+    defines = {"WG": 64, "ITEMS": 4}                                           # 2 slices
+    a, b = (helpers.run_stage("conv_wgrad", "split_reduction", ctx=ctx, defines=defines, **args)
+            for _ in range(2))
+    assert np.array_equal(a, b)
+    assert workspace_bytes("conv_wgrad", "split_reduction", ctx=ctx, defines=defines, **args) == 4 * 2 * 5 * 6 * 9
+
+
+def test_a_dropped_slice_is_caught(ctx, monkeypatch):
+    """A planted bug, wgrad_sum skipping the last slice, fails the check."""
+    st = helpers.get_stage("conv_wgrad", "split_reduction")
+    src = kernel_source(st.kernel)
+    old = "for (int j = 0; j < SPLITS; j++)"
+    assert old in src, "the planted bug no longer applies; update this test"
+    bad = dataclasses.replace(st, number=92, name="dropped_slice",
+                              source=lambda d: src.replace(old, "for (int j = 0; j < SPLITS - 1; j++)"))
+    monkeypatch.setitem(registry.REGISTRY, "conv_wgrad", registry.REGISTRY["conv_wgrad"] + [bad])
+    args = random_problem_args(3, 5, 13, 11, 6, 3, 1, 1, "none", seed=3)
+    with pytest.raises(helpers.MismatchError):
+        helpers.check_stage("conv_wgrad", "dropped_slice", ctx=ctx, guard=True,
+                            defines={"WG": 64, "ITEMS": 4}, **args)

@@ -1,0 +1,98 @@
+"""Chapter 15: the training step on the course's stages (helpers/train), on a tiny network."""
+from collections import Counter
+
+import numpy as np
+import pytest
+
+from helpers.engine import tensor as tensors
+from helpers.train import data, model, run, torch_twin
+from helpers.train.course import CourseNet
+
+TINY = model.Config(scale=1, batch=8, channels=(4, 8), epochs=1, lr=0.05)
+
+
+@pytest.fixture(scope="module")
+def tiny(request):
+    from helpers.engine.devices import get_context
+    from tests.conftest import DEVICES
+    ctx = get_context(DEVICES[0])
+    x, y, _, _ = data.digits(TINY.scale)
+    return CourseNet(TINY, ctx), x[:TINY.batch], y[:TINY.batch]
+
+
+def test_step_gradients_match_the_numpy_reference_and_pytorch(tiny):
+    net, x, y = tiny
+    params = model.init_params(TINY)
+    loss, logits, grads = net.step(params, x, y)
+    ref_loss, ref_logits, ref_grads = model.reference_step(params, x, y)
+    assert abs(loss - ref_loss) <= 1e-5 * abs(ref_loss)
+    assert all(line.endswith("matches") for line in model.compare_gradients(grads, ref_grads))
+    if torch_twin.available():
+        twin = torch_twin.TorchNet(TINY, params).gradients(x, y)
+        assert all(line.endswith("matches") for line in model.compare_gradients(grads, twin))
+
+
+def test_compare_gradients_catches_a_wrong_gradient(tiny):
+    net, x, y = tiny
+    params = model.init_params(TINY)
+    _, _, grads = model.reference_step(params, x, y)
+    wrong = {**grads, "w2": grads["w2"] * np.float32(1.01)}
+    lines = model.compare_gradients(wrong, grads)
+    assert [line.split()[0] for line in lines if line.endswith("DIFFERS")] == ["w2"]
+
+
+def test_loss_decreases_over_a_few_steps(tiny):
+    net, x, y = tiny
+    params, velocity, losses = model.init_params(TINY), {}, []
+    for _ in range(6):
+        loss, _, grads = net.step(params, x, y)
+        model.sgd(params, grads, velocity, TINY.lr, TINY.momentum)
+        losses.append(loss)
+    assert all(b < a for a, b in zip(losses, losses[1:])) and losses[-1] < 0.6 * losses[0], losses
+
+
+def test_a_step_moves_only_the_counted_tensors(tiny):
+    """The batch, 3 vectors x 2 layers of weights, conv2's input, 2 pooled gradients go down; 2
+    batch-norm outputs, conv2's input gradient and 6 parameter gradients come up."""
+    net, x, y = tiny
+    before = Counter(tensors.TRANSFERS)
+    net.step(model.init_params(TINY), x, y)
+    moved = Counter(tensors.TRANSFERS) - before
+    assert dict(moved) == {"upload": 10, "read": 9}
+    ops = {(c["layer"], c["op"]) for c in net.choices}
+    assert ("conv1", "conv_dgrad") not in ops and ("conv2", "conv_dgrad") in ops
+    assert {c["how"] for c in net.choices if c["op"] == "conv_dgrad"} == {"auto"}
+
+
+def test_comparison_verdict():
+    a = {"losses": [2.0, 1.0, 0.5], "accuracy": [0.9]}
+    same = run.compare(a, {"losses": [2.0, 1.0000001, 0.5], "accuracy": [0.905]})
+    assert same["losses_agree"] and same["accuracy_agrees"] and "DISAGREE" not in run.verdict(same)
+    off = run.compare(a, {"losses": [2.0, 1.1, 0.5], "accuracy": [0.8]})
+    assert not off["losses_agree"] and not off["accuracy_agrees"]
+    assert run.verdict(off).count("DISAGREE") == 2
+
+
+def test_batches_are_full_and_reproducible():
+    first = data.batches(100, 32, 0)
+    assert [len(b) for b in first] == [32, 32, 32]
+    assert all((a == b).all() for a, b in zip(first, data.batches(100, 32, 0)))
+    assert not (first[0] == data.batches(100, 32, 1)[0]).all()
+
+
+def test_course_summary_lists_every_recorded_stage():
+    from helpers.analysis.results import course_summary, load
+    listed = {(r["op"], r["device"], r["stage"]) for r in course_summary()}
+    runs = [r for r in load() if "rows" in r and r.get("op")]
+    assert runs
+    for r in runs:
+        for row in r["rows"]:
+            assert (r["op"], r["device"]["name"].strip(), row["key"]) in listed
+
+
+
+def test_record_command_refuses_an_unknown_device_in_one_line(capsys):
+    from helpers.train.__main__ import main
+    assert main(["--device", "no-such-device", "--out", "-"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "no-such-device" in err[0]
