@@ -188,6 +188,8 @@ def _waddr(code: str):
 def _slab_layout(code: str):
     """Before any launch: every weight in its own word inside the slab, float4s whole."""
     from .local import _shape
+    if not _MACRO.search(code):
+        return True, ""                   # no WADDR line: the compiler says what is missing
     fn = _waddr(code)
     if isinstance(fn, str):
         return False, fn
@@ -215,9 +217,12 @@ def _slab_banks(code: str):
     """Once the kernel is right: the copy's weight stores and the weight reads in the bank model."""
     from . import local
     from .pictures_winograd import passes
-    mine = local.store_extra("swizzle", "weight store", SLAB_TILE, waddr=_waddr(code))
+    fn = _waddr(code)
+    if isinstance(fn, str):
+        return False, fn
+    mine = local.store_extra("swizzle", "weight store", SLAB_TILE, waddr=fn)
     best = local.store_extra("swizzle", "weight store", SLAB_TILE)
-    read = passes(local.warp_lanes("swizzle", "weight read", SLAB_TILE, waddr=_waddr(code)))
+    read = passes(local.warp_lanes("swizzle", "weight read", SLAB_TILE, waddr=fn))
     if mine > best:
         return False, (f"the copy's weight stores take {mine} extra passes per work-group and chunk in the bank "
                        f"model at the chapter's tile; 10_padded takes "
@@ -276,6 +281,9 @@ GAPS = {
         (("3x3, C=40, K=9, odd plane", _dgrad(1, 40, 9, 7, 9, 3, 1, 1, "relu")),
          ("5x5, C=33, K=5", _dgrad(1, 33, 6, 6, 5, 5, 1, 2, "none")),
          ("1x1, C=64", _dgrad(2, 64, 3, 5, 6, 1, 1, 0, "none"))),
+        {lbl: "The layout passed the checks run on WADDR as arithmetic; but a C macro pastes its arguments "
+              "as text (WADDR(W_R(i), W_CC(i))): is every use of R and cc in parentheses?"
+         for lbl in ("3x3, C=40, K=9, odd plane", "5x5, C=33, K=5", "1x1, C=64")},
         before=_slab_layout, after=_slab_banks),
     # chapter 12: the zero padding of Winograd's input tiles
     "wino_tile_padding": Gap(
