@@ -158,7 +158,7 @@ def _bn_stages(op: str) -> list:
               "many work-groups per channel: block partials, then merge + normalize in one kernel; "
               "each tensor read twice",
               family="batchnorm", launch="blocks", requires="wg_power_of_two", jit="vec4", fast={"VEC4": 1},
-              defines={"WG": 256, "ITEMS": 4}, tune={"WG": [128, 256, 512], "ITEMS": [1, 2, 4, 8]}),
+              defines={"WG": 256, "ITEMS": 4, "REVERSE": 1}, tune={"WG": [128, 256, 512], "ITEMS": [1, 2, 4, 8]}),
     ]
 
 
