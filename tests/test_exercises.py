@@ -191,3 +191,19 @@ def test_slab_swizzle_names_unparenthesized_macro_arguments(ctx, capsys):
     code = "#define WADDR(row, c) (row * CB + ((c / 4 ^ row % 8) << 2) + c % 4)"
     assert not kernel_gap("slab_swizzle").check(code, ctx=ctx)
     assert "parentheses" in capsys.readouterr().out
+
+
+def test_a_stage_copy_runs_through_plan_stage_without_touching_the_registry(ctx):
+    import dataclasses
+
+    import helpers
+    from helpers.engine.build import kernel_source
+    from helpers.ops.conv_dgrad import random_problem_args
+    from helpers.stages import REGISTRY, get_stage
+    base = get_stage("conv_dgrad", "naive")
+    trial = dataclasses.replace(base, source=lambda jit: kernel_source(base.kernel).replace("continue;", "continue; "))
+    before = list(REGISTRY["conv_dgrad"])
+    helpers.check_stage("conv_dgrad", trial, ctx=ctx, guard=True, **random_problem_args(1, 3, 5, 4, 2, 3, 1, 1, "none"))
+    assert REGISTRY["conv_dgrad"] == before
+    with pytest.raises(ValueError, match="belongs to conv_dgrad"):
+        get_stage("conv_forward", base)
