@@ -158,7 +158,7 @@ def _waddr(code: str):
     m = _MACRO.search(code.replace("\\\n", " "))
     if not m:
         return "write one line `#define WADDR(R, cc) ...` (the macro's name and its two arguments)"
-    row, ch, body = m.group(1), m.group(2), m.group(3).split("//")[0].split("/*")[0].strip()
+    row, ch, body = m.group(1), m.group(2), m.group(3).split("\n")[0].split("//")[0].split("/*")[0].strip()
     names = {row: "R", ch: "cc", "WROW": "CB", "CB": "CB", "ROWS": "ROWS", "KC": "KC", "TAPS": "TAPS"}
     out, pos = [], 0
     while pos < len(body):
