@@ -158,7 +158,7 @@ def _bn_stages(op: str) -> list:
               "many work-groups per channel: block partials, then merge + normalize in one kernel; "
               "each tensor read twice",
               family="batchnorm", launch="blocks", requires="wg_power_of_two", jit="vec4", fast={"VEC4": 1},
-              defines={"WG": 256, "ITEMS": 4}, tune={"WG": [128, 256, 512], "ITEMS": [1, 2, 4, 8]}),
+              defines={"WG": 256, "ITEMS": 4, "REVERSE": 1}, tune={"WG": [128, 256, 512], "ITEMS": [1, 2, 4, 8]}),
         Stage(op, 6, "one_pass", "batchnorm/06_one_pass.cl",
               "channels that fit one work-group's registers: one launch, each tensor read once, "
               "two-pass statistics over registers; larger channels run stage 05",
@@ -309,7 +309,12 @@ def stage_names(op: str, backend: str | None = "opencl") -> list[str]:
 
 def get_stage(op: str, stage) -> Stage:
     """A stage by name, by number, or by key ('02_naive'). A number picks the OpenCL stage of
-    that chapter; its twins in other backends are reached by name ('naive_cuda')."""
+    that chapter; its twins in other backends are reached by name ('naive_cuda'). A Stage itself
+    (a ``dataclasses.replace``d copy: a kernel exercise, a planted fault) is returned as it is."""
+    if isinstance(stage, Stage):
+        if stage.op != op:
+            raise ValueError(f"stage {stage.key} belongs to {stage.op}, not to {op}")
+        return stage
     stages = _stages(op)
     for s in stages:
         if stage in (s.name, s.key):

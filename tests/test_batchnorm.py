@@ -19,7 +19,7 @@ SHAPES = [(1, 1, 1, 2), (2, 1, 1, 1), (1, 3, 1, 1), (3, 2, 1, 1), (1, 1, 5, 7), 
           (2, 6, 14, 14), (3, 2, 9, 11), (1, 3, 33, 31)]
 # small work-groups and blocks so that trees have many levels and stage 05 many blocks
 DEFINES = {"naive": [{}], "local_two_pass": [{}, {"WG": 4}], "welford": [{}, {"WG": 8}],
-           "vec4": [{}, {"WG": 4}], "fused": [{}, {"WG": 4, "ITEMS": 1}, {"WG": 16, "ITEMS": 3}],
+           "vec4": [{}, {"WG": 4}], "fused": [{}, {"WG": 4, "ITEMS": 1}, {"WG": 16, "ITEMS": 3, "REVERSE": 0}],
            # WG 4 holds at most 64 units a channel: the larger shapes fall back to stage 05
            "one_pass": [{}, {"WG": 4}, {"WG": 32}]}
 MODES = [dict(), dict(momentum=0.1), dict(training=False)]

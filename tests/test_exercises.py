@@ -47,6 +47,8 @@ RIGHT = {
         (na + nb, ma + (mb - ma) * nb / (na + nb), qa + qb + (mb - ma) ** 2 * na * nb / (na + nb))),
     "check_winograd_1d": lambda d, g: _f23(d, g),
     "check_phase_taps": lambda k, s, p: list(range(p, k, s)),
+    "check_tile_reuse": lambda tx, ty, cb, kh, kw: tx * ty * cb * kh * kw / ((ty + kh - 1) * (tx + kw - 1)),
+    "check_stride_passes": lambda s: int(np.gcd(s, 32)),
 }
 
 WRONG = {
@@ -76,6 +78,11 @@ WRONG = {
     "check_phase_taps": [lambda k, s, p: list(range(k)),                       # the stride forgotten
                          lambda k, s, p: list(range(p + 1, k, s)),             # off by one
                          lambda k, s, p: list(range(p, k - 1, s))],            # the last tap dropped
+    "check_tile_reuse": [lambda tx, ty, cb, kh, kw: cb * kh * kw,                     # the halo forgotten
+                         lambda tx, ty, cb, kh, kw: tx * ty * kh * kw / ((ty + kh - 1) * (tx + kw - 1))],  # CB
+    "check_stride_passes": [lambda s: min(s, 32),                                     # every odd stride is free
+                            lambda s: 1 if s % 2 else s,                              # 6 and 12 share banks
+                            lambda s: 32 // s if s < 32 else 32],                     # upside down
     "check_winograd_1d": [lambda d, g: RIGHT["check_winograd_1d"](d, g)[::-1],
                           lambda d, g: [d[0] * g[0] + d[1] * g[1] + d[2] * g[2], d[1] * g[0] + d[2] * g[1] + d[3] * g[2]]],
 }
@@ -124,6 +131,10 @@ KERNEL_WRONG = {
     "inside_test": (lambda c: c.replace("x + PAD < OW", "x + PAD <= OW"), "Not yet"),
     # the bounds check dropped: reads outside the input (the NaN guard)
     "wino_tile_padding": (lambda c: c.replace("(h >= 0 && h < IH && x_ >= 0 && x_ < IW)", "(1)"), "NaN"),
+    # the lower row bound dropped: reads before dy (the NaN guard)
+    "tile_copy": (lambda c: c.replace("oh >= 0 && ", ""), "NaN"),
+    # a swizzle over 4 rows, not 8: right values, but more store passes than needed
+    "slab_swizzle": (lambda c: c.replace("(CB / 4 - 1)", "3"), "extra passes"),
     # E[x^2] - E[x]^2: right near 0, wrong near 1000
     "bn_variance": (lambda c: c.replace("const float d = x[(n * C + c) * HW + i] - mean;\n",
                                         "const float d = x[(n * C + c) * HW + i];\n").replace(
@@ -168,3 +179,52 @@ def test_step_flops_exercise_check(capsys):
         raise NotImplementedError()
     assert not check_step_flops(unanswered)
     assert "Not answered yet" in capsys.readouterr().out
+
+
+def test_tile_copy_names_a_missing_activation(ctx, capsys):
+    wrong = _right("tile_copy").replace("GRAD_IN(dy, y, ((n * K + k) * OH + oh) * OW + ow)",
+                                        "dy[((n * K + k) * OH + oh) * OW + ow]")
+    assert not kernel_gap("tile_copy").check(wrong, ctx=ctx)
+    out = capsys.readouterr().out
+    assert "values differ" in out and "GRAD_IN" in out, out
+
+
+@pytest.mark.parametrize("code,says", [
+    ("#define WADDR(R, cc) ((R) * (WROW + 4) + (cc))", "outside the slab"),           # padding: no room here
+    ("#define WADDR(R, cc) ((R) * WROW + ((cc) ^ (R)))", "multiple of 4"),            # float4s broken
+    ("#define WADDR(R, cc) ((R) * WROW + (cc) % 16)", "share word"),                   # two weights, one word
+    ("#define WADDR(R, cc) ((R) ? (cc) : 0)", "integer arithmetic"),                   # beyond the model
+    ("#define WADDR(R, cc) ((R) * WROW + (cc))", "extra passes"),                      # right, but conflicted
+])
+def test_slab_swizzle_names_the_problem_before_or_after_the_kernel(code, says, ctx, capsys):
+    assert not kernel_gap("slab_swizzle").check(code, ctx=ctx)
+    out = capsys.readouterr().out
+    assert out.startswith("Not yet") and says in out, out
+
+
+def test_slab_swizzle_reads_other_argument_names(ctx, capsys):
+    code = "#define WADDR(row, c) ((row) * CB + (((c) / 4 ^ (row) % 8) << 2) + (c) % 4)"
+    assert kernel_gap("slab_swizzle").check(code, ctx=ctx), capsys.readouterr().out
+
+
+def test_slab_swizzle_names_unparenthesized_macro_arguments(ctx, capsys):
+    # right as arithmetic, wrong as a macro: WADDR(W_R(i), W_CC(i)) pastes `(i) / 4 % ROWS` for row
+    code = "#define WADDR(row, c) (row * CB + ((c / 4 ^ row % 8) << 2) + c % 4)"
+    assert not kernel_gap("slab_swizzle").check(code, ctx=ctx)
+    assert "parentheses" in capsys.readouterr().out
+
+
+def test_a_stage_copy_runs_through_plan_stage_without_touching_the_registry(ctx):
+    import dataclasses
+
+    import helpers
+    from helpers.engine.build import kernel_source
+    from helpers.ops.conv_dgrad import random_problem_args
+    from helpers.stages import REGISTRY, get_stage
+    base = get_stage("conv_dgrad", "naive")
+    trial = dataclasses.replace(base, source=lambda jit: kernel_source(base.kernel).replace("continue;", "continue; "))
+    before = list(REGISTRY["conv_dgrad"])
+    helpers.check_stage("conv_dgrad", trial, ctx=ctx, guard=True, **random_problem_args(1, 3, 5, 4, 2, 3, 1, 1, "none"))
+    assert REGISTRY["conv_dgrad"] == before
+    with pytest.raises(ValueError, match="belongs to conv_dgrad"):
+        get_stage("conv_forward", base)

@@ -412,3 +412,35 @@ def check_step_flops(answer_fn) -> bool:
                             f"you give {got:,}: {why}")
     return _verdict(True, "forward and weight gradient for both layers, input gradient for conv2 only: "
                     "the backward pass costs about twice the forward", "")
+
+
+@exercise
+def check_tile_reuse(answer_fn) -> bool:
+    """Chapter 09: (TX, TY, CB, KH, KW) -> how many times 09_local_tile's work-group reads each dy
+    value it copied into local memory, on average (reads from local memory / values copied)."""
+    from .local import tile_facts
+    for tx, ty, cb, kh, kw in [(16, 4, 4, 3, 3), (32, 4, 2, 3, 3), (8, 8, 4, 5, 5), (16, 2, 1, 1, 1), (8, 1, 8, 3, 3)]:
+        f = tile_facts({"TX": tx, "TY": ty, "CB": cb, "KC": 1}, kh, kw)
+        want = f["LS"] * kh * kw / f["patch"]
+        got = answer_fn(tx, ty, cb, kh, kw)
+        if not np.isclose(float(got), want, rtol=1e-6):
+            hint = ("did you count the halo (the patch is larger than the tile)?" if got > want else
+                    "every work-item of the group, of all CB channels, reads KH x KW values of the patch")
+            return _verdict(False, "", f"TX={tx}, TY={ty}, CB={cb}, {kh}x{kw} kernel: {got} is "
+                            f"{_compare(got, want)}; {hint}")
+    return _verdict(True, "each copied dy value is read that many times from local memory, once from global", "")
+
+
+@exercise
+def check_stride_passes(answer_fn) -> bool:
+    """Chapter 10: (stride) -> passes a warp needs when work-item i reads the 4-byte word
+    i * stride (32 work-items, 32 banks of 4 bytes), counted by the bank model."""
+    from .pictures_winograd import passes
+    for stride in (1, 2, 3, 4, 6, 8, 12, 16, 31, 32, 33, 36, 48, 64):
+        want = passes([[i * stride] for i in range(32)])
+        got = answer_fn(stride)
+        if got != want:
+            return _verdict(False, "", f"stride {stride} words: {got} passes is {_compare(got, want)} "
+                            f"(which banks do the 32 addresses fall into, and how many words in the busiest?)")
+    return _verdict(True, "a stride of s words puts the warp's words into 32/gcd(s, 32) banks, gcd(s, 32) "
+                    "words each", "")

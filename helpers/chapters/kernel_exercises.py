@@ -6,7 +6,7 @@
     gap.check(my_code, ctx=nb.ctx)   # splice the code in, run it through the one checker
 
 The learner's code is spliced into the real kernel file in place of the gap's lines and run as a
-temporary copy of the stage over a few labelled shapes, with guard regions (NaN before and after
+temporary copy of the stage (``dataclasses.replace``, passed to plan_stage; the registry is not touched) over a few labelled shapes, with guard regions (NaN before and after
 every input, canaries around every output). The verdict names the first shape that fails and
 what went wrong (does not compile, reads outside a tensor, writes outside one, wrong values)
 without printing the answer. In the student edition the teacher's code is replaced by nbgrader's
@@ -15,14 +15,14 @@ stub (``raise NotImplementedError()``); ``check`` then says the exercise is not 
 from __future__ import annotations
 
 import dataclasses
-from contextlib import contextmanager
+import re
 
 import numpy as np
 
 from ..engine.build import KernelBuildError, kernel_source
 from ..engine.check import MismatchError
 from ..runner import GuardViolation, check_plan, plan_stage
-from ..stages import REGISTRY, get_stage
+from ..stages import get_stage
 from .exercises import NOT_ANSWERED, _verdict
 from .notebook import Source
 
@@ -40,6 +40,8 @@ class Gap:
     task: str        # what the gap must do, one sentence
     cases: tuple     # (label, args function) pairs; each label names what the shape exercises
     hints: dict = dataclasses.field(default_factory=dict)  # label -> where to look when it fails
+    before: object = None   # code -> (ok, message): a model's check before any launch (or None)
+    after: object = None    # code -> (ok, message): a model's check once the kernel is right
 
     def _lines(self):
         src = kernel_source(_stage(self.op, self.stage).kernel).splitlines()
@@ -65,52 +67,49 @@ class Gap:
         if "NotImplementedError" in code or "YOUR CODE HERE" in code:
             print(NOT_ANSWERED_KERNEL)
             return False
+        if self.before is not None:
+            ok, message = self.before(code)
+            if not ok:
+                return _verdict(False, "", message)
         text = self.source(code)
         base = _stage(self.op, self.stage)
         trial = dataclasses.replace(base, source=lambda jit: text, fallback=None)
-        with _substituted(base, trial):
-            for label, make_args in self.cases:
-                hint = self.hints.get(label, "")
-                try:
-                    plan = plan_stage(self.op, base.name, ctx=ctx, guard=True, **make_args())
-                    plan.enqueue()
-                    plan.queue.finish()
-                    got = plan.outputs()
-                    plan.check_guards()
-                    if any(np.isnan(v).any() for v in got.values()):
-                        return _verdict(False, "", f"{label}: NaN in the result. The guard zones around "
-                                        f"each input hold NaN, so your code read outside a tensor: an index "
-                                        f"runs past an end, or a bounds check is missing or lets one position "
-                                        f"too many through. {hint}")
-                    check_plan(plan)
-                except KernelBuildError as err:
-                    text_, _, log = str(err).partition("Compiler log:")
-                    where = [ln for ln in text_.splitlines()[1:] if ln.strip()][:6]
-                    errors = [ln.strip() for ln in log.splitlines() if "error" in ln][:3]
-                    return _verdict(False, "", "your code does not compile:\n" + "\n".join(where + errors))
-                except GuardViolation as err:
-                    return _verdict(False, "", f"{label}: your code wrote outside a tensor ({err}). {hint}")
-                except MismatchError:
-                    return _verdict(False, "", f"{label}: the kernel runs, but its values differ from the "
-                                    f"reference. {hint}")
-        return _verdict(True, f"{len(self.cases)} shapes ({'; '.join(lbl for lbl, _ in self.cases)}) match "
-                        f"the reference with every guard zone intact", "")
+        for label, make_args in self.cases:
+            hint = self.hints.get(label, "")
+            try:
+                plan = plan_stage(self.op, trial, ctx=ctx, guard=True, **make_args())
+                plan.enqueue()
+                plan.queue.finish()
+                got = plan.outputs()
+                plan.check_guards()
+                if any(np.isnan(v).any() for v in got.values()):
+                    return _verdict(False, "", f"{label}: NaN in the result. The guard zones around "
+                                    f"each input hold NaN, so your code read outside a tensor: an index "
+                                    f"runs past an end, or a bounds check is missing or lets one position "
+                                    f"too many through. {hint}")
+                check_plan(plan)
+            except KernelBuildError as err:
+                text_, _, log = str(err).partition("Compiler log:")
+                where = [ln for ln in text_.splitlines()[1:] if ln.strip()][:6]
+                errors = [ln.strip() for ln in log.splitlines() if "error" in ln][:3]
+                return _verdict(False, "", "your code does not compile:\n" + "\n".join(where + errors))
+            except GuardViolation as err:
+                return _verdict(False, "", f"{label}: your code wrote outside a tensor ({err}). {hint}")
+            except MismatchError:
+                return _verdict(False, "", f"{label}: the kernel runs, but its values differ from the "
+                                f"reference. {hint}")
+        done = (f"{len(self.cases)} shapes ({'; '.join(lbl for lbl, _ in self.cases)}) match "
+                f"the reference with every guard zone intact")
+        if self.after is not None:
+            ok, message = self.after(code)
+            if not ok:
+                return _verdict(False, "", f"{done}, but {message}")
+            done += f"; {message}"
+        return _verdict(True, done, "")
 
 
 def _stage(op, name):
     return get_stage(op, name)
-
-
-@contextmanager
-def _substituted(base, trial):
-    """The trial stage in the registry in place of ``base``, only while the check runs."""
-    stages = REGISTRY[base.op]
-    i = stages.index(base)
-    stages[i] = trial
-    try:
-        yield
-    finally:
-        stages[i] = base
 
 
 def _dgrad(*shape):
@@ -146,6 +145,94 @@ _STRIDE_HINT = {"3x3, stride 2, padding 1": "Stride 1 works: what if h + PAD - r
                 "5x5, stride 3, padding 2": "Stride 1 works: what if h + PAD - r is not a multiple of STRIDE?",
                 "3x3, stride 1, no padding": "Look at the last rows and columns: which oh, ow exist?"}
 
+# Chapter 10's gap is the macro WADDR(R, cc) of 10_swizzle.cl: where weight (row R, channel cc)
+# lives in a half of the slab. The bank model reads the learner's macro as integer arithmetic at
+# the chapter's tile (C's / and % on non-negative numbers are Python's // and %).
+SLAB_TILE = {"TX": 32, "TY": 4, "CB": 32, "KC": 4, "XPW": 8, "CPW": 4}
+_MACRO = re.compile(r"#\s*define\s+WADDR\s*\(\s*(\w+)\s*,\s*(\w+)\s*\)(.*)", re.S)
+_TOKEN = re.compile(r"\s*(?:(\d+)|([A-Za-z_]\w*)|(<<|>>|[-+*/%^&|()]))")
+
+
+def _waddr(code: str):
+    """The learner's WADDR as a Python function (row, channel, shape) -> word, or a message."""
+    m = _MACRO.search(code.replace("\\\n", " "))
+    if not m:
+        return "write one line `#define WADDR(R, cc) ...` (the macro's name and its two arguments)"
+    row, ch, body = m.group(1), m.group(2), m.group(3).split("\n")[0].split("//")[0].split("/*")[0].strip()
+    names = {row: "R", ch: "cc", "WROW": "CB", "CB": "CB", "ROWS": "ROWS", "KC": "KC", "TAPS": "TAPS"}
+    out, pos = [], 0
+    while pos < len(body):
+        tok = _TOKEN.match(body, pos)
+        if not tok or tok.end() == pos:
+            return (f"the bank model reads WADDR as integer arithmetic (+ - * / % ^ & | << >>, parentheses, "
+                    f"R, cc, CB, ROWS and numbers) and stops at {body[pos:].strip()[:12]!r}")
+        num, name, op = tok.groups()
+        if name and name not in names:
+            return f"the bank model does not know {name!r} (it knows R, cc, CB, WROW, ROWS, KC, TAPS)"
+        if num:
+            out.append(num)
+        elif name:
+            out.append(names[name] if name in (row, ch) else f"s[{names[name]!r}]")
+        else:
+            out.append("//" if op == "/" else op)
+        pos = tok.end()
+    expr = " ".join(out)
+    try:
+        fn = eval(f"lambda R, cc, s: int({expr})", {})     # only the tokens above reach here
+        fn(0, 0, {"CB": 32, "ROWS": 36, "KC": 4, "TAPS": 9})
+    except Exception:                                       # noqa: BLE001: any malformed expression
+        return "WADDR's expression does not parse as C integer arithmetic"
+    return fn
+
+
+def _slab_layout(code: str):
+    """Before any launch: every weight in its own word inside the slab, float4s whole."""
+    from .local import _shape
+    if not _MACRO.search(code):
+        return True, ""                   # no WADDR line: the compiler says what is missing
+    fn = _waddr(code)
+    if isinstance(fn, str):
+        return False, fn
+    s = _shape(SLAB_TILE, 3, 3)
+    seen = {}
+    for r in range(s["ROWS"]):
+        for cc in range(s["CB"]):
+            a = fn(r, cc, s)
+            if not 0 <= a < s["ROWS"] * s["CB"]:
+                return False, (f"weight (R={r}, cc={cc}) goes to word {a}, outside the slab's ROWS x CB = "
+                               f"{s['ROWS']} x {s['CB']} floats (the slab has no padding here)")
+            if a in seen:
+                return False, f"weights (R={seen[a][0]}, cc={seen[a][1]}) and (R={r}, cc={cc}) share word {a}"
+            seen[a] = (r, cc)
+            if cc % 4 == 0 and a % 4:
+                return False, (f"the float4 of row {r}, channels {cc}..{cc + 3}, starts at word {a}, not a multiple "
+                               f"of 4: a 16-byte read needs a 16-byte boundary")
+            if cc % 4 and a != fn(r, cc - cc % 4, s) + cc % 4:
+                return False, (f"channels {cc - cc % 4}..{cc - cc % 4 + 3} of row {r} are not one whole float4 "
+                               f"(4 consecutive words): the kernel reads them with one 16-byte read")
+    return True, ""
+
+
+def _slab_banks(code: str):
+    """Once the kernel is right: the copy's weight stores and the weight reads in the bank model."""
+    from . import local
+    from .pictures_winograd import passes
+    fn = _waddr(code)
+    if isinstance(fn, str):
+        return False, fn
+    mine = local.store_extra("swizzle", "weight store", SLAB_TILE, waddr=fn)
+    best = local.store_extra("swizzle", "weight store", SLAB_TILE)
+    read = passes(local.warp_lanes("swizzle", "weight read", SLAB_TILE, waddr=fn))
+    if mine > best:
+        return False, (f"the copy's weight stores take {mine} extra passes per work-group and chunk in the bank "
+                       f"model at the chapter's tile; 10_padded takes "
+                       f"{local.store_extra('padded', 'weight store', SLAB_TILE)}, and fewer is possible with "
+                       f"no padding. Which float4 does row R's channel group go to, for 8 consecutive rows?")
+    if read > 4:
+        return False, f"one warp's float4 read of the weights takes {read} passes, more than the 4 quarter-warps"
+    return True, f"the copy's weight stores take {mine} extra passes per work-group and chunk (bank model)"
+
+
 GAPS = {
     # chapter 02: the checks of the naive kernel (which output positions exist)
     "naive_checks": Gap(
@@ -171,6 +258,33 @@ GAPS = {
         {"3x3, stride 1, padding 1": "Check both ends of the window: the leftmost and rightmost columns.",
          "3x3, stride 1, no padding": "Check both ends of the window: the leftmost and rightmost columns.",
          "3x3, stride 1, a 2-wide input": "Check both ends of the window: the leftmost and rightmost columns."}),
+    # chapter 09: the cooperative copy of the dy patch (the tile with its halo) into local memory
+    "tile_copy": Gap(
+        "conv_dgrad", "local_tile", "const int kk = i / (PH * PW), py = i / PW % PH, px = i % PW;",
+        "dyt[kk][py][px] = ok ?",
+        "element i of the chunk's patch: find (kk, py, px), store its dy value (activation derivative "
+        "applied) into dyt[kk][py][px], or 0 where that output does not exist",
+        (("3x3, padding 1, tiles that do not divide the plane", _dgrad(2, 5, 7, 6, 9, 3, 1, 1, "relu")),
+         ("3x3, no padding", _dgrad(1, 4, 6, 7, 5, 3, 1, 0, "none")),
+         ("5x5, padding 2, K not a multiple of KC", _dgrad(1, 3, 9, 8, 11, 5, 1, 2, "tanh")),
+         ("1x1 kernel on a 1x1 input", _dgrad(1, 3, 1, 1, 4, 1, 1, 0, "none"))),
+        {"3x3, padding 1, tiles that do not divide the plane":
+             "Patch row py is dy row oh0 + py: which rows and columns of dy exist? And is the activation "
+             "derivative applied (GRAD_IN in kernels/common/course.h)?",
+         "3x3, no padding": "Patch row py is dy row oh0 + py: does the bounds check cover both ends?",
+         "5x5, padding 2, K not a multiple of KC": "The last chunk runs past K: which output channels exist?"}),
+    # chapter 10: the XOR-swizzled address of a weight in the transposed slab
+    "slab_swizzle": Gap(
+        "conv_dgrad", "swizzle", "#define WADDR(R, cc)", "#define WADDR(R, cc)",
+        "#define WADDR(R, cc): the float of weight (row R, channel cc) in a half of the slab, rows of CB "
+        "floats, no padding, each float4 of 4 channels kept whole",
+        (("3x3, C=40, K=9, odd plane", _dgrad(1, 40, 9, 7, 9, 3, 1, 1, "relu")),
+         ("5x5, C=33, K=5", _dgrad(1, 33, 6, 6, 5, 5, 1, 2, "none")),
+         ("1x1, C=64", _dgrad(2, 64, 3, 5, 6, 1, 1, 0, "none"))),
+        {lbl: "The layout passed the checks run on WADDR as arithmetic; but a C macro pastes its arguments "
+              "as text (WADDR(W_R(i), W_CC(i))): is every use of R and cc in parentheses?"
+         for lbl in ("3x3, C=40, K=9, odd plane", "5x5, C=33, K=5", "1x1, C=64")},
+        before=_slab_layout, after=_slab_banks),
     # chapter 12: the zero padding of Winograd's input tiles
     "wino_tile_padding": Gap(
         "conv_forward", "wino_naive", "const float d = (h >= 0 && h < IH", "? GRAD_IN(x, xy,",

@@ -72,14 +72,17 @@ def _copy_weight(layout: str, s: dict, i: int) -> tuple:
     return i % s["ROWS"], i // s["ROWS"]
 
 
-def warp_lanes(layout: str, access: str, d: dict, kh: int = 3, kw: int = 3, warp: int = 0, step: int = 0) -> list:
+def warp_lanes(layout: str, access: str, d: dict, kh: int = 3, kw: int = 3, warp: int = 0, step: int = 0,
+               waddr=None) -> list:
     """Word addresses per work-item of one warp for one access instruction of a stage.
 
     Stores: step = q, the copy's q-th element per work-item. Reads (depth 0 of the chunk, tap row
     r = step % KH): 'weight read' the first weight read (tap s = 0, channels j4 = 0), 'dy read'
-    the first read of the work-item's row.
+    the first read of the work-item's row. ``waddr(row, channel, shape)``, if given, places the
+    weights instead of the layout's ``weight_word`` (chapter 10's exercise: the learner's index).
     """
     s = _shape(d, kh, kw)
+    word = waddr or (lambda row, cc, s_: weight_word(layout, s_, row, cc))
     vec = layout != "prefetch"
     lanes = []
     for lane in range(32):
@@ -94,7 +97,7 @@ def warp_lanes(layout: str, access: str, d: dict, kh: int = 3, kw: int = 3, warp
                 if i >= s["CB"] * s["ROWS"]:
                     lanes.append(None)
                     continue
-                lanes.append([weight_word(layout, s, *_copy_weight(layout, s, i))])
+                lanes.append([word(*_copy_weight(layout, s, i), s)])
             else:
                 if i >= s["KC"] * s["PH"] * s["PW"]:
                     lanes.append(None)
@@ -112,11 +115,26 @@ def warp_lanes(layout: str, access: str, d: dict, kh: int = 3, kw: int = 3, warp
                     lanes.append([py * s["PW"] + xi * s["XPW"]])
             else:
                 if vec:
-                    base = weight_word(layout, s, r * kw, ci * s["CPW"])
+                    base = word(r * kw, ci * s["CPW"], s)
                     lanes.append([base + e for e in range(4)])
                 else:
-                    lanes.append([weight_word(layout, s, r * kw, ci * s["CPW"])])
+                    lanes.append([word(r * kw, ci * s["CPW"], s)])
     return lanes
+
+
+def store_extra(layout: str, access: str, d: dict, kh: int = 3, kw: int = 3, waddr=None) -> int:
+    """Extra passes (beyond one per warp instruction) of one work-group's copy of one chunk into
+    local memory: 'weight store' or 'dy store', every warp and every step of the copy."""
+    from .pictures_winograd import passes
+    s = _shape(d, kh, kw)
+    total = s["CB"] * s["ROWS"] if access == "weight store" else s["KC"] * s["PH"] * s["PW"]
+    extra = 0
+    for q in range(-(-total // s["LS"])):
+        for w in range(-(-s["LS"] // 32)):
+            lanes = warp_lanes(layout, access, d, kh, kw, w, q, waddr)
+            if any(lanes):
+                extra += passes(lanes) - 1
+    return extra
 
 
 def launch_conflicts(layout: str, d: dict, dims: dict) -> dict:

@@ -11,6 +11,7 @@ from __future__ import annotations
 import difflib
 import html
 import os
+import re
 from dataclasses import dataclass
 
 from ..engine.build import kernel_source
@@ -80,12 +81,56 @@ def show_source(op_or_path: str, stage=None) -> Source:
     return Source(kernel_source(path), "cuda" if path.endswith(".cu") else "c")
 
 
-def show_diff(op: str, old, new) -> Source:
-    """The unified diff between two stages' kernel files: the lesson of a chapter."""
+def show_diff(op: str, old, new, switches: dict | None = None, new_switches: dict | None = None) -> Source:
+    """The unified diff between two stages' kernel files: the lesson of a chapter.
+
+    Where a stage's diff holds several ideas, its switches (`#if NAME` blocks of a -D parameter)
+    let the chapter show them one at a time: ``switches`` fixes those parameters in both files
+    (their `#if` blocks resolved, their `#ifndef` defaults dropped); ``new_switches`` sets them
+    differently in the new file. ``show_diff(op, s, s, {"PREFETCH": 0}, {"PREFETCH": 1})`` is
+    what PREFETCH=1 changes in stage s."""
     a, b = _path(op, old), _path(op, new)
-    lines = difflib.unified_diff(kernel_source(a).splitlines(), kernel_source(b).splitlines(),
-                                 fromfile=a, tofile=b, lineterm="", n=2)
+    before, after = kernel_source(a), kernel_source(b)
+    if switches or new_switches:
+        fixed = {**(switches or {}), **(new_switches or {})}
+        before, after = resolve_switches(before, switches or {}), resolve_switches(after, fixed)
+        a += "".join(f" {k}={v}" for k, v in (switches or {}).items())
+        b += "".join(f" {k}={v}" for k, v in fixed.items())
+    lines = difflib.unified_diff(before.splitlines(), after.splitlines(), fromfile=a, tofile=b, lineterm="", n=2)
     return Source("\n".join(lines), "diff")
+
+
+_IF = re.compile(r"^#\s*if\s+(!?)\s*(\w+)\s*$")
+_IFDEF = re.compile(r"^#\s*(ifn?def|if)\b")
+
+
+def resolve_switches(text: str, switches: dict) -> str:
+    """Kernel text with the `#if NAME` / `#if !NAME` blocks of the given switches resolved and
+    their `#ifndef NAME` / `#define NAME` / `#endif` defaults dropped; other directives kept."""
+    out, stack, lines, i = [], [], text.splitlines(), 0
+    while i < len(lines):
+        ln = lines[i]
+        m = re.match(r"^#\s*ifndef\s+(\w+)\s*$", ln)
+        if m and m.group(1) in switches and i + 2 < len(lines) and lines[i + 2].strip() == "#endif":
+            i += 3
+            continue
+        m = _IF.match(ln)
+        if m and m.group(2) in switches:
+            stack.append(["mine", bool(switches[m.group(2)]) != bool(m.group(1))])
+        elif _IFDEF.match(ln):
+            stack.append(["other", True])
+            if all(keep for _, keep in stack):
+                out.append(ln)
+        elif re.match(r"^#\s*else\b", ln) and stack and stack[-1][0] == "mine":
+            stack[-1][1] = not stack[-1][1]
+        elif re.match(r"^#\s*endif\b", ln) and stack:
+            kind, _ = stack.pop()
+            if kind == "other" and all(keep for _, keep in stack):
+                out.append(ln)
+        elif all(keep for _, keep in stack):
+            out.append(ln)
+        i += 1
+    return "\n".join(out) + "\n"
 
 
 def step_times(plan, repeats: int = 10, warmup: int = 2) -> dict:

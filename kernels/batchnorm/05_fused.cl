@@ -17,7 +17,8 @@
 //      results (mean, inv_std, running statistics; grad_gamma, grad_beta).
 // The second kernel visits the blocks in the reverse order of the first (work-groups are
 // started roughly in the order of their ids): the blocks the first kernel read last are the ones
-// most likely still in the last-level cache, so part of the second read comes from there.
+// most likely still in the last-level cache, so part of the second read comes from there
+// (REVERSE = 0: the same order, a switch to show and time this change alone).
 // The forward pass reads x twice and writes y once; the backward pass reads dy and x (and the
 // forward output, with an activation) twice and writes dx once. Reading each tensor once would
 // need the whole tensor on chip between the two levels of the reduction.
@@ -27,7 +28,7 @@
 // output, x, mean -> partials; N, C, HW), then bn_backward (stage 01's arguments, then
 // partials). NDRange: (WG * B, C), work-group (WG, 1), B = ceil(N * units per slab / (WG*ITEMS)).
 // JIT parameters: WG (a power of two), ITEMS (units per work-item per block, >= 1),
-// VEC4 (1 when H*W % 4 == 0, derived from the problem), UPDATE_RUNNING, ACT.
+// VEC4 (1 when H*W % 4 == 0, derived from the problem), REVERSE (0 or 1), UPDATE_RUNNING, ACT.
 
 #include "course.h"
 #include "batchnorm.h"
@@ -40,6 +41,9 @@
 #endif
 #ifndef VEC4
 #define VEC4 0          // 1 only if H*W % 4 == 0 (host side: helpers/stages.py)
+#endif
+#ifndef REVERSE
+#define REVERSE 1       // 1: the second kernel visits blocks and channels in reverse (see above)
 #endif
 #ifndef UPDATE_RUNNING
 #define UPDATE_RUNNING 0
@@ -112,7 +116,11 @@ void bn_forward_train(__global const float* x, __global const float* gamma,
                       const float momentum, __global const float* partials) {
     __local float bn[WG], bmean[WG], bm2[WG];
     const int nb = get_num_groups(0), lid = get_local_id(0);
+#if REVERSE
     const int b = nb - 1 - get_group_id(0), c = C - 1 - get_group_id(1);   // reversed: see above
+#else
+    const int b = get_group_id(0), c = get_group_id(1);
+#endif
     unit_t v[ITEMS];
     int e[ITEMS];
     #pragma unroll
@@ -187,7 +195,11 @@ void bn_backward(__global const float* dy, __global const float* out,
                  const int N, const int C, const int HW, __global const float* partials) {
     __local float2 buf[WG];
     const int nb = get_num_groups(0), lid = get_local_id(0);
+#if REVERSE
     const int b = nb - 1 - get_group_id(0), c = C - 1 - get_group_id(1);   // reversed: see above
+#else
+    const int b = get_group_id(0), c = get_group_id(1);
+#endif
     unit_t g[ITEMS], xv[ITEMS];
     int e[ITEMS];
     #pragma unroll

@@ -1,0 +1,95 @@
+"""The course against the vendor library: per operation, layer and device, the fastest course
+stage recorded in results/ beside the vendor's time from the same run.
+
+    from helpers.analysis.compare import best_vs_vendor, table, readme_section
+    rows = best_vs_vendor("conv_dgrad", device="H200")   # one dict per (op, device, layer)
+    print(table(rows))                                   # a plain-text table
+    print(readme_section())                              # README's summary (a test checks it)
+
+Only runs on a GPU with the vendor timed in the same session count (cuDNN fp32 with TF32 off,
+cuBLAS fp32, PyTorch's batch norm), and only rows that matched the reference and were stored in
+float32: a reduced-precision stage is compared with the vendor in its own precision, elsewhere.
+The stage named is the one that ran (a fallback where the requested stage could not take the
+layer). ``x_vendor`` is the vendor's median time over the stage's: above 1 the course is faster.
+"""
+from __future__ import annotations
+
+from .results import load
+from .summary import geomean
+
+# The ladders in results/, the tagged comparisons, and the chapter 09-11 runs in results/local/.
+PATTERNS = ("*.json", "local/run*.json")
+OP_NAMES = {"conv_dgrad": "input gradient", "conv_forward": "forward convolution", "gemm": "GEMM",
+            "batchnorm_forward": "batch norm forward", "batchnorm_backward": "batch norm backward"}
+
+
+def _runs():
+    for pattern in PATTERNS:
+        for run in load(pattern):
+            if (run.get("op") and isinstance(run.get("vendor"), list) and run.get("rows")
+                    and run["device"].get("type") == "GPU"):
+                yield run
+
+
+def _vendor_name(v: dict) -> str:
+    return v.get("name") or (v.get("library") or "vendor").split()[0]
+
+
+def best_vs_vendor(op: str | None = None, device: str | None = None) -> list[dict]:
+    """Per (op, device, layer, problem): the fastest recorded course stage and the vendor's time
+    from that stage's run. ``op`` and ``device`` (part of the device's name) narrow the list.
+    Rows: op, layer_set, layer, problem, device, stage, ms, vendor, vendor_ms, x_vendor, file."""
+    best: dict = {}
+    for run in _runs():
+        if (op and run["op"] != op) or (device and device.lower() not in run["device"]["name"].lower()):
+            continue
+        vendor = {v["layer"]: v for v in run["vendor"] if v.get("median_ms")}
+        for r in run["rows"]:
+            v = vendor.get(r["layer"])
+            if v is None or not r.get("verified", True) or (r.get("precision") or "fp32") != "fp32":
+                continue
+            key = (run["op"], run["device"]["name"], r["layer"], r["problem"])
+            if key not in best or r["median_ms"] < best[key]["ms"]:
+                best[key] = {"op": run["op"], "layer_set": run["layer_set"], "layer": r["layer"],
+                             "problem": r["problem"], "device": run["device"]["name"],
+                             "stage": r.get("ran") or r["key"], "ms": r["median_ms"], "vendor": _vendor_name(v),
+                             "vendor_ms": v["median_ms"], "x_vendor": v["median_ms"] / r["median_ms"],
+                             "file": run["file"]}
+    order = list(OP_NAMES)
+    return sorted(best.values(), key=lambda b: (order.index(b["op"]) if b["op"] in order else len(order),
+                                                b["device"], b["layer_set"], b["layer"]))
+
+
+def table(rows: list[dict]) -> str:
+    """A plain-text table of best_vs_vendor's rows (what chapter 15's summary prints)."""
+    if not rows:
+        return "No GPU run with the vendor's times is recorded in results/ yet."
+    out = [f"{'operation':<20} {'device':<12} {'layer':<16} {'best course stage':<22} {'ms':>8} "
+           f"{'vendor':<8} {'ms':>8} {'x vendor':>9}"]
+    for b in rows:
+        out.append(f"{OP_NAMES.get(b['op'], b['op']):<20} {b['device'][:12]:<12} {b['layer']:<16} {b['stage']:<22} "
+                   f"{b['ms']:8.3f} {b['vendor']:<8} {b['vendor_ms']:8.3f} {b['x_vendor']:9.2f}")
+    return "\n".join(out)
+
+
+def readme_section() -> str:
+    """README's table: per operation, layer set and device, the best course stage of each layer
+    against the vendor (geometric mean and range of x vendor, layers where the course is faster)."""
+    rows = best_vs_vendor()
+    lines = ["| operation, layers | device | vendor | best course stage per layer, × vendor: geometric mean "
+             "(range) | layers faster than the vendor | stages that were best |",
+             "| --- | --- | --- | --- | --- | --- |"]
+    groups = dict.fromkeys((b["op"], b["layer_set"], b["device"]) for b in rows)
+    for op, layer_set, dev in groups:
+        g = [b for b in rows if (b["op"], b["layer_set"], b["device"]) == (op, layer_set, dev)]
+        xs = [b["x_vendor"] for b in g]
+        stages = ", ".join(f"`{s}`" for s in dict.fromkeys(b["stage"] for b in g))
+        lines.append(f"| {OP_NAMES.get(op, op)}, {layer_set} | {dev} | {g[0]['vendor']} | ×{geomean(xs):.2f} "
+                     f"(×{min(xs):.2f} to ×{max(xs):.2f}) | {sum(x > 1 for x in xs)} of {len(xs)} | {stages} |")
+    return "\n".join(lines)
+
+
+if __name__ == "__main__":
+    print(readme_section())
+    print()
+    print(table(best_vs_vendor()))

@@ -1,0 +1,43 @@
+"""show_diff's switches: a stage's -D switches resolved so that a diff holding several ideas is
+shown one idea at a time (chapters 12 and 14), and nothing else in the file changes."""
+from helpers.chapters.notebook import resolve_switches, show_diff
+
+TEXT = """#ifndef FAST
+#define FAST 1
+#endif
+#ifndef OTHER
+#define OTHER 0
+#endif
+a
+#if FAST
+b
+#else
+c
+#endif
+#if !FAST
+d
+#endif
+#if OTHER
+e
+#endif
+"""
+
+
+def test_resolve_switches_keeps_other_directives():
+    on = resolve_switches(TEXT, {"FAST": 1}).splitlines()
+    off = resolve_switches(TEXT, {"FAST": 0}).splitlines()
+    assert "#ifndef FAST" not in on and "#ifndef OTHER" in on and "#if OTHER" in on
+    assert [ln for ln in on if len(ln) == 1] == ["a", "b", "e"]
+    assert [ln for ln in off if len(ln) == 1] == ["a", "c", "d", "e"]
+    assert resolve_switches(TEXT, {}) == TEXT
+
+
+def test_a_switch_diff_shows_only_that_switch():
+    text = str(show_diff("conv_forward", "wino_blocked", "wino_blocked", {"ROTATED": 0}, {"ROTATED": 1}))
+    changed = [ln for ln in text.splitlines() if ln[:1] in "+-" and ln[:3] not in ("+++", "---")]
+    assert len(changed) == 2 and all("g[rs] =" in ln for ln in changed), text
+    prefetch = str(show_diff("conv_forward", "wino_blocked", "wino_blocked", {"ROTATED": 0, "PREFETCH": 0},
+                             {"PREFETCH": 1}))
+    assert "fetch_blocks" in prefetch and "ROTATED" not in prefetch.split("\n", 2)[2]
+    plain = str(show_diff("conv_forward", "wino_transposed", "wino_blocked", {"ROTATED": 0, "PREFETCH": 0}))
+    assert "#if PREFETCH" not in plain and "#if ROTATED" not in plain and "REG" in plain
