@@ -64,7 +64,6 @@ WINO_DGRAD_MIN_K = 8
 # error is 9x the tolerance with K = 1, 6x with K = 2, 1.4x with K = 3, 0.6x with K = 8 and
 # 0.18x with K = 16. So F(4x4) needs K >= 16; thinner layers take the fallback.
 WINO4_DGRAD_MIN_K = 16
-MAX_GROUP = 256    # work-items per group: what every device the course targets allows
 
 
 def _winograd(p: Problem, d: dict, m: int, min_k: int):
@@ -78,9 +77,6 @@ def _winograd(p: Problem, d: dict, m: int, min_k: int):
                 f"within conv_dgrad's per-element tolerance; this problem has K = {dims['K']}")
     if "REG" in d and (d["REG"] % 4 or d["TM"] % d["REG"] or d["TN"] % d["REG"]):
         return f"REG={d['REG']} must be a multiple of 4 that divides TM={d['TM']} and TN={d['TN']}"
-    if m == 4 and "REG" in d and (d["TM"] // d["REG"]) * (d["TN"] // d["REG"]) > MAX_GROUP:
-        return (f"TM={d['TM']}, TN={d['TN']}, REG={d['REG']} make work-groups of "
-                f"{(d['TM'] // d['REG']) * (d['TN'] // d['REG'])} work-items; at most {MAX_GROUP}")
     cip, cop, pp = wino_padded(p, d, m)
     a2 = (m + 2) ** 2
     if a2 * max(cip, cop) * max(pp, cip) > 2**31 - 1:
