@@ -179,7 +179,11 @@ WINO = dict(family="winograd", requires="winograd_f23")
 WINO_BLOCKED = dict(WINO, launch="blocked", defines={"WG": 64, "TM": 64, "TN": 64, "REG": 4, "TK": 8, "PREFETCH": 1},
                     tune={"TM": [64, 128], "TN": [64, 128], "REG": [4, 8], "TK": [8, 16]})
 
-# conv_forward: the forward convolution (chapter 12: a direct baseline, then Winograd stages 1-5)
+# Winograd F(4x4,3x3) (chapter 12a): stage 05's products over 36 batched matrices of 6x6 tiles
+WINO4_BLOCKED = dict(WINO_BLOCKED, launch="blocked_f4x4", requires="winograd_f43")
+
+# conv_forward: the forward convolution (chapter 12: a direct baseline, then Winograd stages 1-5;
+# chapter 12a: stage 6, F(4x4))
 CONV_FORWARD = [
     Stage("conv_forward", 0, "direct", "conv_forward/00_direct.cl",
           "direct convolution, one work-item per output element: the baseline",
@@ -199,6 +203,10 @@ CONV_FORWARD = [
     Stage("conv_forward", 5, "wino_blocked", "conv_forward/05_wino_blocked.cl",
           "register-blocked products: 64x64 per work-group, 4x4 per work-item, float4 local loads",
           **WINO_BLOCKED),
+    Stage("conv_forward", 6, "wino4_blocked", "conv_forward/06_wino4_blocked.cl",
+          "Winograd F(4x4,3x3): 6x6 input tiles, 36 register-blocked products (2.25 multiplications "
+          "per output instead of 4); thin or unsupported layers run stage 05", fallback="wino_blocked",
+          **WINO4_BLOCKED),
     Stage("conv_forward", 11, "im2col", "conv_forward/11_im2col.cl",
           "chapter 11: im2col into a column workspace (C*R*S x N*OH*OW), then the course GEMM",
           launch="im2col", defines={**TILES, "WG": 64}, requires="cols_requires", jit="im2col_vectors",
@@ -236,6 +244,10 @@ CONV_DGRAD.append(
     Stage("conv_dgrad", 12, "winograd", "conv_dgrad/12_winograd.cl",
           "3x3 stride 1: Winograd F(2x2,3x3) on dy with the rotated filter (conv_forward stage 05)",
           fallback="width", **WINO_BLOCKED))
+CONV_DGRAD.append(
+    Stage("conv_dgrad", 12, "winograd4", "conv_dgrad/12_winograd4.cl",
+          "3x3 stride 1, K >= 16: Winograd F(4x4,3x3) on dy with the rotated filter (conv_forward "
+          "stage 06); other layers run stage 12 winograd", fallback="winograd", **WINO4_BLOCKED))
 
 # gemm: the course's matrix product C = A . B (chapter 11)
 GEMM = [

@@ -27,6 +27,14 @@ def test_candidates_are_the_registry_minus_auto():
     assert "winograd" in excluded and "stride 2" in excluded["winograd"]
 
 
+def test_winograd4_is_a_candidate_where_it_runs_itself():
+    from helpers.ops.conv_dgrad import random_problem_args as args
+    names, _ = chooser.candidates(helpers.prepare("conv_dgrad", **args(1, 8, 9, 7, 16, 3, 1, 1)), None)
+    assert {"winograd", "winograd4"} <= set(names)
+    names, excluded = chooser.candidates(helpers.prepare("conv_dgrad", **args(1, 8, 9, 7, 12, 3, 1, 1)), None)
+    assert "winograd" in names and "K >= 16" in excluded["winograd4"]
+
+
 def test_limit_excludes_stages_with_a_workspace():
     p = helpers.prepare("conv_dgrad", **ARGS)
     names, excluded = chooser.candidates(p, 0)

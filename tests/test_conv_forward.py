@@ -81,7 +81,8 @@ def test_every_tune_candidate_is_correct(ctx, stage, defines):
             raise AssertionError(f"stage {stage} with {defines} failed on {case_id(c)}:\n{err}") from None
 
 
-@pytest.mark.parametrize("op, stage", [("conv_forward", "wino_blocked"), ("conv_dgrad", "winograd")])
+@pytest.mark.parametrize("op, stage", [("conv_forward", "wino_blocked"), ("conv_dgrad", "winograd"),
+                                       ("conv_forward", "wino4_blocked"), ("conv_dgrad", "winograd4")])
 def test_without_prefetch(ctx, op, stage):
     """PREFETCH=0 (load each step's blocks, then compute) gives the same answers."""
     if op == "conv_forward":
@@ -108,6 +109,13 @@ def test_winograd_refuses_what_it_cannot_do(ctx, stage, kernel, stride, need):
         helpers.run_stage("conv_forward", stage, ctx=ctx, **_args(c, 0, kernel, stride))
 
 
+def test_f4x4_runs_itself_on_every_forward_grid_case(ctx):
+    """F(4x4) forward has no channel minimum (the 6x6 tile scale covers it): no grid case falls back."""
+    for c in GRID:
+        problem = helpers.prepare("conv_forward", **_args(c, 0))
+        assert helpers.runner.resolve("conv_forward", "wino4_blocked", problem, ctx, None)[0].name == "wino4_blocked"
+
+
 def test_stages_match_pytorch_on_random_shapes(ctx):
     """Shapes nobody chose, against an independent implementation (PyTorch, float64)."""
     torch = pytest.importorskip("torch")
@@ -130,15 +138,18 @@ def test_stages_match_pytorch_on_random_shapes(ctx):
             check_close(got, want, magnitude=mag["output"], rtol=op.rtol(problem), name=f"{s} n{n}c{c}k{k}_{h}x{w}p{pad}")
 
 
-def test_winograd_dgrad_matches_pytorch(ctx):
+@pytest.mark.parametrize("stage, cases", [
+    ("winograd", [(2, 19, 11, 6, 24, 0, "relu"), (1, 8, 13, 13, 9, 2, "tanh")]),
+    ("winograd4", [(2, 19, 11, 6, 24, 0, "relu"), (1, 8, 13, 13, 17, 2, "tanh"), (3, 5, 9, 14, 40, 1, "sigmoid")])])
+def test_winograd_dgrad_matches_pytorch(ctx, stage, cases):
     torch = pytest.importorskip("torch")
     from helpers.engine.check import check_close
     from helpers.ops import conv_dgrad as op
     from helpers.ops.conv_dgrad import random_problem_args as dgrad_args
-    for i, (n, c, h, w, k, pad, act) in enumerate([(2, 19, 11, 6, 24, 0, "relu"), (1, 8, 13, 13, 9, 2, "tanh")]):
+    for i, (n, c, h, w, k, pad, act) in enumerate(cases):
         a = dgrad_args(n, c, h, w, k, 3, 1, pad, act, seed=i)
         problem = op.prepare(**a)
-        assert helpers.runner.resolve("conv_dgrad", "winograd", problem, ctx, None)[0].name == "winograd"
+        assert helpers.runner.resolve("conv_dgrad", stage, problem, ctx, None)[0].name == stage
         dy = torch.from_numpy(a["grad_output"]).double()
         if act != "none":
             y = torch.from_numpy(a["output"]).double()
@@ -146,7 +157,7 @@ def test_winograd_dgrad_matches_pytorch(ctx):
         want = torch.nn.grad.conv2d_input((n, c, h, w), torch.from_numpy(a["weight"].transpose(1, 0, 2, 3).copy()).double(),
                                           dy, padding=pad).numpy()
         _, mag = op.reference(problem)
-        check_close(helpers.run_stage("conv_dgrad", "winograd", ctx=ctx, **a), want,
+        check_close(helpers.run_stage("conv_dgrad", stage, ctx=ctx, **a), want,
                     magnitude=mag["grad_input"], rtol=op.rtol(problem))
 
 
@@ -157,6 +168,16 @@ def test_winograd_dgrad_falls_back_where_it_must(ctx):
         ran = helpers.runner.resolve("conv_dgrad", "winograd", problem, ctx, None)[0]
         assert ran.name != "winograd"
         helpers.check_stage("conv_dgrad", "winograd", ctx=ctx, guard=True, **a)
+
+
+def test_winograd4_dgrad_falls_back_to_f2x2_below_its_minimum_k(ctx):
+    from helpers.launch.winograd import WINO4_DGRAD_MIN_K, WINO_DGRAD_MIN_K
+    from helpers.ops.conv_dgrad import random_problem_args as dgrad_args
+    for k, runs in ((WINO4_DGRAD_MIN_K - 1, "winograd"), (WINO_DGRAD_MIN_K - 1, "width"), (WINO4_DGRAD_MIN_K, "winograd4")):
+        a = dgrad_args(2, 5, 10, 7, k, 3, 1, 0, "relu", seed=k)
+        problem = helpers.prepare("conv_dgrad", **a)
+        assert helpers.runner.resolve("conv_dgrad", "winograd4", problem, ctx, None)[0].name == runs
+        helpers.check_stage("conv_dgrad", "winograd4", ctx=ctx, guard=True, **a)
 
 
 # ---- the checks can fail: planted bugs in a copy of a Winograd stage are caught ---------------
@@ -181,6 +202,19 @@ def test_a_partial_tile_written_past_the_edge_is_caught(ctx, monkeypatch):
     s = planted(monkeypatch, "wino_blocked", "if (oh < OH && ow < OW)", "if (oh < OH + 1 && ow < OW)")
     with pytest.raises(helpers.GuardViolation):
         helpers.check_stage("conv_forward", s, ctx=ctx, guard=True, **_args(dict(n=1, c=3, h=7, w=6, k=2, padding=1), 0))
+
+
+def test_a_partial_6x6_tile_written_past_the_edge_is_caught(ctx, monkeypatch):
+    s = planted(monkeypatch, "wino4_blocked", "if (oh < OH && ow < OW)", "if (oh < OH && ow < OW + 1)")
+    with pytest.raises(helpers.GuardViolation):
+        helpers.check_stage("conv_forward", s, ctx=ctx, guard=True, **_args(dict(n=1, c=3, h=7, w=6, k=2, padding=1), 0))
+
+
+def test_a_wrong_f4x4_transform_coefficient_is_caught(ctx, monkeypatch):
+    # one product of the 36 dropped (m[35] = 0): only the tile's last output row and column use it
+    s = planted(monkeypatch, "wino4_blocked", "wino_output_tile(m, t);", "m[35] = 0.0f; wino_output_tile(m, t);")
+    with pytest.raises(helpers.MismatchError):
+        helpers.check_stage("conv_forward", s, ctx=ctx, guard=True, **_args(dict(n=1, c=4, h=9, w=9, k=3, padding=1), 0))
 
 
 def test_a_wrong_transform_coefficient_is_caught(ctx, monkeypatch):

@@ -41,9 +41,24 @@ def test_bad_points_are_refused():
         wg.matrices(2, 3, (0, 1, -1, 2))
 
 
-def test_generated_header_is_current():
-    assert (COMMON / wg.HEADER).read_text() == wg.header_source(), \
-        "kernels/common/winograd_f23.h is stale: run python -m helpers.chapters.winograd"
+@pytest.mark.parametrize("m, r", sorted(wg.HEADERS))
+def test_generated_header_is_current(m, r):
+    assert (COMMON / wg.HEADERS[(m, r)]).read_text() == wg.header_source(m, r), \
+        f"kernels/common/{wg.HEADERS[(m, r)]} is stale: run python -m helpers.chapters.winograd"
+
+
+def test_f43_kernel_points_are_exact_and_more_accurate():
+    """The F(4x4) kernels' points (0, 1, -1, 1/2, -2) give an exact algorithm whose float32 error
+    is below that of the textbook points (0, 1, -1, 2, -2) on a wide layer."""
+    pts = wg.KERNEL_POINTS[(4, 3)]
+    assert wg.verify(4, 3, *wg.matrices(4, 3, pts))
+    rng = np.random.default_rng(3)
+    x = rng.standard_normal((1, 128, 12, 12)).astype(np.float32)
+    w = (rng.standard_normal((128, 4, 3, 3)) / np.sqrt(9 * 128)).astype(np.float32)
+    from helpers.ops.reference import conv2d_forward
+    exact = conv2d_forward(x, w, 1, 1)
+    err = {p: np.abs(wg.conv2d(x, w, 1, 4, points=p) - exact).max() for p in (pts, wg.DEFAULT_POINTS[(4, 3)])}
+    assert err[pts] < err[wg.DEFAULT_POINTS[(4, 3)]]
 
 
 def test_macro_generation():

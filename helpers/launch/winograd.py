@@ -1,9 +1,11 @@
-"""Winograd F(2x2,3x3) (chapter 12): four kernels per stage, shared by conv_forward and conv_dgrad.
+"""Winograd F(2x2,3x3) (chapter 12) and F(4x4,3x3) (chapter 12a): four kernels per stage,
+shared by conv_forward and conv_dgrad.
 
 The kernels see a forward 3x3 convolution of a ``src`` with CI channels into a ``dst`` with CO
 channels: conv_forward as it is; conv_dgrad renamed (dy -> dx with the rotated filter, see
-kernels/conv_dgrad/12_winograd.cl). Scratch: U (16 x CIP x COP), V (16 x CIP x PP),
-M (16 x COP x PP), with CI, CO and the number of tiles P padded up to the GEMM's blocks.
+kernels/conv_dgrad/12_winograd.cl). With m x m output tiles (m = 2 or 4) and A = m + 2: scratch
+U (A² x CIP x COP), V (A² x CIP x PP), M (A² x COP x PP), with CI, CO and the number of tiles P
+padded up to the GEMM's blocks. The launch ``blocked_f4x4`` is ``blocked`` with m = 4.
 """
 from __future__ import annotations
 
@@ -13,8 +15,15 @@ from ..ops.problem import Problem
 from . import Step, Workspace, round_up
 
 
-def wino_view(p: Problem) -> dict:
-    """The forward convolution the Winograd kernels compute, in their names."""
+TILE = {"blocked_f4x4": 4}   # output tile side m of a launch; every other launch: F(2x2), m = 2
+
+
+def output_tile(stage) -> int:
+    return TILE.get(stage.launch, 2)
+
+
+def wino_view(p: Problem, m: int = 2) -> dict:
+    """The forward convolution the Winograd kernels compute with m x m output tiles, in their names."""
     d = p.dims
     if p.op == "conv_dgrad":
         v = dict(src="grad_output", srcy="output", dst="grad_input", N=d["N"], CI=d["K"], CO=d["C"],
@@ -22,7 +31,7 @@ def wino_view(p: Problem) -> dict:
     else:
         v = dict(src="input", srcy="input", dst="output", N=d["N"], CI=d["C"], CO=d["K"],
                  IH=d["H"], IW=d["W"], OH=d["OH"], OW=d["OW"], PADT=d["pad"])
-    v["TH"], v["TW"] = (v["OH"] + 1) // 2, (v["OW"] + 1) // 2
+    v["TH"], v["TW"] = -(-v["OH"] // m), -(-v["OW"] // m)
     v["P"] = v["N"] * v["TH"] * v["TW"]
     return v
 
@@ -36,8 +45,8 @@ def wino_blocks(d: dict) -> tuple:
     return 1, 1, 1
 
 
-def wino_padded(p: Problem, d: dict) -> tuple:
-    v = wino_view(p)
+def wino_padded(p: Problem, d: dict, m: int = 2) -> tuple:
+    v = wino_view(p, m)
     bc, bo, bp = wino_blocks(d)
     return round_up(v["CI"], bc), round_up(v["CO"], bo), round_up(v["P"], bp)
 
@@ -50,33 +59,54 @@ def wino_padded(p: Problem, d: dict) -> tuple:
 WINO_DGRAD_MIN_K = 8
 
 
-def winograd_f23(p: Problem, d: dict):
+# F(4x4,3x3) rounds more (its transforms hold larger numbers and mix a 6x6 tile): measured in
+# chapter 12a against conv_dgrad's per-element tolerance (random data, paddings 0-2, 4 seeds),
+# its worst error is 21x the tolerance with K = 1, 19x with K = 2, 1.45x with K = 3, 0.61x with
+# K = 8, 0.35x with K = 12 and 0.18x with K = 16. So F(4x4) needs K >= 16; thinner layers run
+# the F(2x2) stage (its fallback), which needs K >= 8.
+WINO4_DGRAD_MIN_K = 16
+
+
+def _winograd(p: Problem, d: dict, m: int, min_k: int):
     dims = p.dims
+    name = f"Winograd F({m}x{m},3x3)"
     if (dims["KH"], dims["KW"]) != (3, 3) or dims["stride"] != 1:
-        return (f"Winograd F(2x2,3x3) needs a 3x3 kernel with stride 1; this problem has a "
+        return (f"{name} needs a 3x3 kernel with stride 1; this problem has a "
                 f"{dims['KH']}x{dims['KW']} kernel with stride {dims['stride']}")
-    if p.op == "conv_dgrad" and dims["K"] < WINO_DGRAD_MIN_K:
-        return (f"the Winograd input gradient needs K >= {WINO_DGRAD_MIN_K} output channels to stay "
+    if p.op == "conv_dgrad" and dims["K"] < min_k:
+        return (f"the {name} input gradient needs K >= {min_k} output channels to stay "
                 f"within conv_dgrad's per-element tolerance; this problem has K = {dims['K']}")
     if "REG" in d and (d["REG"] % 4 or d["TM"] % d["REG"] or d["TN"] % d["REG"]):
         return f"REG={d['REG']} must be a multiple of 4 that divides TM={d['TM']} and TN={d['TN']}"
-    cip, cop, pp = wino_padded(p, d)
-    if 16 * max(cip, cop) * max(pp, cip) > 2**31 - 1:
-        return (f"its scratch matrices would hold {16 * max(cip, cop) * pp:,} floats; the kernels "
+    cip, cop, pp = wino_padded(p, d, m)
+    a2 = (m + 2) ** 2
+    if a2 * max(cip, cop) * max(pp, cip) > 2**31 - 1:
+        return (f"its scratch matrices would hold {a2 * max(cip, cop) * pp:,} floats; the kernels "
                 f"index with 32-bit integers (use a smaller batch)")
     return None
 
 
+def winograd_f23(p: Problem, d: dict):
+    return _winograd(p, d, 2, WINO_DGRAD_MIN_K)
+
+
+def winograd_f43(p: Problem, d: dict):
+    return _winograd(p, d, 4, WINO4_DGRAD_MIN_K)
+
+
 def workspace(stage, p: Problem, d: dict) -> dict:
-    cip, cop, pp = wino_padded(p, d)
-    return {"U": Workspace("float32", 16 * cip * cop), "V": Workspace("float32", 16 * cip * pp),
-            "M": Workspace("float32", 16 * cop * pp)}
+    m = output_tile(stage)
+    cip, cop, pp = wino_padded(p, d, m)
+    a2 = (m + 2) ** 2
+    return {"U": Workspace("float32", a2 * cip * cop), "V": Workspace("float32", a2 * cip * pp),
+            "M": Workspace("float32", a2 * cop * pp)}
 
 
 def steps(stage, p: Problem, d: dict) -> list:
-    """Filter transform, input transform, the 16 matrix products, output transform."""
-    v = wino_view(p)
-    cip, cop, pp = (np.int32(x) for x in wino_padded(p, d))
+    """Filter transform, input transform, the 16 (F(4x4): 36) matrix products, output transform."""
+    m = output_tile(stage)
+    v = wino_view(p, m)
+    cip, cop, pp = (np.int32(x) for x in wino_padded(p, d, m))
     i32 = {k: np.int32(v[k]) for k in ("N", "CI", "CO", "IH", "IW", "OH", "OW", "PADT", "TH", "TW")}
     wg = d["WG"]
     filt = ("weight", "U", i32["CI"], i32["CO"], cip, cop)
@@ -92,8 +122,8 @@ def steps(stage, p: Problem, d: dict) -> list:
                 Step("wino_output", *one(v["N"] * v["CO"] * v["OH"] * v["OW"]), out)]
     steps = [Step("wino_filter", (round_up(int(cop), wg), int(cip)), (wg, 1), filt),
              Step("wino_input", (round_up(int(pp), wg), int(cip)), (wg, 1), inp)]
-    if stage.launch == "blocked":
-        steps.append(Step("wino_gemm", (int(pp) // d["REG"], int(cop) // d["REG"], 16),
+    if stage.launch in ("blocked", "blocked_f4x4"):
+        steps.append(Step("wino_gemm", (int(pp) // d["REG"], int(cop) // d["REG"], (m + 2) ** 2),
                           (d["TN"] // d["REG"], d["TM"] // d["REG"], 1), gemm))
     elif stage.launch == "local":
         steps.append(Step("wino_gemm", (int(pp), int(cop), 16), (d["TS"], d["TS"], 1), gemm))
