@@ -11,7 +11,8 @@
 //                  neighbouring positions; the group's WG partial sums are combined by a tree
 //                  in local memory (log2 WG halving steps with a barrier each), and work-item 0
 //                  writes the slice's sum into the workspace: partials[slice][weight].
-//   wgrad_sum      one work-item per weight adds its SPLITS slice sums, in slice order.
+//   wgrad_sum      one work-item per weight adds its SPLITS slice sums, in slice order
+//                  (kernels/common/wgrad_sum.h, shared with stage 03).
 //
 // Every addition happens in an order fixed by the launch geometry, so the result is the same
 // on every run (atomic adds into dw would make the order, and the last bits, vary from run to
@@ -74,11 +75,4 @@ void wgrad_partial(__global const float* restrict x, __global const float* restr
     if (t == 0) partials[get_group_id(1) * (C * K * KH * KW) + i] = sums[0];
 }
 
-__kernel void wgrad_sum(__global const float* restrict partials, __global float* restrict dw,
-                        const int C, const int K, const int SPLITS) {
-    const int i = get_global_id(0), weights = C * K * KH * KW;
-    if (i >= weights) return;
-    float grad = 0.0f;
-    for (int j = 0; j < SPLITS; j++) grad += partials[j * weights + i];   // neighbours: coalesced
-    dw[i] = grad;
-}
+#include "wgrad_sum.h"      // wgrad_sum: each weight's SPLITS slice sums, in slice order
