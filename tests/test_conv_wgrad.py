@@ -94,3 +94,14 @@ def test_a_short_reduction_tree_is_caught(ctx, monkeypatch):
     args = random_problem_args(3, 5, 13, 11, 6, 3, 1, 1, "none", seed=3)
     with pytest.raises(helpers.MismatchError):
         helpers.check_stage("conv_wgrad", "short_tree", ctx=ctx, guard=True, **args)
+
+
+def test_split_limits_are_refused_before_launch(ctx):
+    """Too many slices for a grid dimension, or a WG the tree cannot halve: a one-line error."""
+    args = random_problem_args(1, 1, 299, 299, 1, 1, 1, 0, "none", seed=0)       # 89,401 positions
+    with pytest.raises(ValueError, match="at most 65535"):
+        helpers.run_stage("conv_wgrad", "igemm", ctx=ctx, defines={"SLICE": 1, "TK": 1}, **args)
+    with pytest.raises(ValueError, match="power of two"):
+        helpers.run_stage("conv_wgrad", "split_reduction", ctx=ctx, defines={"WG": 96}, **args)
+    with pytest.raises(ValueError, match="multiple of TK"):
+        helpers.run_stage("conv_wgrad", "igemm", ctx=ctx, defines={"SLICE": 100}, **args)

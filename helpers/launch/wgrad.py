@@ -43,7 +43,15 @@ def splits(p: Problem, length: int) -> int:
     return -(-positions(p) // length)
 
 
+# The slices are one dimension of the NDRange (dim 1 or 2); CUDA-based OpenCL drivers map it to
+# a grid dimension of at most 65535 blocks.
+MAX_SPLITS = 65535
+
+
 def workspace_requires(p: Problem, length: int):
+    if splits(p, length) > MAX_SPLITS:
+        return (f"{splits(p, length):,} slices of {length} positions; at most {MAX_SPLITS} (a grid "
+                f"dimension on some GPUs): use longer slices")
     if splits(p, length) * weights(p) > INT32_MAX:
         return (f"its workspace would hold {splits(p, length) * weights(p):,} partial sums; the "
                 f"kernels index with 32-bit integers (use longer slices)")
