@@ -1,10 +1,11 @@
 // conv_wgrad stage 02: the sum over output positions split across work-groups.
 //
 // What changed since stage 01: there, each weight's sum over the N*OH*OW output positions ran in
-// one work-item, one add after another. A 64-channel 3x3 layer has 36,864 weights, so at most
-// 36,864 work-items: a few per lane on a GPU with over 10^5 lanes in flight, each waiting on a
-// chain of 200,704 dependent adds at batch 64 on 56x56. The work is there, the parallelism is
-// not: it is inside the sum. So the sum is split, in two levels, without float atomics:
+// one work-item, one add after another. A 64-channel 3x3 layer has 36,864 weights, so 36,864
+// work-items: an H200 keeps 132 x 2048 = 270,336 in flight, so seven in eight of its slots stay
+// empty, and each work-item waits on a chain of 200,704 dependent adds at batch 64 on 56x56.
+// The work is there, the parallelism is not: it is inside the sum. So the sum is split, in two
+// levels, without float atomics:
 //
 //   wgrad_partial  one work-group per (weight, slice of SLICE = WG*ITEMS consecutive positions):
 //                  each work-item adds ITEMS products, strided by WG so that neighbours read
