@@ -52,6 +52,9 @@ def workspace_requires(p: Problem, length: int):
     if splits(p, length) > MAX_SPLITS:
         return (f"{splits(p, length):,} slices of {length} positions; at most {MAX_SPLITS} (a grid "
                 f"dimension on some GPUs): use longer slices")
+    if positions(p) + length > INT32_MAX:      # the kernels' slice ends: q0 + length
+        return (f"{positions(p):,} output positions plus a slice of {length} pass 32-bit indexing; "
+                f"use a smaller batch")
     if splits(p, length) * weights(p) > INT32_MAX:
         return (f"its workspace would hold {splits(p, length) * weights(p):,} partial sums; the "
                 f"kernels index with 32-bit integers (use longer slices)")
