@@ -105,3 +105,15 @@ def test_split_limits_are_refused_before_launch(ctx):
         helpers.run_stage("conv_wgrad", "split_reduction", ctx=ctx, defines={"WG": 96}, **args)
     with pytest.raises(ValueError, match="multiple of TK"):
         helpers.run_stage("conv_wgrad", "igemm", ctx=ctx, defines={"SLICE": 100}, **args)
+
+
+def test_inputs_may_be_device_tensors(ctx):
+    """A training step chains plans: the input and the gradient can stay on the device."""
+    from helpers.engine.tensor import DeviceTensor
+    args = random_problem_args(2, 3, 7, 6, 4, 3, 1, 1, "relu", seed=4)
+    args["input"] = DeviceTensor.from_array(ctx, args["input"])
+    args["grad_output"] = DeviceTensor.from_array(ctx, args["grad_output"])
+    for s in STAGES:
+        plan = helpers.plan_stage("conv_wgrad", s, ctx=ctx, **args)
+        plan.enqueue()
+        helpers.check_outputs(plan)
