@@ -17,8 +17,8 @@
 //
 // Every addition happens in an order fixed by the launch geometry, so the result is the same
 // on every run (atomic adds into dw would make the order, and the last bits, vary from run to
-// run). The split also shortens each serial chain from N*OH*OW adds to ITEMS + log2 WG + SPLITS,
-// which makes the float32 rounding error smaller, not larger.
+// run). The split also shortens each serial chain from N*OH*OW adds to ITEMS + log2 WG + SPLITS;
+// the bound on a float sum's rounding error grows with that length, so it costs no accuracy.
 // The tuning trades the two levels: small slices give many groups (parallelism) and a large
 // workspace (SPLITS * C*K*R*S floats) for wgrad_sum to read; large slices the reverse.
 //
