@@ -4,7 +4,7 @@ kernel that adds the slices' partial sums in a fixed order (deterministic, no at
 
     split_reduction  wgrad_partial: one work-group of WG work-items per (weight, slice of
                      WG*ITEMS positions), a tree in local memory (stage 02)
-    igemm_split      wgrad_igemm: the implicit GEMM dw^T (K x C*R*S) = dy' . cols^T on
+    igemm_split      wgrad_igemm: the implicit GEMM dw^T (K x C*R*S) = dy'^T . cols^T on
                      gemm_core.h's tiles, dim 2 = the slice of SLICE positions (stage 03)
 
 Both write ``partials`` (SPLITS x C*K*R*S floats, a workspace) and end with wgrad_sum
