@@ -59,13 +59,20 @@ void wgrad_partial(__global const float* restrict x, __global const float* restr
     const int first = get_group_id(1) * (WG * ITEMS);
     const int last = min(first + WG * ITEMS, NP);
 
+    // q = (n, oh, ow) flattened, kept as the image n and the position p = oh*OW + ow in it:
+    // decoded by division once, then advanced by WG (dividing by OH*OW only when it crosses
+    // into another image)
+    int n = (first + t) / OHW, p = (first + t) % OHW;
     float grad = 0.0f;
-    for (int q = first + t; q < last; q += WG) {  // q = (n, oh, ow) flattened
-        const int n = q / OHW, oh = (q % OHW) / OW, ow = q % OW;
+    for (int q = first + t; q < last; q += WG) {
+        const int oh = p / OW, ow = p - oh * OW;
         const int h = oh * STRIDE + r - PAD, xw = ow * STRIDE + s - PAD;
-        if (h < 0 || h >= H || xw < 0 || xw >= W) continue;        // padding: x is zero there
-        const int o = (n * K + k) * OHW + oh * OW + ow;
-        grad += x[((n * C + c) * H + h) * W + xw] * GRAD_IN(dy, y, o);
+        if (h >= 0 && h < H && xw >= 0 && xw < W) {              // padding: x is zero there
+            const int o = (n * K + k) * OHW + p;
+            grad += x[((n * C + c) * H + h) * W + xw] * GRAD_IN(dy, y, o);
+        }
+        p += WG;
+        if (p >= OHW) { n += p / OHW; p %= OHW; }  // into the next image(s)
     }
     sums[t] = grad;
     barrier(CLK_LOCAL_MEM_FENCE);
