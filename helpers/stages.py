@@ -288,10 +288,12 @@ CONV_WGRAD = [
           family="wgrad", launch="split_reduction", requires="split_requires",
           defines={"WG": 128, "ITEMS": 16}, tune={"WG": [64, 128, 256], "ITEMS": [4, 16, 64]}),
     Stage("conv_wgrad", 3, "igemm", "conv_wgrad/03_igemm.cl",
-          "implicit GEMM dw^T (K x C*R*S) = dy' . cols^T on the course GEMM's tiles: x gathered "
-          "into the B tiles, float4 loads of dy' when OH*OW % 4 == 0", launch="wgrad_igemm",
-          defines=TILES, jit="wgrad_vectors", requires="wgrad_requires", fast={"GEMM_VEC_A": 1},
-          **GEMM_FAMILY),
+          "implicit GEMM dw^T (K x C*R*S) = dy'^T . cols^T on the course GEMM's tiles, x gathered "
+          "into the B tiles, float4 loads of dy' when OH*OW % 4 == 0; the deep reduction split "
+          "into slices of SLICE positions, summed in order by stage 02's second kernel",
+          family="wgrad", launch="igemm_split", defines={**TILES, "SLICE": 4096}, jit="vectors",
+          requires="igemm_requires", fast={"GEMM_VEC_A": 1},
+          tune={**GEMM_FAMILY["tune"], "SLICE": [1024, 4096, 16384]}),
 ]
 
 REGISTRY: dict[str, list[Stage]] = {

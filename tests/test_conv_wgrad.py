@@ -35,6 +35,22 @@ def test_stage_matches_reference_with_guards(ctx, stage):
     require_paths(helpers.get_stage("conv_wgrad", stage), paths)
 
 
+# short slices, so that every case of the grid sums several slices (the defaults' slices are
+# longer than most of the grid's sums)
+SHORT_SLICES = {"split_reduction": {"WG": 8, "ITEMS": 2}, "igemm": {"SLICE": 32}}
+
+
+@pytest.mark.parametrize("stage", list(SHORT_SLICES))
+def test_split_stages_with_many_slices(ctx, stage):
+    """Every third case of the grid, with guards, cut into slices of 16 or 32 positions."""
+    for i, c in enumerate(GRID[::3]):
+        try:
+            helpers.check_stage("conv_wgrad", stage, ctx=ctx, guard=True, defines=SHORT_SLICES[stage],
+                                **_args(c, seed=i))
+        except (AssertionError, helpers.GuardViolation) as err:
+            raise AssertionError(f"stage {stage} {SHORT_SLICES[stage]} failed on {case_id(c)}:\n{err}") from None
+
+
 def test_non_square_kernel(ctx):
     """R != S: a 3x1 and a 1x5 kernel, with a stride and padding, on every stage."""
     rng = np.random.default_rng(5)
@@ -55,27 +71,49 @@ def test_stages_agree_on_a_realistic_layer(ctx):
         helpers.check_stage("conv_wgrad", s, ctx=ctx, **args)
 
 
-def test_split_reduction_is_deterministic_and_declares_its_workspace(ctx):
+@pytest.mark.parametrize("stage, defines", [("split_reduction", {"WG": 64, "ITEMS": 4}), ("igemm", {"SLICE": 256})])
+def test_split_stages_are_deterministic_and_declare_their_workspace(ctx, stage, defines):
     """The slices' partials are added in a fixed order: two runs agree to the bit. The workspace
     holds one partial per (slice, weight), as declared."""
-    args = random_problem_args(3, 5, 13, 11, 6, 3, 1, 1, "sigmoid", seed=3)   # 429 positions
-    defines = {"WG": 64, "ITEMS": 4}                                           # 2 slices
-    a, b = (helpers.run_stage("conv_wgrad", "split_reduction", ctx=ctx, defines=defines, **args)
-            for _ in range(2))
+    args = random_problem_args(3, 5, 13, 11, 6, 3, 1, 1, "sigmoid", seed=3)   # 429 positions: 2 slices of 256
+    a, b = (helpers.run_stage("conv_wgrad", stage, ctx=ctx, defines=defines, **args) for _ in range(2))
     assert np.array_equal(a, b)
-    assert workspace_bytes("conv_wgrad", "split_reduction", ctx=ctx, defines=defines, **args) == 4 * 2 * 5 * 6 * 9
+    assert workspace_bytes("conv_wgrad", stage, ctx=ctx, defines=defines, **args) == 4 * 2 * 5 * 6 * 9
 
 
-def test_a_dropped_slice_is_caught(ctx, monkeypatch):
-    """A planted bug, wgrad_sum skipping the last slice, fails the check."""
+def test_a_short_reduction_tree_is_caught(ctx, monkeypatch):
+    """A planted bug, the local-memory tree stopping one step early (half of each group's sums
+    dropped), fails the check."""
     st = helpers.get_stage("conv_wgrad", "split_reduction")
     src = kernel_source(st.kernel)
-    old = "for (int j = 0; j < SPLITS; j++)"
+    old = "width > 0; width /= 2"
     assert old in src, "the planted bug no longer applies; update this test"
-    bad = dataclasses.replace(st, number=92, name="dropped_slice",
-                              source=lambda d: src.replace(old, "for (int j = 0; j < SPLITS - 1; j++)"))
+    bad = dataclasses.replace(st, number=92, name="short_tree",
+                              source=lambda d: src.replace(old, "width > 1; width /= 2"))
     monkeypatch.setitem(registry.REGISTRY, "conv_wgrad", registry.REGISTRY["conv_wgrad"] + [bad])
     args = random_problem_args(3, 5, 13, 11, 6, 3, 1, 1, "none", seed=3)
     with pytest.raises(helpers.MismatchError):
-        helpers.check_stage("conv_wgrad", "dropped_slice", ctx=ctx, guard=True,
-                            defines={"WG": 64, "ITEMS": 4}, **args)
+        helpers.check_stage("conv_wgrad", "short_tree", ctx=ctx, guard=True, **args)
+
+
+def test_split_limits_are_refused_before_launch(ctx):
+    """Too many slices for a grid dimension, or a WG the tree cannot halve: a one-line error."""
+    args = random_problem_args(1, 1, 299, 299, 1, 1, 1, 0, "none", seed=0)       # 89,401 positions
+    with pytest.raises(ValueError, match="at most 65535"):
+        helpers.run_stage("conv_wgrad", "igemm", ctx=ctx, defines={"SLICE": 1, "TK": 1}, **args)
+    with pytest.raises(ValueError, match="power of two"):
+        helpers.run_stage("conv_wgrad", "split_reduction", ctx=ctx, defines={"WG": 96}, **args)
+    with pytest.raises(ValueError, match="multiple of TK"):
+        helpers.run_stage("conv_wgrad", "igemm", ctx=ctx, defines={"SLICE": 100}, **args)
+
+
+def test_inputs_may_be_device_tensors(ctx):
+    """A training step chains plans: the input and the gradient can stay on the device."""
+    from helpers.engine.tensor import DeviceTensor
+    args = random_problem_args(2, 3, 7, 6, 4, 3, 1, 1, "relu", seed=4)
+    args["input"] = DeviceTensor.from_array(ctx, args["input"])
+    args["grad_output"] = DeviceTensor.from_array(ctx, args["grad_output"])
+    for s in STAGES:
+        plan = helpers.plan_stage("conv_wgrad", s, ctx=ctx, **args)
+        plan.enqueue()
+        helpers.check_outputs(plan)

@@ -2,11 +2,10 @@
 GEMM (op gemm) and the GEMM-based conv_dgrad stages, which all run kernels/common/gemm_core.h.
 
 The registry's ``launch`` names the launch: ``gemm_naive``, ``gemm_local``, ``gemm_blocked`` (op
-gemm), ``igemm`` and ``phases`` (one conv_dgrad kernel each), ``wgrad_igemm`` (conv_wgrad), ``delta``, ``col2im``, ``nhwc``,
+gemm), ``igemm`` and ``phases`` (one conv_dgrad kernel each), ``delta``, ``col2im``, ``nhwc``,
 ``im2col``, ``vol2col`` (several kernels, with workspaces). A blocked launch covers a TM x TN
 block of the product per work-group of (TN/WN) x (TM/WM) work-items; for conv_dgrad the product
-is dx (C x N*H*W) = w (C x K*R*S) . dy-columns; for conv_wgrad dw^T (K x C*R*S) = dy' (K x N*OH*OW)
-. cols^T.
+is dx (C x N*H*W) = w (C x K*R*S) . dy-columns.
 """
 from __future__ import annotations
 
@@ -109,23 +108,6 @@ def delta_steps(p: Problem, d: dict) -> list:
     table = Step("igemm_deltas", (cdiv(q["K"] * max_taps(q), 64) * 64, q["stride"] ** 2), (64, 1),
                  ("deltas", "K", "OH", "OW", "H", "W", "PAD"))
     return [table, Step("conv_dgrad", g, l, tuple(p.inputs) + tuple(p.outputs) + tuple(p.scalars) + ("deltas",))]
-
-
-# -- conv_wgrad as a GEMM -------------------------------------------------------------------
-
-def wgrad_geometry(p: Problem, d: dict):
-    """dw^T (K x C*KH*KW) = dy' (K x N*OH*OW) . cols^T: M = K, N = C*KH*KW."""
-    q = p.dims
-    return blocked(q["K"], q["C"] * q["KH"] * q["KW"], d)
-
-
-def wgrad_vectors(p: Problem, d: dict) -> dict:
-    """float4 loads of dy' along the positions when OH*OW % 4 == 0 (4 positions in one image)."""
-    return {"GEMM_VEC_A": int(p.dims["OH"] * p.dims["OW"] % 4 == 0)}
-
-
-def wgrad_requires(p: Problem, d: dict):
-    return tile_requires(d, vectors=bool(wgrad_vectors(p, d)["GEMM_VEC_A"]), fixed_column=True)
 
 
 # -- explicit GEMM with a workspace: im2col (forward) and col2im (input gradient) -----------
@@ -233,7 +215,7 @@ def vol2col_steps(p: Problem, d: dict) -> list:
 # -- the family's interface (helpers/launch/__init__.py) -----------------------------------
 
 ONE_KERNEL = {"gemm_naive": gemm_naive, "gemm_local": gemm_local, "gemm_blocked": gemm_blocked,
-              "igemm": igemm_geometry, "phases": phases_geometry, "wgrad_igemm": wgrad_geometry}
+              "igemm": igemm_geometry, "phases": phases_geometry}
 SEVERAL = {"delta": (delta_steps, delta_scratch), "col2im": (col2im_steps, cols_scratch),
            "im2col": (im2col_steps, cols_scratch), "nhwc": (nhwc_steps, nhwc_scratch),
            "vol2col": (vol2col_steps, vol_scratch)}

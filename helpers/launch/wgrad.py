@@ -1,19 +1,26 @@
-"""The weight gradient's own launches (conv_wgrad stage 02): a sum split across work-groups.
+"""The weight gradient's split launches (conv_wgrad stages 02 and 03): a long sum over the
+N*OH*OW output positions cut into slices, one work-group per (weights, slice), then a second
+kernel that adds the slices' partial sums in a fixed order (deterministic, no atomics).
 
-``split_reduction``: wgrad_partial, one work-group of WG work-items per (weight, slice of WG*ITEMS
-output positions), writes one float per slice into the workspace ``partials`` (SPLITS x C*K*R*S);
-wgrad_sum adds each weight's SPLITS partials in a fixed order (deterministic, no atomics).
-Stage 01 runs on the direct family (one work-item per weight), stage 03 on the GEMM family.
+    split_reduction  wgrad_partial: one work-group of WG work-items per (weight, slice of
+                     WG*ITEMS positions), a tree in local memory (stage 02)
+    igemm_split      wgrad_igemm: the implicit GEMM dw^T (K x C*R*S) = dy'^T . cols^T on
+                     gemm_core.h's tiles, dim 2 = the slice of SLICE positions (stage 03)
+
+Both write ``partials`` (SPLITS x C*K*R*S floats, a workspace) and end with wgrad_sum
+(kernels/common/wgrad_sum.h). Stage 01 runs on the direct family (one work-item per weight).
 """
 from __future__ import annotations
 
 import numpy as np
 
+from ..ops.gemm import tile_requires
 from ..ops.problem import INT32_MAX, Problem
 from . import Step, Workspace, round_up
+from .gemm import blocked
 
-LAUNCHES = ("split_reduction",)
-ARGS = ("input", "grad_output", "output")
+ARGS = ("input", "grad_output", "output", "partials", "N", "C", "H", "W", "K", "OH", "OW", "PAD")
+SUM_WG = 64     # wgrad_sum's work-group: one work-item per weight
 
 
 def weights(p: Problem) -> int:
@@ -21,31 +28,75 @@ def weights(p: Problem) -> int:
     return q["C"] * q["K"] * q["KH"] * q["KW"]
 
 
-def splits(p: Problem, d: dict) -> int:
-    """Slices of WG*ITEMS consecutive output positions (n, oh, ow) that cover the sum."""
+def positions(p: Problem) -> int:
     q = p.dims
-    return -(-(q["N"] * q["OH"] * q["OW"]) // (d["WG"] * d["ITEMS"]))
+    return q["N"] * q["OH"] * q["OW"]
 
 
-def split_requires(p: Problem, d: dict):
-    wg = d["WG"]
-    if wg < 2 or wg & (wg - 1):
-        return f"WG must be a power of two >= 2 (the reduction tree halves it), got {wg}"
-    if splits(p, d) * weights(p) > INT32_MAX:
-        return (f"its workspace would hold {splits(p, d) * weights(p):,} partial sums; the kernels "
-                f"index with 32-bit integers (raise ITEMS)")
+def slice_size(stage, d: dict) -> int:
+    """Output positions per slice: WG*ITEMS (stage 02) or SLICE (stage 03)."""
+    return d["WG"] * d["ITEMS"] if stage.launch == "split_reduction" else d["SLICE"]
+
+
+def splits(p: Problem, length: int) -> int:
+    """Slices of ``length`` consecutive output positions (n, oh, ow) that cover the sum."""
+    return -(-positions(p) // length)
+
+
+# The slices are one dimension of the NDRange (dim 1 or 2); CUDA-based OpenCL drivers map it to
+# a grid dimension of at most 65535 blocks.
+MAX_SPLITS = 65535
+
+
+def workspace_requires(p: Problem, length: int):
+    if splits(p, length) > MAX_SPLITS:
+        return (f"{splits(p, length):,} slices of {length} positions; at most {MAX_SPLITS} (a grid "
+                f"dimension on some GPUs): use longer slices")
+    if positions(p) + length > INT32_MAX:      # the kernels' slice ends: q0 + length
+        return (f"{positions(p):,} output positions plus a slice of {length} pass 32-bit indexing; "
+                f"use a smaller batch")
+    if splits(p, length) * weights(p) > INT32_MAX:
+        return (f"its workspace would hold {splits(p, length) * weights(p):,} partial sums; the "
+                f"kernels index with 32-bit integers (use longer slices)")
     return None
 
 
+def split_requires(p: Problem, d: dict):
+    """Stage 02: a power-of-two work-group (the tree halves it); the workspace within 32 bits."""
+    wg = d["WG"]
+    if wg < 2 or wg & (wg - 1):
+        return f"WG must be a power of two >= 2 (the reduction tree halves it), got {wg}"
+    return workspace_requires(p, wg * d["ITEMS"])
+
+
+def vectors(p: Problem, d: dict) -> dict:
+    """Stage 03: float4 loads of dy' along the positions when OH*OW % 4 == 0 (4 positions in one
+    image; TK and SLICE are multiples of 4, so a float4 never straddles a slice or an image)."""
+    return {"GEMM_VEC_A": int(p.dims["OH"] * p.dims["OW"] % 4 == 0)}
+
+
+def igemm_requires(p: Problem, d: dict):
+    """Stage 03: gemm_core.h's tile constraints, slices a whole number of TK-steps, the workspace."""
+    need = tile_requires(d, vectors=bool(vectors(p, d)["GEMM_VEC_A"]), fixed_column=True)
+    if need is None and d["SLICE"] % d["TK"]:
+        need = f"SLICE={d['SLICE']} must be a multiple of TK={d['TK']} (whole tile steps per slice)"
+    return need or workspace_requires(p, d["SLICE"])
+
+
 def steps(stage, p: Problem, d: dict) -> list:
-    if stage.launch not in LAUNCHES:
+    q, n, count = p.dims, weights(p), splits(p, slice_size(stage, d))
+    if stage.launch == "split_reduction":
+        wg = d["WG"]
+        first = Step("wgrad_partial", (n * wg, count), (wg, 1), ARGS)
+    elif stage.launch == "igemm_split":
+        g, l = blocked(q["K"], q["C"] * q["KH"] * q["KW"], d, depth=count)
+        first = Step("wgrad_igemm", g, l, ARGS)
+    else:
         raise RuntimeError(f"registry bug: stage {stage.key} has launch={stage.launch!r}; "
-                           f"the wgrad family has {', '.join(LAUNCHES)}")
-    wg, n = d["WG"], weights(p)
-    return [Step("wgrad_partial", (n * wg, splits(p, d)), (wg, 1), ARGS + ("partials",) + tuple(p.scalars)),
-            Step("wgrad_sum", (round_up(n, wg),), (wg,), ("partials", "grad_weight", "C", "K",
-                                                          np.int32(splits(p, d))))]
+                           f"the wgrad family has split_reduction, igemm_split")
+    return [first, Step("wgrad_sum", (round_up(n, SUM_WG),), (SUM_WG,),
+                        ("partials", "grad_weight", "C", "K", np.int32(count)))]
 
 
 def workspace(stage, p: Problem, d: dict) -> dict:
-    return {"partials": Workspace("float32", splits(p, d) * weights(p))}
+    return {"partials": Workspace("float32", splits(p, slice_size(stage, d)) * weights(p))}

@@ -1,4 +1,5 @@
-// conv_wgrad stage 03: the weight gradient as an implicit GEMM (chapter 11's tile loop).
+// conv_wgrad stage 03: the weight gradient as an implicit GEMM (chapter 11's tile loop), its
+// deep reduction split across work-groups (stage 02's idea).
 //
 // Written as a matrix product, the weight gradient is
 //
@@ -23,10 +24,18 @@
 //     reduction N*OH*OW   the positions, TK at a time through local memory.
 // Each TM x TN block of dw^T is one work-group's; every x and dy' value staged in local memory
 // is used TN resp. TM times, where stages 01-02 read one x and one dy value per multiply-add.
-// No workspace: dw is written once, in IOHW, from the registers.
-// Layouts: x (N,C,H,W); dy, y (N,K,OH,OW); dw IOHW (C,K,KH,KW).
-// NDRange: (ceil(C*KH*KW/TN) * TN/WN, ceil(K/TM) * TM/WM), work-group (TN/WN, TM/WM).
-// JIT parameters: KH, KW, STRIDE, ACT; TM, TN, TK, WM, WN, GEMM_VEC_A (gemm_core.h).
+//
+// The product is small and very deep: for that layer M x N is 64 x 576, nine 64 x 64 tiles,
+// nine work-groups for a GPU that runs over a thousand at once, each walking 200,704 positions.
+// So the reduction is split as in stage 02: dim 2 of the NDRange is the slice of SLICE
+// positions, each work-group runs the tile loop over its slice only (the operand fetches add the
+// slice's start q0 and stop at its end), writes its tile's sums into the workspace
+// partials[slice][weight], and wgrad_sum (kernels/common/wgrad_sum.h) adds the slices in order.
+// Layouts: x (N,C,H,W); dy, y (N,K,OH,OW); dw IOHW (C,K,KH,KW); partials (SPLITS, C*K*KH*KW).
+// NDRange: wgrad_igemm (ceil(C*KH*KW/TN) * TN/WN, ceil(K/TM) * TM/WM, SPLITS), work-group
+//          (TN/WN, TM/WM, 1); wgrad_sum as in stage 02. SPLITS = ceil(N*OH*OW / SLICE).
+// JIT parameters: KH, KW, STRIDE, ACT; TM, TN, TK, WM, WN, GEMM_VEC_A (gemm_core.h); SLICE
+// (positions per slice, a multiple of TK: helpers/launch/wgrad.py checks it).
 
 #ifndef KH
 #define KH 3
@@ -38,14 +47,20 @@
 #define STRIDE 1
 #endif
 
+#ifndef SLICE
+#define SLICE 4096
+#endif
+
 #include "course.h"
 
+// The tile loop counts q from 0 within the slice: the fetches add the slice's start q0 and
+// return 0 past its end q1 (not past N*OH*OW: the next slice's positions belong to it).
 // A[k][q] = dy'[n][k][oh][ow] with q = (n, oh, ow); 0 outside the matrix.
 #define DY_INDEX(k, q) (((q) / OHW * K + (k)) * OHW + (q) % OHW)
-#define GEMM_A(k, q) (((k) < K && (q) < NP) ? GRAD_IN(dy, y, DY_INDEX(k, q)) : 0.0f)
+#define GEMM_A(k, q) (((k) < K && q0 + (q) < q1) ? GRAD_IN(dy, y, DY_INDEX(k, q0 + (q))) : 0.0f)
 
-// With OH*OW % 4 == 0 and q a multiple of 4 (the tile loop's), q .. q+3 lie in one image: four
-// consecutive floats of dy, all inside the matrix or all outside it.
+// With OH*OW % 4 == 0 and q0 + q a multiple of 4 (TK and SLICE are), q .. q+3 lie in one image:
+// four consecutive floats of dy, all inside the slice or all outside it.
 inline float4 grad_in4(__global const float* restrict dy, __global const float* restrict y, const int o) {
 #if ACT == ACT_NONE
     return vload4(0, dy + o);
@@ -55,15 +70,15 @@ inline float4 grad_in4(__global const float* restrict dy, __global const float* 
                         act_derivative(out.w));
 #endif
 }
-#define GEMM_A4(k, q) (((k) < K && (q) < NP) ? grad_in4(dy, y, DY_INDEX(k, q)) : (float4)(0.0f))
+#define GEMM_A4(k, q) (((k) < K && q0 + (q) < q1) ? grad_in4(dy, y, DY_INDEX(k, q0 + (q))) : (float4)(0.0f))
 
 // B[q][(c,r,s)]: x at the input position tap (r, s) of output position q reads, or 0. The
 // column's part is decoded once per work-item: x_col = the start of channel c's plane shifted
 // by the tap, (hr, ws) = the tap's offsets r - PAD and s - PAD.
 inline float gather_x(__global const float* restrict x, const int q, const int col_ok,
                       const int x_col, const int hr, const int ws, const int CHW,
-                      const int H, const int W, const int OHW, const int OW, const int NP) {
-    if (!col_ok || q >= NP) return 0.0f;
+                      const int H, const int W, const int OHW, const int OW, const int q1) {
+    if (!col_ok || q >= q1) return 0.0f;
     const int n = q / OHW, oh = (q % OHW) / OW, ow = q % OW;
     const int h = oh * STRIDE + hr, xw = ow * STRIDE + ws;
     if (h < 0 || h >= H || xw < 0 || xw >= W) return 0.0f;
@@ -71,37 +86,41 @@ inline float gather_x(__global const float* restrict x, const int q, const int c
 }
 
 #define GEMM_ARGS __global const float* restrict x, __global const float* restrict dy, \
-                  __global const float* restrict y, const int K, const int NP, const int OHW, \
+                  __global const float* restrict y, const int K, const int q0, const int q1, const int OHW, \
                   const int OW, const int H, const int W, const int CHW, \
                   const int col_ok, const int x_col, const int hr, const int ws
-#define GEMM_B(q, col) gather_x(x, q, col_ok, x_col, hr, ws, CHW, H, W, OHW, OW, NP)
+#define GEMM_B(q, col) gather_x(x, q0 + (q), col_ok, x_col, hr, ws, CHW, H, W, OHW, OW, q1)
 
 #include "gemm_core.h"
 
 __kernel __attribute__((reqd_work_group_size(TN / WN, TM / WM, 1)))
-void conv_wgrad(__global const float* restrict x, __global const float* restrict dy,
-                __global const float* restrict y, __global float* restrict dw,
-                const int N, const int C, const int H, const int W,
-                const int K, const int OH, const int OW, const int PAD) {
+void wgrad_igemm(__global const float* restrict x, __global const float* restrict dy,
+                 __global const float* restrict y, __global float* restrict partials,
+                 const int N, const int C, const int H, const int W,
+                 const int K, const int OH, const int OW, const int PAD) {
     __local float As[TK * GEMM_LDA];
     __local float Bs[TK * TN];
     const int OHW = OH * OW, NP = N * OHW, TAPS = C * KH * KW;
     const int m0 = get_group_id(1) * TM, n0 = get_group_id(0) * TN;
+    const int q0 = get_group_id(2) * SLICE, q1 = min(q0 + SLICE, NP);     // this group's slice
     // the column of B this work-item fetches, every step: tap (c, r, s), decoded once
     const int col = n0 + GEMM_B_COL;
     const int c = col / (KH * KW), r = (col / KW) % KH, s = col % KW;
     float acc[WM][WN];
     for (int i = 0; i < WM; i++)
         for (int j = 0; j < WN; j++) acc[i][j] = 0.0f;
-    gemm_accumulate(x, dy, y, K, NP, OHW, OW, H, W, C * H * W, col < TAPS, c * H * W, r - PAD, s - PAD,
-                    m0, n0, NP, As, Bs, acc);
+    gemm_accumulate(x, dy, y, K, q0, q1, OHW, OW, H, W, C * H * W, col < TAPS, c * H * W, r - PAD, s - PAD,
+                    m0, n0, q1 - q0, As, Bs, acc);
+    __global float* out = partials + get_group_id(2) * (TAPS * K);      // this slice's sums, IOHW
     for (int j = 0; j < WN; j++) {
         const int tap = n0 + get_local_id(0) + j * GEMM_RN;     // (c, r, s)
         if (tap >= TAPS) continue;
-        const int out = (tap / (KH * KW)) * K * KH * KW + tap % (KH * KW);   // dw[c][0][r][s]
+        const int at = (tap / (KH * KW)) * K * KH * KW + tap % (KH * KW);   // [c][0][r][s]
         for (int i = 0; i < WM; i++) {
             const int k = m0 + get_local_id(1) + i * GEMM_RM;
-            if (k < K) dw[out + k * KH * KW] = acc[i][j];
+            if (k < K) out[at + k * KH * KW] = acc[i][j];
         }
     }
 }
+
+#include "wgrad_sum.h"      // wgrad_sum: each weight's SPLITS slice sums, in slice order
