@@ -12,7 +12,7 @@ from __future__ import annotations
 import numpy as np
 
 from . import reference as ref
-from ..engine.check import rtol_for_sum
+from ..engine.check import rtol_for_sum, rtol_mma
 from .problem import Problem, activation_output, conv_geometry, positive_int, reject_unknown, shape4, tensor
 
 OP = "conv_dgrad"
@@ -76,9 +76,11 @@ def reference(p: Problem):
     return {"grad_input": expected}, {"grad_input": magnitude}
 
 
-def rtol(p: Problem) -> float:
+def rtol(p: Problem, mma: str | None = None) -> float:
+    """The float32 sum's tolerance; ``mma``: a tensor-core stage's precision (chapter 13)."""
     d = p.dims
-    return rtol_for_sum(d["K"] * d["KH"] * d["KW"])
+    n = d["K"] * d["KH"] * d["KW"]
+    return rtol_for_sum(n) if mma is None else rtol_mma(n, mma, fused=d["activation"] != "none")
 
 
 def random_problem_args(n, c, h, w, k, kernel=3, stride=1, padding=1, activation="none", seed=0):
