@@ -103,10 +103,11 @@ def layer_args(layer: dict, activation: str = "none", seed: int = 0) -> dict:
                                layer["stride"], layer["padding"], activation, seed)
 
 
-def vendor_time(problem: Problem, warmup: int, repeats: int, flush_bytes: int):
-    """cuDNN's fp32 input gradient (TF32 off) through PyTorch on an NVIDIA GPU, or None."""
+def vendor_time(problem: Problem, warmup: int, repeats: int, flush_bytes: int, precision: str = "fp32"):
+    """cuDNN's input gradient through PyTorch on an NVIDIA GPU, or None: fp32 with TF32 off, or
+    the precision of a tensor-core stage (tf32, fp16, bf16)."""
     from .vendor import cudnn_conv_dgrad
     d = problem.dims
     return cudnn_conv_dgrad(problem.inputs["grad_output"], problem.inputs["weight"],
                             (d["N"], d["C"], d["H"], d["W"]), d["stride"], d["pad"],
-                            warmup=warmup, repeats=repeats, flush_bytes=flush_bytes)
+                            warmup=warmup, repeats=repeats, flush_bytes=flush_bytes, precision=precision)
