@@ -17,6 +17,9 @@ from .problem import Problem, activation_output, conv_geometry, positive_int, re
 
 OP = "conv_dgrad"
 ACT_CODES = {"none": 0, "relu": 1, "sigmoid": 2, "tanh": 3}  # kernels/common/course.h: ACT_*
+# the inputs a tensor-core stage feeds to mma (chapter 13): a TF32 stage rounds them (y, read for
+# the activation's derivative, stays float32; the fused product dy * act'(y) is what is rounded)
+MMA_OPERANDS = ("grad_output", "weight")
 ARGS = ("grad_output", "weight", "input_shape", "stride", "padding", "activation", "output")
 
 
