@@ -152,7 +152,7 @@ def check_plan(plan, expected: tuple | None = None) -> CheckResult:
     mod = op_module(plan.op)
     precision = plan.stage.precision
     if expected is None or precision != "fp32":   # reduced precision: from the rounded inputs
-        tf32 = mod.MMA_OPERANDS if precision == "tf32" else ()     # what a TF32 stage rounds
+        tf32 = mod.mma_operands(plan.problem) if precision == "tf32" else ()   # what a TF32 stage rounds
         expected = mod.reference(plan.problem.on_host(STORAGE[precision], tf32=tf32))
     expected, magnitude = expected
     got = plan.outputs()

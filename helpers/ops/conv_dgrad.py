@@ -17,9 +17,6 @@ from .problem import Problem, activation_output, conv_geometry, positive_int, re
 
 OP = "conv_dgrad"
 ACT_CODES = {"none": 0, "relu": 1, "sigmoid": 2, "tanh": 3}  # kernels/common/course.h: ACT_*
-# the inputs a tensor-core stage feeds to mma (chapter 13): a TF32 stage rounds them (y, read for
-# the activation's derivative, stays float32; the fused product dy * act'(y) is what is rounded)
-MMA_OPERANDS = ("grad_output", "weight")
 ARGS = ("grad_output", "weight", "input_shape", "stride", "padding", "activation", "output")
 
 
@@ -60,6 +57,13 @@ def prepare(**kwargs) -> Problem:
         bytes_formula="4 bytes · (|grad_output| + |weight| + |grad_input| (+ |output| with an activation))",
         label=f"N{n} C{c} {h}x{wd} K{k} {kh}x{kw} s{stride} p{pad} {act}",
     )
+
+
+def mma_operands(p: Problem) -> tuple:
+    """The inputs a TF32 stage rounds before its mma (chapter 13): dy and w. With an activation
+    it rounds the fused product dy * act'(y) instead of dy (the tolerance's fused-operand term),
+    and y stays float32: only w is rounded in the reference."""
+    return ("grad_output", "weight") if p.dims["activation"] == "none" else ("weight",)
 
 
 def _dims(p: Problem):
