@@ -104,80 +104,36 @@ template <int N>
 __device__ __forceinline__ void cp_async_wait() { asm volatile("cp.async.wait_group %0;" :: "n"(N)); }
 
 // -- the A operand: dy' gathered for one position -------------------------------------------
-// A thread gathers one position's row of A. Its position is decoded once; with stride 1 and at
-// most 32 taps, which taps (r, s) reach dy is the same for every k: one bit mask, computed once,
-// and the dy offset of the next tap follows by an addition (no division, no bounds tests in
-// the loop). Strided layers and larger kernels test each tap (as chapter 11's gather).
-#define TAP_MASK (STRIDE == 1 && KH * KW <= 32)
-
-struct Position {
-    bool ok;            // inside N*H*W
-    int dy_base;        // offset of dy[n][0][0][0]
-    int hp, wp;         // h + PAD, w + PAD
-    int origin;         // dy offset of (k, oh, ow) = (0, hp, wp): tap (k, r, s) is origin + d
-    unsigned mask;      // bit r*KW + s: the tap lands inside dy (TAP_MASK)
-};
-
-__device__ __forceinline__ Position position(int pos, int NP, int H, int W, int K, int OH, int OW, int PAD) {
-    Position p;
-    p.ok = pos < NP;
-    const int HW = H * W, img = pos / HW, h = pos % HW / W, x = pos % W;
-    p.dy_base = img * K * OH * OW;
-    p.hp = h + PAD;
-    p.wp = x + PAD;
-    p.origin = p.dy_base + p.hp * OW + p.wp;
-    p.mask = 0;
-#if TAP_MASK
-#pragma unroll
-    for (int r = 0; r < KH; r++)
-#pragma unroll
-        for (int s = 0; s < KW; s++) {
-            const int oh = p.hp - r, ow = p.wp - s;
-            if (p.ok && oh >= 0 && oh < OH && ow >= 0 && ow < OW) p.mask |= 1u << (r * KW + s);
-        }
-#endif
-    return p;
-}
-
 // A thread walks the reduction index kk = (k*KH + r)*KW + s of its position in order, so
-// (k, r, s), the tap t = r*KW + s and the relative offset d = k*OH*OW - r*OW - s advance by
-// counting instead of dividing.
+// (k, r, s) advance by counting instead of dividing.
 struct Tap {
-    int k, r, s, t, d;
+    int k, r, s;
 };
 
-__device__ __forceinline__ Tap tap_at(int kk, int OH, int OW) {
+__device__ __forceinline__ Tap tap_at(int kk) {
     Tap q;
     q.k = kk / (KH * KW);
     q.r = kk / KW % KH;
     q.s = kk % KW;
-    q.t = q.r * KW + q.s;
-    q.d = q.k * OH * OW - q.r * OW - q.s;
     return q;
 }
 
-__device__ __forceinline__ void next_tap(Tap& q, int OW, int OHOW) {
-    ++q.t;
-    --q.d;
+__device__ __forceinline__ void next_tap(Tap& q) {
     if (++q.s == KW) {
         q.s = 0;
-        q.d += KW - OW;
-        if (++q.r == KH) { q.r = 0; q.t = 0; q.d += KH * OW + OHOW; ++q.k; }
+        if (++q.r == KH) { q.r = 0; ++q.k; }
     }
 }
 
-// Offset of dy[n][k][oh][ow] for position p and tap q, or -1 where the tap misses dy (outside
-// it, between the strides, past K, or a position past N*H*W).
-__device__ __forceinline__ int tap_offset(const Tap& q, const Position& p, int K, int OH, int OW) {
-#if TAP_MASK
-    return q.k < K && (p.mask >> q.t) & 1u ? p.origin + q.d : -1;
-#else
-    const int oh_s = p.hp - q.r, ow_s = p.wp - q.s;
-    if (!p.ok || q.k >= K || oh_s < 0 || ow_s < 0 || oh_s % STRIDE || ow_s % STRIDE) return -1;
+// Offset of dy[n][k][oh][ow] for the position (hp, wp) = (h + PAD, w + PAD) and tap q, or -1
+// where the tap misses dy (outside it, between the strides, past K, or a position past N*H*W).
+__device__ __forceinline__ int tap_offset(const Tap& q, bool pos_ok, int dy_base, int hp, int wp,
+                                          int K, int OH, int OW) {
+    const int oh_s = hp - q.r, ow_s = wp - q.s;
+    if (!pos_ok || q.k >= K || oh_s < 0 || ow_s < 0 || oh_s % STRIDE || ow_s % STRIDE) return -1;
     const int oh = oh_s / STRIDE, ow = ow_s / STRIDE;
     if (oh >= OH || ow >= OW) return -1;
-    return p.dy_base + (q.k * OH + oh) * OW + ow;
-#endif
+    return dy_base + (q.k * OH + oh) * OW + ow;
 }
 
 // dy' at offset o (0 where o < 0): the activation's derivative fused into the read of dy.
@@ -188,15 +144,6 @@ __device__ __forceinline__ float grad_at(const T* dy, const T* y, int o) {
     return value(dy[o]);
 #else
     return value(dy[o]) * act_derivative(value(y[o]));
-#endif
-}
-
-// The same as a 16-bit operand: with no activation, the stored bits themselves.
-__device__ __forceinline__ h16 grad16_at(const h16* dy, const h16* y, int o) {
-#if ACT == ACT_NONE
-    return o < 0 ? (h16)0 : dy[o];
-#else
-    return to_h16(grad_at(dy, y, o));
 #endif
 }
 

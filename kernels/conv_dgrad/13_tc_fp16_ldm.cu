@@ -34,7 +34,10 @@ conv_dgrad(const h16* __restrict__ dy, const h16* __restrict__ y, const h16* __r
     const unsigned as = smem_addr(As), bs = smem_addr(Bs);
 
     // the position whose row of A this thread gathers: decoded once
-    const Position at = position(m0 + tid, NP, H, W, K, OH, OW, PAD);
+    const int pos = m0 + tid;
+    const bool pos_ok = pos < NP;
+    const int img = pos / HW, h = pos % HW / W, x = pos % W;
+    const int dy_base = img * K * OH * OW, hp = h + PAD, wp = x + PAD;
 
     float acc[4][4][4];
 #pragma unroll
@@ -46,14 +49,14 @@ conv_dgrad(const h16* __restrict__ dy, const h16* __restrict__ y, const h16* __r
 
     for (int k0 = 0; k0 < KTOT; k0 += BK) {
         // A: this thread's row, BK taps in order, 8 values per 16-byte store into its chunk
-        Tap q = tap_at(k0, OH, OW);
+        Tap q = tap_at(k0);
 #pragma unroll
         for (int j = 0; j < BK / 8; j++) {
             h16 v[8];
 #pragma unroll
             for (int e = 0; e < 8; e++) {
-                v[e] = grad16_at(dy, y, tap_offset(q, at, K, OH, OW));
-                next_tap(q, OW, OH * OW);
+                v[e] = to_h16(grad_at(dy, y, tap_offset(q, pos_ok, dy_base, hp, wp, K, OH, OW)));
+                next_tap(q);
             }
             *(uint4*)&As[SWZ(tid, j)] = make_uint4(pack2(v[0], v[1]), pack2(v[2], v[3]),
                                                    pack2(v[4], v[5]), pack2(v[6], v[7]));

@@ -39,7 +39,10 @@ conv_dgrad(const h16* __restrict__ dy, const h16* __restrict__ y, const h16* __r
     const int m0 = blockIdx.x * BM, c0 = blockIdx.y * BN;
     const int warp_m = (warp & 1) * 64, warp_n = (warp >> 1) * 32;
 
-    const Position at = position(m0 + tid, NP, H, W, K, OH, OW, PAD);
+    const int pos = m0 + tid;
+    const bool pos_ok = pos < NP;
+    const int img = pos / HW, h = pos % HW / W, x = pos % W;
+    const int dy_base = img * K * OH * OW, hp = h + PAD, wp = x + PAD;
 
     // B's copies of chunk i into ring slot i % STAGES: 2 x 16 bytes per thread, zeros past C or KTOT
     auto copy_b = [&](int i) {
@@ -59,15 +62,15 @@ conv_dgrad(const h16* __restrict__ dy, const h16* __restrict__ y, const h16* __r
 #endif
     int offs[BK];
     auto load_a = [&](int i) {
-        Tap q = tap_at(i * BK, OH, OW);
+        Tap q = tap_at(i * BK);
 #pragma unroll
         for (int e = 0; e < BK; e++) {
-            offs[e] = tap_offset(q, at, K, OH, OW);
+            offs[e] = tap_offset(q, pos_ok, dy_base, hp, wp, K, OH, OW);
             raw_dy[e] = offs[e] >= 0 ? dy[offs[e]] : (h16)0;
 #if ACT != ACT_NONE
             raw_y[e] = offs[e] >= 0 ? y[offs[e]] : (h16)0;
 #endif
-            next_tap(q, OW, OH * OW);
+            next_tap(q);
         }
     };
     // ... then dy * act'(y), rounded to 16 bits, into this thread's row of As[b]

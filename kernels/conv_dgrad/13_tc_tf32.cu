@@ -38,7 +38,10 @@ conv_dgrad(const float* __restrict__ dy, const float* __restrict__ y, const floa
     const int warp_m = (warp & 1) * 64, warp_n = (warp >> 1) * 32;
 
     // the position whose row of A this thread gathers: decoded once
-    const Position at = position(m0 + tid, NP, H, W, K, OH, OW, PAD);
+    const int pos = m0 + tid;
+    const bool pos_ok = pos < NP;
+    const int img = pos / HW, h = pos % HW / W, x = pos % W;
+    const int dy_base = img * K * OH * OW, hp = h + PAD, wp = x + PAD;
 
     float acc[4][4][4];
 #pragma unroll
@@ -50,14 +53,14 @@ conv_dgrad(const float* __restrict__ dy, const float* __restrict__ y, const floa
 
     for (int k0 = 0; k0 < KTOT; k0 += BK) {
         // A: this thread's row, BK taps in order, 16 bytes per store
-        Tap q = tap_at(k0, OH, OW);
+        Tap q = tap_at(k0);
 #pragma unroll
         for (int j = 0; j < BK; j += 4) {
             unsigned v[4];
 #pragma unroll
             for (int e = 0; e < 4; e++) {
-                v[e] = tf32_bits(grad_at(dy, y, tap_offset(q, at, K, OH, OW)));
-                next_tap(q, OW, OH * OW);
+                v[e] = tf32_bits(grad_at(dy, y, tap_offset(q, pos_ok, dy_base, hp, wp, K, OH, OW)));
+                next_tap(q);
             }
             *(uint4*)&As[tid][j] = make_uint4(v[0], v[1], v[2], v[3]);
         }
