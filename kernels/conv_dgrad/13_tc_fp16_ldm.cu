@@ -12,6 +12,9 @@
 // neighbour, ..., and the 8 rows of a request fall on 8 different 4-bank groups (no conflict);
 // the 16-byte stores of the gathered rows are conflict-free by the same argument.
 // Launch, tiles, JIT parameters: as tc_fp16.
+// Measured (H200, ResNet-50, batch 64): 35.5 TFLOP/s geometric mean, x0.96 tc_fp16: fewer
+// shared-memory instructions do not help a kernel bounded by its gather (tc_fp16's padded rows
+// were already conflict-free); the layout is what the next stage's 16-byte copies need.
 
 #include "tc.cuh"
 
