@@ -22,7 +22,8 @@ Layers, each importing only from itself and the ones above it in this list (help
     chapters/   what notebooks call: notebook (first cell, source display, step_times), pictures*,
                 exercises and kernel_exercises (checks), direct (models of chapters 03-05), local
                 (reuse and bank models of chapters 09-10), winograd (Toom-Cook), winograd_accuracy (the
-                kernels' error per layer, chapter 12a); tools over the
+                kernels' error per layer, chapter 12a), tensor_cores (chapter 13: fragments, ldmatrix
+                banks, PTX, accuracy); tools over the
                 notebooks: execute, editions (student edition), site
 """
 import importlib

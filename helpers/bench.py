@@ -124,11 +124,14 @@ def run(op: str = "conv_dgrad", stages=None, layers="ci", ctx=None, *, activatio
         elif not hasattr(mod, "vendor_time"):
             out["vendor_skipped"] = f"{op} has no vendor reference"
         if vendor and hasattr(mod, "vendor_time"):
-            v = mod.vendor_time(problem, warmup=max(warmup, 5), repeats=repeats, flush_bytes=flush)
-            if v is not None:
-                v.update(layer=lay["name"], gflops=problem.flops / (v["median_ms"] * 1e-3) / 1e9,
-                         gbps=problem.min_bytes / (v["median_ms"] * 1e-3) / 1e9)
-                out["vendor"].append(v)
+            for precision in dict.fromkeys(s.precision for s in stages):   # each stage's, in order
+                given = {} if precision == "fp32" else {"precision": precision}
+                v = mod.vendor_time(problem, warmup=max(warmup, 5), repeats=repeats, flush_bytes=flush, **given)
+                if v is not None:
+                    v.update(layer=lay["name"], gflops=problem.flops / (v["median_ms"] * 1e-3) / 1e9,
+                             gbps=problem.min_bytes / (v["median_ms"] * 1e-3) / 1e9)
+                    v.setdefault("precision", "fp32")
+                    out["vendor"].append(v)
         if hasattr(mod, "library_times"):          # other libraries on the same OpenCL device (CLBlast)
             for v in mod.library_times(problem, ctx, warmup=warmup, repeats=repeats, flush_bytes=flush):
                 v.update(layer=lay["name"], gflops=problem.flops / (v["median_ms"] * 1e-3) / 1e9,
@@ -154,7 +157,8 @@ def _relative(out: dict) -> None:
     for r in out["rows"]:
         if r["stage"] == first:
             base[r["layer"]] = r["median_ms"]
-    vend = {v["layer"]: v["median_ms"] for v in out["vendor"]}
+    # each row against the vendor in its own precision (runs before chapter 13: fp32 only)
+    vend = {(v["layer"], v.get("precision", "fp32")): v["median_ms"] for v in out["vendor"]}
     libs = {(v["name"], v["layer"]): v["median_ms"] for v in out.get("libraries", [])}
     for r in out["rows"]:
         for (name, layer), ms in libs.items():
@@ -162,8 +166,9 @@ def _relative(out: dict) -> None:
                 r[f"x_{slug(name)}"] = ms / r["median_ms"]
         if r["layer"] in base:
             r["x_first"] = base[r["layer"]] / r["median_ms"]
-        if r["layer"] in vend:
-            r["x_vendor"] = vend[r["layer"]] / r["median_ms"]
+        key = (r["layer"], r.get("precision", "fp32"))
+        if key in vend:
+            r["x_vendor"] = vend[key] / r["median_ms"]
 
 
 def search(op, stage, lays, ctx, activation, warmup, repeats, bar=None) -> dict:

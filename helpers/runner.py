@@ -152,11 +152,13 @@ def check_plan(plan, expected: tuple | None = None) -> CheckResult:
     (expected, magnitude), when the caller already has it. Marks the plan as checked."""
     mod = op_module(plan.op)
     precision = plan.stage.precision
-    if expected is None or STORAGE[precision] != "float32":   # reduced storage: from the rounded inputs
-        expected = mod.reference(plan.problem.on_host(STORAGE[precision]))
+    if expected is None or precision != "fp32":   # reduced precision: from the rounded inputs
+        tf32 = mod.mma_operands(plan.problem) if precision == "tf32" else ()   # what a TF32 stage rounds
+        expected = mod.reference(plan.problem.on_host(STORAGE[precision], tf32=tf32))
     expected, magnitude = expected
     got = plan.outputs()
-    rtol, atol = tolerance_stored(mod.rtol(plan.problem), precision)
+    op_rtol = mod.rtol(plan.problem, mma=precision) if plan.stage.tensor_cores else mod.rtol(plan.problem)
+    rtol, atol = tolerance_stored(op_rtol, precision)
     results = [check_close(got[name], expected[name], magnitude=magnitude[name],
                            rtol=rtol, atol=atol, name=name) for name in plan.problem.outputs]
     plan.checked = True
@@ -179,6 +181,21 @@ def step_values(plan, step: Step, handle) -> tuple:
         else:
             raise RuntimeError(f"registry bug: step argument {a!r} is neither a tensor nor a scalar")
     return tuple(values)
+
+
+def check_array_dtype(op: str, s: Stage, name: str, a: np.ndarray) -> None:
+    """A NumPy input of a float32-storing stage (fp32, tf32) must be float32; a reduced-precision
+    stage converts float32 or float16 arrays on upload."""
+    if STORAGE[s.precision] == "float32" and a.dtype != np.float32:
+        raise TypeError(f"{op}: {name} must be float32 for stage {s.key} ({s.precision}), got "
+                        f"{a.dtype}; float16 arrays go to fp16 stages")
+
+
+def out_dtype(p: Problem, dtype: str):
+    """NumPy out in the inputs' precision: float16 when the caller gave float16 to a float16
+    stage, else float32 (bfloat16 is returned as float32, exactly)."""
+    given16 = any(getattr(a, "dtype", None) in ("float16", np.float16) for a in p.inputs.values())
+    return np.float16 if given16 and dtype == "float16" else np.float32
 
 
 class Checked:
@@ -207,9 +224,8 @@ class ClPlan(Checked):
         for name, a in problem.inputs.items():
             if isinstance(a, DeviceTensor):
                 self._given(name, a)
-            elif self.dtype == "float32" and a.dtype != np.float32:
-                raise TypeError(f"{op}: {name} must be float32 for stage {self.stage.key} (fp32), got "
-                                f"{a.dtype}; float16 arrays go to fp16 stages")
+            else:
+                check_array_dtype(op, self.stage, name, a)
         dev = ctx.devices[0]
         s, p = self.stage, problem
         jit = jit_defines(s, p, self.defines)
@@ -253,9 +269,7 @@ class ClPlan(Checked):
         for name, target in p.aliases.items():
             self.arrays[name] = self.arrays[target]
 
-        # NumPy out in the inputs' precision: float16 when the caller gave float16, else float32
-        given16 = any(getattr(a, "dtype", None) in ("float16", np.float16) for a in p.inputs.values())
-        self.out_dtype = np.float16 if given16 and self.dtype == "float16" else np.float32
+        self.out_dtype = out_dtype(p, self.dtype)
         self._bound = [self._bind(step, dev) for step in self.steps]
 
     def _given(self, name: str, t: DeviceTensor) -> DeviceTensor:
@@ -355,21 +369,26 @@ class CudaPlan(Checked):
         self.steps = family(s.family).steps(s, p, self.defines)
         self.workspace = family(s.family).workspace(s, p, self.defines)
         check_workspace(s, self.workspace, workspace_limit)
-        need = sum(a.nbytes for n, a in p.inputs.items() if n not in p.aliases)
-        need += sum(4 * int(np.prod(shape)) for shape in p.outputs.values())
+        if any(isinstance(a, DeviceTensor) for a in p.inputs.values()):
+            raise TypeError(f"stage {s.key}: CUDA stages take NumPy arrays, not OpenCL device tensors")
+        # tensors stored in the stage's precision (tf32: float32), converted once on upload
+        self.dtype = STORAGE[s.precision]
+        for name, a in p.inputs.items():
+            check_array_dtype(op, s, name, a)
+        item = 2 if self.dtype != "float32" else 4
+        need = sum(item * a.size for n, a in p.inputs.items() if n not in p.aliases)
+        need += sum(item * int(np.prod(shape)) for shape in p.outputs.values())
         need += sum(w.nbytes for w in self.workspace.values())
         if need > dev["total_memory"]:
             raise ValueError(f"the tensors need {need / 2**30:.2f} GiB, more than the "
                              f"{dev['total_memory'] / 2**30:.2f} GiB of {dev['name']}; use a smaller batch")
-        if any(isinstance(a, DeviceTensor) for a in p.inputs.values()):
-            raise TypeError(f"stage {s.key}: CUDA stages take NumPy arrays, not OpenCL device tensors")
         self.module = cuda.build(s.kernel, jit, source=stage_source(s, jit))
         self.arrays = {}
         for name, arr in p.inputs.items():
             if name not in p.aliases:
-                self.arrays[name] = cuda.Tensor(name, arr.shape, arr, guard, True)
+                self.arrays[name] = cuda.Tensor(name, arr.shape, arr, guard, True, self.dtype)
         for name, shape in p.outputs.items():
-            self.arrays[name] = cuda.Tensor(name, shape, None, guard, False)
+            self.arrays[name] = cuda.Tensor(name, shape, None, guard, False, self.dtype)
         for name, w in self.workspace.items():
             self.arrays[name] = cuda.Tensor(name, (int(w.count),), None, guard, False, dtype=w.dtype)
         for name, target in p.aliases.items():
@@ -400,7 +419,8 @@ class CudaPlan(Checked):
 
     def outputs(self) -> dict:
         cuda.synchronize()
-        return {name: self.arrays[name].read() for name in self.problem.outputs}
+        to = out_dtype(self.problem, self.dtype)
+        return {name: self.arrays[name].read().astype(to, copy=False) for name in self.problem.outputs}
 
     def check_guards(self) -> None:
         for name, arr in self.arrays.items():

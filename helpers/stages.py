@@ -47,6 +47,11 @@ class Stage:
                                      # runs the fastest within the workspace budget (helpers/chooser.py)
 
     @property
+    def tensor_cores(self) -> bool:
+        """A CUDA stage in a reduced precision runs its products on tensor cores (chapter 13)."""
+        return self.backend == "cuda" and self.precision != "fp32"
+
+    @property
     def key(self) -> str:
         return f"{self.number:02d}_{self.name}"
 
@@ -261,6 +266,30 @@ GEMM = [
           "a WM x WN block of C per work-item in registers, float4 tile loads where rows allow "
           "(kernels/common/gemm_core.h)", launch="gemm_blocked", defines=TILES, jit="gemm_vectors",
           requires="gemm_tiles_requires", fast={"GEMM_VEC_A": 1, "GEMM_VEC_B": 1}, **GEMM_FAMILY),
+]
+
+# conv_dgrad on tensor cores (chapter 13, CUDA): the implicit GEMM with positions as mma rows and
+# channels as mma columns (helpers/launch/gemm.py: mma; kernels/common/tc.cuh), one step per
+# file. The 16-bit stages store dy, y, w and dx in their precision; tf32 stores float32.
+TC = dict(family="gemm", launch="mma", backend="cuda")
+CONV_DGRAD += [
+    Stage("conv_dgrad", 13, "tc_tf32", "conv_dgrad/13_tc_tf32.cu",
+          "chapter 11's implicit GEMM on tensor cores: mma.sync m16n8k8 on TF32 operands from padded "
+          "shared rows, fp32 sums", precision="tf32", **TC),
+    Stage("conv_dgrad", 13, "tc_fp16", "conv_dgrad/13_tc_fp16.cu",
+          "fp16 tensors and mma.sync m16n8k16 (twice the depth per instruction), fp32 sums",
+          precision="fp16", jit="fp16_operands", **TC),
+    Stage("conv_dgrad", 13, "tc_bf16", "conv_dgrad/13_tc_fp16.cu",
+          "tc_fp16 on bfloat16 tensors (fp32's range, 8-bit mantissa)",
+          precision="bf16", jit="bf16_operands", **TC),
+    Stage("conv_dgrad", 13, "tc_fp16_ldm", "conv_dgrad/13_tc_fp16_ldm.cu",
+          "fragments by ldmatrix.x4 from unpadded shared rows, XOR-swizzled: no bank conflicts",
+          precision="fp16", jit="fp16_operands", **TC),
+    Stage("conv_dgrad", 13, "tc_fp16_pipe", "conv_dgrad/13_tc_fp16_pipe.cu",
+          "weights by cp.async into a ring of STAGES buffers, dy prefetched in registers one chunk "
+          "ahead (activation applied there): loads in flight during the mma (K*R*S % 8 == 0)",
+          precision="fp16", jit="fp16_operands", defines={"STAGES": 3}, tune={"STAGES": [2, 3, 4]},
+          requires="mma_pipe_requires", fallback="tc_fp16_ldm", **TC),
 ]
 
 # conv_dgrad's algorithm chooser (chapter 11): times the other registered stages once per device

@@ -1,19 +1,31 @@
 """The CUDA stages: every .cu kernel compiles to PTX for sm_80 and sm_90 with each of its
-registered define combinations (NVRTC from pip: no GPU needed), and where CuPy sees an NVIDIA
-GPU, every CUDA stage matches the reference on the grid with guard zones and agrees with its
-OpenCL twin. Without CUDA, asking for a CUDA stage is refused with a clear error."""
+registered define combinations (NVRTC from pip: no GPU needed), the tensor-core stages' PTX holds
+the instructions each is about (mma.sync, ldmatrix, cp.async), and where CuPy sees an NVIDIA
+GPU, every CUDA stage matches the reference on the grid with guard zones and each twin agrees with
+its OpenCL stage. Without CUDA, asking for a CUDA stage is refused with a clear error."""
 import numpy as np
 import pytest
 
 import helpers
 from helpers.engine.backends import BackendUnavailable, cuda_missing, nvrtc
 from helpers.ops.conv_dgrad import random_problem_args
-from helpers.runner import jit_defines, prepare, stage_source
+from helpers.runner import jit_defines, path_of, prepare, stage_source
 from helpers.stages import REGISTRY
 
 from shapes import case_id, conv_grid
 
 CUDA_STAGES = [s for stages in REGISTRY.values() for s in stages if s.backend == "cuda"]
+TWINS = [s for s in CUDA_STAGES if s.name.endswith("_cuda")]        # of an OpenCL stage
+TENSOR_CORES = [s for s in CUDA_STAGES if s.tensor_cores]          # chapter 13
+# what each tensor-core stage's PTX must hold: its fast path, which must not silently disappear
+PTX_HOLDS = {
+    "tc_tf32": ["mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32", "cvt.rna.tf32.f32"],
+    "tc_fp16": ["mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32"],
+    "tc_bf16": ["mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32"],
+    "tc_fp16_ldm": ["mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32", "ldmatrix.sync.aligned.m8n8.x4"],
+    "tc_fp16_pipe": ["mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32", "ldmatrix.sync.aligned.m8n8.x4",
+                     "cp.async.cg.shared.global", "cp.async.wait_group"],
+}
 ARCHS = ("compute_80", "compute_90")
 NO_NVRTC = nvrtc.missing()
 NO_CUDA = cuda_missing()
@@ -44,8 +56,11 @@ def twin_of(s):
 
 
 def test_there_are_cuda_twins():
-    assert len(CUDA_STAGES) >= 2
+    assert len(TWINS) >= 2
     for s in CUDA_STAGES:
+        assert s.kernel.endswith(".cu") and s.precision in ("fp32", "tf32", "fp16", "bf16")
+        assert s in TWINS or s in TENSOR_CORES, f"{s.key}: a CUDA stage is a twin (<name>_cuda) or chapter 13's"
+    for s in TWINS:
         assert s.kernel.endswith(".cu") and s.precision in ("fp32", "tf32", "fp16", "bf16")
         twin = twin_of(s)
         assert twin.number == s.number and twin.family == s.family and twin.defines == s.defines
@@ -67,6 +82,18 @@ def test_cuda_kernel_compiles_to_ptx(stage):
                 assert f".target sm_{arch[-2:]}" in ptx
                 count += 1
     assert count >= len(PROBLEMS) * len(ARCHS)
+
+
+@pytest.mark.skipif(NO_NVRTC is not None, reason=f"{NO_NVRTC}")
+@pytest.mark.parametrize("stage", TENSOR_CORES, ids=lambda s: s.name)
+def test_tensor_core_ptx_holds_its_instructions(stage):
+    assert set(PTX_HOLDS) == {s.name for s in TENSOR_CORES}, "declare each tensor-core stage's PTX"
+    problem = prepare(stage.op, **_args(PROBLEMS[1]))      # K*KH*KW = 400: the pipelined path
+    jit = jit_defines(stage, problem, stage.defines)
+    for arch in ARCHS:
+        ptx = nvrtc.compile_ptx(stage.kernel, jit, arch, source=stage_source(stage, jit))
+        for instruction in PTX_HOLDS[stage.name]:
+            assert instruction in ptx, f"{stage.name} ({arch}): no {instruction} in its PTX"
 
 
 @pytest.mark.skipif(NO_NVRTC is not None, reason=f"{NO_NVRTC}")
@@ -93,7 +120,33 @@ def test_cuda_stage_matches_reference_with_guards(stage):
 
 
 @pytest.mark.skipif(NO_CUDA is not None, reason=f"{NO_CUDA}")
-@pytest.mark.parametrize("stage", [s.name for s in CUDA_STAGES if s.op == "conv_dgrad"])
+def test_pipelined_stage_takes_both_paths():
+    """tc_fp16_pipe runs its own kernel where K*KH*KW % 8 == 0 and tc_fp16_ldm elsewhere: both
+    paths are taken by the grid (the guarded run above checked them)."""
+    paths = [path_of("conv_dgrad", "tc_fp16_pipe", **_args(c)) for c in conv_grid()]
+    assert paths.count("only") >= 12 and paths.count("fallback") >= 12, paths
+
+
+@pytest.mark.skipif(NO_CUDA is not None, reason=f"{NO_CUDA}")
+@pytest.mark.parametrize("stage", ["tc_fp16", "tc_bf16"])
+def test_tensor_core_stage_takes_float16_arrays(stage):
+    """float16 arrays in: float16 out from an fp16 stage (float32 from bf16), checked."""
+    args = {k: (v.astype(np.float16) if isinstance(v, np.ndarray) else v)
+            for k, v in random_problem_args(2, 32, 14, 14, 48, 3, 1, 1, "relu", seed=3).items()}
+    got = helpers.run_stage("conv_dgrad", stage, **args)
+    assert got.dtype == (np.float16 if stage == "tc_fp16" else np.float32)
+    helpers.check_stage("conv_dgrad", stage, **args)
+
+
+@pytest.mark.skipif(NO_CUDA is not None, reason=f"{NO_CUDA}")
+def test_tf32_stage_refuses_float16():
+    args = {k: (v.astype(np.float16) if isinstance(v, np.ndarray) else v) for k, v in _args(PROBLEMS[0]).items()}
+    with pytest.raises(TypeError, match="must be float32"):
+        helpers.run_stage("conv_dgrad", "tc_tf32", **args)
+
+
+@pytest.mark.skipif(NO_CUDA is not None, reason=f"{NO_CUDA}")
+@pytest.mark.parametrize("stage", [s.name for s in TWINS if s.op == "conv_dgrad"])
 def test_cuda_twin_agrees_with_opencl(ctx, stage):
     s = helpers.get_stage("conv_dgrad", stage)
     args = random_problem_args(2, 32, 14, 14, 48, 3, 1, 1, "relu", seed=7)

@@ -19,7 +19,7 @@ def ladder(*runs, metric: str = "gflops", title: str | None = None, highlight: s
 
     Whiskers show the interquartile range of the timed runs (the geometric mean taken at each
     layer's first and third quartile of time). Bars are annotated with the speed-up over the op's first stage; a dashed line marks the
-    vendor library (cuDNN fp32, or the run's vendor ``name``) where the run timed it. With
+    vendor library (cuDNN fp32, or the run's vendor ``name``, one line per precision) where the run timed it. With
     ``metric="gbps"`` a dotted line marks the run's measured copy bandwidth. ``highlight``
     colours one stage.
     """
@@ -43,9 +43,11 @@ def ladder(*runs, metric: str = "gflops", title: str | None = None, highlight: s
             if not math.isnan(x):                 # above the whisker, so the two never overlap
                 ax.annotate(f"x{x:.1f}", (b.get_x() + b.get_width() / 2, b.get_height() + up),
                             ha="center", va="bottom", fontsize=8)
-        if run.get("vendor"):
-            v = geomean(r[metric] for r in run["vendor"])
-            name = run["vendor"][0].get("name", "cuDNN fp32")
+        # one dashed line per precision the vendor was timed in (chapter 13's runs have several)
+        for precision in dict.fromkeys(r.get("precision", "fp32") for r in run.get("vendor", [])):
+            rows = [r for r in run["vendor"] if r.get("precision", "fp32") == precision]
+            v = geomean(r[metric] for r in rows)
+            name = rows[0].get("name", "cuDNN fp32") + (f" {precision}" if "precision" in rows[0] else "")
             ax.axhline(v, ls="--", color="k", lw=1)
             ax.annotate(name, (1.0, v), xycoords=("axes fraction", "data"), xytext=(2, 0),
                         textcoords="offset points", ha="left", va="center", fontsize=8)

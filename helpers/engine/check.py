@@ -25,6 +25,27 @@ def rtol_for_sum(n_terms: int, safety: float = 8.0) -> float:
     return safety * EPS32 * max(1.0, float(n_terms)) ** 0.5
 
 
+# Tensor cores (chapter 13). Each mma.sync adds the products of MMA_K reduction indices to the
+# fp32 accumulator; the products are exact (TF32, fp16 and bf16 operands have at most 11
+# significant bits), but the hardware aligns and adds them with truncation, not rounding to
+# nearest (Fasi, Higham, Mikaitis and Pranesh measured this on V100, T4 and A100), so errors do
+# not cancel: a bound linear in the number of mma steps, not sqrt(n): 4 float32 epsilons per step
+# (a constant chosen with margin over the errors the course measured, not a proven bound).
+MMA_K = {"tf32": 8, "fp16": 16, "bf16": 16}
+# A fused operand (dy times the activation's derivative, computed in float32) is rounded to the
+# operand format before the mma; the reference multiplies exactly: relative 2^-p per term.
+OPERAND_ROUNDING = {"tf32": 2.0**-11, "fp16": 2.0**-11, "bf16": 2.0**-8}
+
+
+def rtol_mma(n_terms: int, precision: str, fused: bool) -> float:
+    """Relative tolerance (against the sum of |terms|) for a sum of n_terms products on tensor
+    cores in ``precision``, against a reference computed from the operands rounded as the stage
+    rounds them (TF32: helpers/engine/tensor.py to_tf32; fp16, bf16: on upload); ``fused``: the
+    operands carry one more rounding each (a fused activation derivative)."""
+    steps = -(-max(1, int(n_terms)) // MMA_K[precision])
+    return max(rtol_for_sum(n_terms), 4 * EPS32 * steps) + (OPERAND_ROUNDING[precision] if fused else 0.0)
+
+
 # Rounding a result to a reduced storage format moves it by at most half a unit in the last place:
 # relative ``2^-p`` for a normal number (so at most that times the magnitude, |sum| <= sum of
 # |terms|), and absolute half the subnormal spacing below the smallest normal number (fp16:

@@ -50,6 +50,15 @@ def from_bfloat16(bits) -> np.ndarray:
     return (np.asarray(bits, dtype=np.uint16).astype(np.uint32) << np.uint32(16)).view(np.float32)
 
 
+def to_tf32(x) -> np.ndarray:
+    """float32 rounded to TF32 (10 mantissa bits, kept in a float32), to nearest with ties away
+    from zero: what a tensor-core stage's cvt.rna.tf32.f32 does to its operands (chapter 13)."""
+    x = np.ascontiguousarray(x, dtype=np.float32)
+    bits = x.view(np.uint32)
+    rounded = ((bits + np.uint32(0x1000)) & np.uint32(0xFFFFE000)).view(np.float32)
+    return np.where(np.isfinite(x), rounded, x)
+
+
 def check_dtype(dtype: str) -> str:
     if dtype not in DTYPES:
         raise ValueError(f"unknown tensor dtype {dtype!r}; the dtypes are {', '.join(DTYPES)}")

@@ -212,10 +212,42 @@ def vol2col_steps(p: Problem, d: dict) -> list:
                  ("cols", "grad_input", "N", "C", "D", "H", "W", "OD", "OH", "OW", "PAD"))]
 
 
+# -- tensor cores (chapter 13): positions as mma rows, channels as mma columns ----------------
+
+MMA_TILE = (128, 64, 128)     # positions, channels per block; threads (4 warps) per block
+
+
+def mma_geometry(p: Problem, d: dict):
+    """One block of 4 warps per 128 positions x 64 channels (kernels/conv_dgrad/13_*.cu)."""
+    q = p.dims
+    bm, bn, threads = MMA_TILE
+    return (cdiv(q["N"] * q["H"] * q["W"], bm) * threads, cdiv(q["C"], bn)), (threads, 1)
+
+
+def fp16_operands(p: Problem, d: dict) -> dict:
+    return {"BF16": 0}
+
+
+def bf16_operands(p: Problem, d: dict) -> dict:
+    return {"BF16": 1}
+
+
+def mma_pipe_requires(p: Problem, d: dict):
+    """The weights are copied in 16-byte cp.async chunks (8 values): each must lie wholly inside
+    a row of w or wholly past it, and start 16-byte aligned."""
+    q = p.dims
+    if d["STAGES"] < 2:
+        return f"STAGES = {d['STAGES']}: the ring needs at least 2 buffers"
+    if q["K"] * q["KH"] * q["KW"] % 8:
+        return (f"K*KH*KW = {q['K'] * q['KH'] * q['KW']} is not a multiple of 8 (the weights are "
+                f"copied 8 values at a time)")
+    return None
+
+
 # -- the family's interface (helpers/launch/__init__.py) -----------------------------------
 
 ONE_KERNEL = {"gemm_naive": gemm_naive, "gemm_local": gemm_local, "gemm_blocked": gemm_blocked,
-              "igemm": igemm_geometry, "phases": phases_geometry}
+              "igemm": igemm_geometry, "phases": phases_geometry, "mma": mma_geometry}
 SEVERAL = {"delta": (delta_steps, delta_scratch), "col2im": (col2im_steps, cols_scratch),
            "im2col": (im2col_steps, cols_scratch), "nhwc": (nhwc_steps, nhwc_scratch),
            "vol2col": (vol2col_steps, vol_scratch)}

@@ -12,7 +12,7 @@ from __future__ import annotations
 import numpy as np
 
 from . import reference as ref
-from ..engine.check import rtol_for_sum
+from ..engine.check import rtol_for_sum, rtol_mma
 from .problem import Problem, activation_output, conv_geometry, positive_int, reject_unknown, shape4, tensor
 
 OP = "conv_dgrad"
@@ -59,6 +59,13 @@ def prepare(**kwargs) -> Problem:
     )
 
 
+def mma_operands(p: Problem) -> tuple:
+    """The inputs a TF32 stage rounds before its mma (chapter 13): dy and w. With an activation
+    it rounds the fused product dy * act'(y) instead of dy (the tolerance's fused-operand term),
+    and y stays float32: only w is rounded in the reference."""
+    return ("grad_output", "weight") if p.dims["activation"] == "none" else ("weight",)
+
+
 def _dims(p: Problem):
     d = p.dims
     return (d["N"], d["C"], d["H"], d["W"]), d["stride"], d["pad"], d["activation"]
@@ -76,9 +83,11 @@ def reference(p: Problem):
     return {"grad_input": expected}, {"grad_input": magnitude}
 
 
-def rtol(p: Problem) -> float:
+def rtol(p: Problem, mma: str | None = None) -> float:
+    """The float32 sum's tolerance; ``mma``: a tensor-core stage's precision (chapter 13)."""
     d = p.dims
-    return rtol_for_sum(d["K"] * d["KH"] * d["KW"])
+    n = d["K"] * d["KH"] * d["KW"]
+    return rtol_for_sum(n) if mma is None else rtol_mma(n, mma, fused=d["activation"] != "none")
 
 
 def random_problem_args(n, c, h, w, k, kernel=3, stride=1, padding=1, activation="none", seed=0):
@@ -101,10 +110,11 @@ def layer_args(layer: dict, activation: str = "none", seed: int = 0) -> dict:
                                layer["stride"], layer["padding"], activation, seed)
 
 
-def vendor_time(problem: Problem, warmup: int, repeats: int, flush_bytes: int):
-    """cuDNN's fp32 input gradient (TF32 off) through PyTorch on an NVIDIA GPU, or None."""
+def vendor_time(problem: Problem, warmup: int, repeats: int, flush_bytes: int, precision: str = "fp32"):
+    """cuDNN's input gradient through PyTorch on an NVIDIA GPU, or None: fp32 with TF32 off, or
+    the precision of a tensor-core stage (tf32, fp16, bf16)."""
     from .vendor import cudnn_conv_dgrad
     d = problem.dims
     return cudnn_conv_dgrad(problem.inputs["grad_output"], problem.inputs["weight"],
                             (d["N"], d["C"], d["H"], d["W"]), d["stride"], d["pad"],
-                            warmup=warmup, repeats=repeats, flush_bytes=flush_bytes)
+                            warmup=warmup, repeats=repeats, flush_bytes=flush_bytes, precision=precision)

@@ -12,7 +12,7 @@ from typing import Callable
 
 import numpy as np
 
-from ..engine.tensor import DeviceTensor, from_storage, to_storage
+from ..engine.tensor import DeviceTensor, from_storage, to_storage, to_tf32
 
 INT32_MAX = 2**31 - 1
 
@@ -34,18 +34,22 @@ class Problem:
     returns: Callable | None = None              # outputs dict -> what run_stage returns
     label: str = ""
 
-    def on_host(self, dtype: str = "float32") -> "Problem":
+    def on_host(self, dtype: str = "float32", tf32: tuple = ()) -> "Problem":
         """This problem with float32 NumPy inputs holding what a stage storing ``dtype`` reads:
         device tensors read back (only here, when a reference is computed), arrays rounded to
-        ``dtype`` (float16, bfloat16) as the upload rounds them."""
-        def host(a):
+        ``dtype`` (float16, bfloat16) as the upload rounds them; ``tf32``: the names of the inputs
+        a tensor-core stage rounds to TF32 as mma operands (chapter 13; the others it reads in
+        float32)."""
+        def host(name, a):
             if isinstance(a, DeviceTensor):
-                return a.read().astype(np.float32)
-            return from_storage(to_storage(a, dtype), dtype).astype(np.float32, copy=False)
-        if dtype == "float32" and all(isinstance(a, np.ndarray) and a.dtype == np.float32
-                                      for a in self.inputs.values()):
+                a = a.read().astype(np.float32)
+            else:
+                a = from_storage(to_storage(a, dtype), dtype).astype(np.float32, copy=False)
+            return to_tf32(a) if name in tf32 else a
+        if dtype == "float32" and not tf32 and all(isinstance(a, np.ndarray) and a.dtype == np.float32
+                                                   for a in self.inputs.values()):
             return self
-        return replace(self, inputs={name: host(a) for name, a in self.inputs.items()})
+        return replace(self, inputs={name: host(name, a) for name, a in self.inputs.items()})
 
     def result(self, outputs: dict):
         if self.returns is not None:

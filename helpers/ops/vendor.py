@@ -77,18 +77,32 @@ def versions() -> dict:
             "cudnn": str(torch.backends.cudnn.version()), "gpu": torch.cuda.get_device_name(0)}
 
 
+# cuDNN in the precision of the stage it is compared with (chapter 13): TF32 allowed for tf32,
+# fp16 or bf16 tensors for the 16-bit stages (fp32 accumulation is cuDNN's choice there).
+CUDNN_PRECISIONS = {"fp32": "fp32 (TF32 off)", "tf32": "TF32 (fp32 tensors, allow_tf32 on)",
+                    "fp16": "fp16 tensors", "bf16": "bf16 tensors"}
+
+
 def cudnn_conv_dgrad(grad_output, weight_iohw, input_shape, stride, padding, *, warmup=5, repeats=20,
-                     flush_bytes=256 * 2**20):
-    """Median time of cuDNN's fp32 input gradient for this layer, or None without CUDA."""
+                     flush_bytes=256 * 2**20, precision: str = "fp32"):
+    """Median time of cuDNN's input gradient for this layer in ``precision``, or None without CUDA."""
+    if precision not in CUDNN_PRECISIONS:
+        raise ValueError(f"unknown precision {precision!r}; cuDNN is timed in {', '.join(CUDNN_PRECISIONS)}")
     torch = fp32_torch()
     if torch is None:
         return None
-    dy = torch.from_numpy(grad_output).cuda()
-    w = torch.from_numpy(np.ascontiguousarray(weight_iohw.transpose(1, 0, 2, 3))).cuda()  # IOHW -> OIHW
-    out = time_cuda(lambda: torch.nn.grad.conv2d_input(input_shape, w, dy, stride=stride, padding=padding),
-                    warmup, repeats, flush_bytes)
+    torch.backends.cudnn.allow_tf32 = precision == "tf32"
+    dtype = {"fp16": torch.float16, "bf16": torch.bfloat16}.get(precision, torch.float32)
+    dy = torch.from_numpy(grad_output).cuda().to(dtype)
+    w = torch.from_numpy(np.ascontiguousarray(weight_iohw.transpose(1, 0, 2, 3))).cuda().to(dtype)  # IOHW -> OIHW
+    try:
+        out = time_cuda(lambda: torch.nn.grad.conv2d_input(input_shape, w, dy, stride=stride, padding=padding),
+                        warmup, repeats, flush_bytes)
+    finally:
+        torch.backends.cudnn.allow_tf32 = False
     out["name"] = "cuDNN"
-    out["library"] = "cuDNN fp32 (TF32 off) via torch.nn.grad.conv2d_input"
+    out["precision"] = precision
+    out["library"] = f"cuDNN {CUDNN_PRECISIONS[precision]} via torch.nn.grad.conv2d_input"
     return out
 
 

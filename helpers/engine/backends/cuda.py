@@ -12,10 +12,8 @@ import functools
 import numpy as np
 
 from ..build import KERNELS, kernel_source
+from ..tensor import DTYPES, GUARD_BYTES, check_dtype, from_storage, to_storage
 from . import require
-
-CANARY = np.uint32(0xDEADBEEF)   # as in the OpenCL path: a float32 no kernel computes by chance
-GUARD_BYTES = 4096
 
 
 @functools.lru_cache(maxsize=None)
@@ -51,48 +49,56 @@ def build(relpath: str, defines: dict, source: str | None = None):
 
 
 class Tensor:
-    """A device array of ``dtype`` and ``shape``, optionally between guard zones (as the OpenCL
-    path: NaN around inputs, canaries around outputs, outputs pre-filled with NaN)."""
+    """A device array of ``dtype`` (float32, float16 or bfloat16, as helpers/engine/tensor.py
+    stores them: a host array is converted once, on upload) and ``shape``, optionally between
+    guard zones (as the OpenCL path: NaN around inputs, canaries around outputs, outputs
+    pre-filled with NaN)."""
 
     def __init__(self, name: str, shape: tuple, host: np.ndarray | None, guard: bool, is_input: bool,
-                 dtype=np.float32):
+                 dtype: str = "float32"):
         import cupy
         self.name, self.shape, self.is_input, self.guard = name, tuple(shape), is_input, guard
-        self.dtype = np.dtype(dtype)
+        self.dtype = check_dtype(str(np.dtype(dtype)) if dtype != "bfloat16" else dtype)
+        self.storage, canary = DTYPES[self.dtype]
         self.size = int(np.prod(shape))
-        self.pad = GUARD_BYTES // self.dtype.itemsize if guard else 0
+        self.nbytes = self.size * self.storage.itemsize
+        self.pad = GUARD_BYTES // self.storage.itemsize if guard else 0
+        body = to_storage(host, self.dtype).ravel() if host is not None else None
         if not guard:
             self.whole = None
-            self.array = (cupy.asarray(np.ascontiguousarray(host, dtype=self.dtype).ravel()) if host is not None
-                          else cupy.empty(self.size, dtype=self.dtype))
+            self.array = cupy.asarray(body) if body is not None else cupy.empty(self.size, dtype=self.storage)
             return
-        whole = np.empty(self.size + 2 * self.pad, dtype=self.dtype)
-        fill = np.nan if is_input else CANARY.view(np.float32)
+        nan = to_storage(np.float32(np.nan), self.dtype)
+        whole = np.empty(self.size + 2 * self.pad, dtype=self.storage)
+        fill = nan if is_input else canary.view(self.storage)
         whole[:self.pad] = fill
         whole[self.pad + self.size:] = fill
-        whole[self.pad:self.pad + self.size] = host.ravel() if host is not None else np.nan
+        whole[self.pad:self.pad + self.size] = body if body is not None else nan
         self.initial = whole
         self.whole = cupy.asarray(whole)
         self.array = self.whole[self.pad:self.pad + self.size]   # a view: the kernel gets its address
 
     def read(self) -> np.ndarray:
+        """float32 (float32 and bfloat16 tensors) or float16, in the tensor's shape."""
         import cupy
-        return cupy.asnumpy(self.array).reshape(self.shape)
+        return from_storage(cupy.asnumpy(self.array), self.dtype).reshape(self.shape)
 
     def changed_guards(self) -> str | None:
         """None when the guard zones (and an input's contents) are as uploaded, else what changed."""
         if self.whole is None:
             return None
         import cupy
-        whole = cupy.asnumpy(self.whole)
+        bits = np.dtype(f"uint{8 * self.storage.itemsize}")
+        whole = cupy.asnumpy(self.whole).view(bits)
+        initial = self.initial.view(bits)
         zones = [("before", slice(0, self.pad)), ("after", slice(self.pad + self.size, None))]
         if self.is_input:
             zones.append(("inside the input", slice(self.pad, self.pad + self.size)))
         for where, zone in zones:
-            changed = np.flatnonzero(whole[zone].view(np.uint32) != self.initial[zone].view(np.uint32))
+            changed = np.flatnonzero(whole[zone] != initial[zone])
             if changed.size:
                 first = changed[0] + (zone.start or 0) - self.pad
-                return (f"{self.name}: {changed.size} float(s) changed {where} the tensor "
+                return (f"{self.name}: {changed.size} value(s) changed {where} the tensor "
                         f"(first at element offset {first})")
         return None
 

@@ -1,0 +1,206 @@
+"""Chapter 13's models and measurements: the mma fragment layout, the bank model of ldmatrix on
+the padded, unpadded and swizzled shared layouts, the PTX of each stage, the recorded runs as
+tables, and (on a GPU) how far each tensor-core precision lands from the exact input gradient.
+
+    python -m helpers.chapters.tensor_cores --layers resnet50 --n 4 --out results/x.json
+
+For each layer (random inputs, the course's seed) every stage runs once on the GPU; its result is
+compared with the float64 reference of the float32 inputs (the exact answer, before any rounding)
+and with the float32 CUDA stage's result (what an fp32 kernel returns). An error is measured in
+the unit the checker uses: |got - reference| at an element divided by the sum of |terms| there
+(helpers/engine/check.py), worst and median over the layer; beside it, the tolerance the stage is
+tested to on that layer (from the reference of its rounded inputs: runner.check_plan).
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+import numpy as np
+
+from ..engine.check import tolerance_stored
+from ..ops import conv_dgrad
+from ..ops.layers import layer_set
+from ..runner import plan_stage
+from ..stages import get_stage
+
+STAGES = ("memoized_bounds_cuda", "tc_tf32", "tc_fp16", "tc_bf16")   # fp32 first: the float32 result
+TC_STAGES = ("tc_tf32", "tc_fp16", "tc_bf16", "tc_fp16_ldm", "tc_fp16_pipe")
+BK = 32          # reduction indices per shared row (kernels/conv_dgrad/13_*.cu)
+
+
+# -- the fragment layout of mma.sync.m16n8k8 (TF32) ------------------------------------------
+
+def fragment_owner(operand: str, row: int, col: int) -> tuple:
+    """(lane, register) holding element (row, col) of an m16n8k8 TF32 operand: A is 16x8 (m x k),
+    B is 8x8 (k x n), C is 16x8 (m x n); g = lane / 4, t = lane % 4 (kernels/common/tc.cuh)."""
+    if operand == "A":
+        return 4 * (row % 8) + col % 4, (row // 8) + 2 * (col // 4)
+    if operand == "B":
+        return 4 * col + row % 4, row // 4
+    if operand == "C":
+        return 4 * (row % 8) + col // 2, 2 * (row // 8) + col % 2
+    raise ValueError(f"operand is 'A', 'B' or 'C', not {operand!r}")
+
+
+def draw_fragments(axes=None):
+    """The three operands of one m16n8k8 TF32 mma, each element labelled lane/register, coloured
+    by lane: what each of the warp's 32 lanes holds in its registers."""
+    import matplotlib.pyplot as plt
+    shapes = {"A": (16, 8, "A (16 x 8): dy' rows = positions, columns = k"),
+              "B": (8, 8, "B (8 x 8): w, rows = k, columns = channels"),
+              "C": (16, 8, "C (16 x 8): fp32 sums, positions x channels")}
+    if axes is None:
+        _, axes = plt.subplots(1, 3, figsize=(13, 6.5), gridspec_kw={"height_ratios": [1]})
+    cmap = plt.get_cmap("tab20")
+    for ax, (op, (rows, cols, title)) in zip(axes, shapes.items()):
+        for r in range(rows):
+            for c in range(cols):
+                lane, reg = fragment_owner(op, r, c)
+                ax.add_patch(plt.Rectangle((c, rows - 1 - r), 1, 1, color=cmap(lane % 20), alpha=0.35 + 0.4 * (lane // 20 % 2)))
+                ax.text(c + 0.5, rows - 0.5 - r, f"{lane}\n{op.lower()}{reg}", ha="center", va="center", fontsize=6.5)
+        ax.set_xlim(0, cols)
+        ax.set_ylim(0, 16)
+        ax.set_aspect("equal")
+        ax.set_xticks([])
+        ax.set_yticks([])
+        ax.set_title(title, fontsize=9)
+    return axes
+
+
+# -- the bank model of the 16-bit stages' shared tiles ----------------------------------------
+
+def shared_offset(layout: str, row: int, chunk: int) -> int:
+    """Byte offset of 16-byte chunk ``chunk`` (8 values) of shared row ``row`` of a BK = 32 tile:
+    'padded' (tc_fp16: rows of 40 values), 'plain' (rows of 32, unpadded), 'swizzled'
+    (tc_fp16_ldm: chunk j stored at j ^ ((row / 2) % 4))."""
+    if layout == "padded":
+        return row * 80 + chunk * 16
+    if layout == "plain":
+        return row * 64 + chunk * 16
+    if layout == "swizzled":
+        return row * 64 + (chunk ^ ((row >> 1) & 3)) * 16
+    raise ValueError(f"layout is 'padded', 'plain' or 'swizzled', not {layout!r}")
+
+
+def ldmatrix_lanes(layout: str, ks: int = 0) -> list:
+    """Word addresses (4 per lane) of ldmatrix.x4 loading a 16 x 16 A tile at k-step ``ks``:
+    lane l names row l % 16, chunk ks / 8 + l / 16. Served 8 lanes (one 8x8 matrix) per part."""
+    return [[shared_offset(layout, lane & 15, ks // 8 + (lane >> 4)) // 4 + i for i in range(4)]
+            for lane in range(32)]
+
+
+def row_store_lanes(layout: str, chunk: int = 0) -> list:
+    """Word addresses of a warp's 16-byte stores of the gathered rows: lane l writes chunk
+    ``chunk`` of row l (each thread owns one position's row)."""
+    return [[shared_offset(layout, lane, chunk) // 4 + i for i in range(4)] for lane in range(32)]
+
+
+def bank_table() -> list[tuple]:
+    """(access, layout, passes, conflict-free passes) for the 16-bit stages' shared accesses."""
+    from .pictures_winograd import passes
+    rows = []
+    for access, lanes_of in (("ldmatrix.x4 of A", ldmatrix_lanes), ("16-byte row stores", row_store_lanes)):
+        for layout in ("padded", "plain", "swizzled"):
+            rows.append((access, layout, passes(lanes_of(layout)), 4))
+    return rows
+
+
+# -- PTX ---------------------------------------------------------------------------------------
+
+KEY_INSTRUCTIONS = ("mma.sync", "ldmatrix", "cp.async", "cvt.rna.tf32", "ld.shared", "st.shared")
+
+
+def stage_ptx(stage: str, arch: str = "compute_80", layer: dict | None = None) -> str:
+    """The PTX NVRTC makes of a stage's kernel (its defaults, for a 3x3 stride-1 layer)."""
+    from ..engine.backends import nvrtc
+    from ..runner import jit_defines, prepare, stage_source
+    s = get_stage("conv_dgrad", stage)
+    lay = layer or {"n": 1, "c": 64, "h": 8, "w": 8, "k": 64, "kernel": 3, "stride": 1, "padding": 1}
+    problem = prepare("conv_dgrad", **conv_dgrad.layer_args(dict(lay, name="ptx")))
+    jit = jit_defines(s, problem, s.defines)
+    return nvrtc.compile_ptx(s.kernel, jit, arch, source=stage_source(s, jit))
+
+
+def ptx_counts(ptx: str) -> dict:
+    """How many PTX lines hold each key instruction (in the unrolled kernel body)."""
+    return {k: sum(1 for line in ptx.splitlines() if line.strip().startswith(k)) for k in KEY_INSTRUCTIONS}
+
+
+def ptx_excerpt(ptx: str, instruction: str, lines: int = 2) -> list[str]:
+    """The first ``lines`` PTX lines starting with ``instruction``."""
+    return [line.strip() for line in ptx.splitlines() if line.strip().startswith(instruction)][:lines]
+
+
+# -- recorded runs -----------------------------------------------------------------------------
+
+def recorded_rows(run: dict) -> list[dict]:
+    """Per (layer, stage): time, TFLOP/s, cuDNN's time in the stage's precision and the ratio."""
+    vendor = {(v["layer"], v.get("precision", "fp32")): v for v in run["vendor"]}
+    out = []
+    for r in run["rows"]:
+        v = vendor.get((r["layer"], r["precision"]))
+        out.append({"layer": r["layer"], "stage": r["stage"], "precision": r["precision"], "path": r["path"],
+                    "ms": r["median_ms"], "tflops": r["gflops"] / 1e3,
+                    "cudnn_ms": v["median_ms"] if v else float("nan"),
+                    "cudnn_tflops": v["gflops"] / 1e3 if v else float("nan"),
+                    "x_cudnn": r.get("x_vendor", float("nan"))})
+    return out
+
+
+def tested_rtol(problem, stage) -> float:
+    """The relative tolerance (of the sum of |terms|) stage is checked to on this problem."""
+    s = get_stage("conv_dgrad", stage)
+    rtol = conv_dgrad.rtol(problem, mma=s.precision) if s.tensor_cores else conv_dgrad.rtol(problem)
+    return tolerance_stored(rtol, s.precision)[0]
+
+
+def accuracy(layers="resnet50", n: int = 4, stages=STAGES, activation: str = "none") -> list:
+    rows = []
+    for lay in (layer_set(layers) if isinstance(layers, str) else layers):
+        lay = dict(lay, n=n) if n else lay
+        args = conv_dgrad.layer_args(lay, activation=activation)
+        exact, magnitude = (v["grad_input"] for v in conv_dgrad.reference(conv_dgrad.prepare(**args)))
+        mag = np.maximum(magnitude, np.finfo(np.float32).tiny)
+        fp32 = None
+        for stage in stages:
+            plan = plan_stage("conv_dgrad", stage, **args)
+            plan.enqueue()
+            got = plan.outputs()["grad_input"].astype(np.float64)
+            fp32 = got if fp32 is None else fp32
+            err64, err32 = np.abs(got - exact) / mag, np.abs(got - fp32) / mag
+            rows.append({"layer": lay["name"], "n": lay["n"], "stage": stage, "ran": plan.stage.key,
+                         "precision": plan.stage.precision, "terms": plan.problem.dims["K"] * plan.problem.dims["KH"] * plan.problem.dims["KW"],
+                         "max_vs_float64": float(err64.max()), "median_vs_float64": float(np.median(err64)),
+                         "max_vs_fp32": float(err32.max()), "median_vs_fp32": float(np.median(err32)),
+                         "tested_rtol": tested_rtol(plan.problem, stage)})
+    return rows
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--layers", default="resnet50")
+    ap.add_argument("--n", type=int, default=4, help="batch (0: the layer set's own)")
+    ap.add_argument("--stages", nargs="*", default=list(STAGES))
+    ap.add_argument("--out", default="-")
+    a = ap.parse_args(argv)
+    from ..engine.backends.cuda import device
+    out = {"kind": "accuracy", "op": "conv_dgrad", "layer_set": a.layers, "tag": "tc_accuracy",
+           "device": {"name": device()["name"], "type": "GPU"},
+           "settings": {"command": "python -m helpers.chapters.tensor_cores " + " ".join(argv or sys.argv[1:]), "n": a.n},
+           "unit": "|got - reference| / sum of |terms| at the element", "rows": accuracy(a.layers, a.n, a.stages)}
+    text = json.dumps(out, indent=1)
+    if a.out == "-":
+        print(text)
+    else:
+        with open(a.out, "w") as f:
+            f.write(text + "\n")
+    for r in out["rows"]:
+        print(f"{r['layer']:>14} {r['stage']:>22}  max {r['max_vs_float64']:.2e} vs float64, "
+              f"{r['max_vs_fp32']:.2e} vs fp32; tested to {r['tested_rtol']:.2e}", file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
