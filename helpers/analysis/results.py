@@ -97,7 +97,7 @@ def course_summary() -> list[dict]:
     from .summary import geomean, vendor_name
     rows = []
     for run in load():
-        if "rows" not in run or run.get("op") is None:
+        if run.get("kind") != "bench":        # accuracy, training, register and tuning files
             continue
         op, memory = run["op"], run["op"] in MEMORY_BOUND
         for key in dict.fromkeys(r["key"] for r in run["rows"]):
