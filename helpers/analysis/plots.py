@@ -42,7 +42,8 @@ def ladder(*runs, metric: str = "gflops", title: str | None = None, highlight: s
             x = s[k]["x_first"]
             if not math.isnan(x):                 # above the whisker, so the two never overlap
                 ax.annotate(f"x{x:.1f}", (b.get_x() + b.get_width() / 2, b.get_height() + up),
-                            ha="center", va="bottom", fontsize=8)
+                            ha="center", va="bottom", fontsize=8, zorder=5,   # over the lines below
+                            bbox=dict(fc="white", ec="none", alpha=0.85, pad=0.6))
         # one dashed line per precision the vendor was timed in (chapter 13's runs have several)
         for precision in dict.fromkeys(r.get("precision", "fp32") for r in run.get("vendor", [])):
             rows = [r for r in run["vendor"] if r.get("precision", "fp32") == precision]
@@ -54,11 +55,14 @@ def ladder(*runs, metric: str = "gflops", title: str | None = None, highlight: s
         if metric == "gbps" and "roofline" in run:
             bw = run["roofline"]["copy_gbps"]
             ax.axhline(bw, ls=":", color="tab:red", lw=1.5)
-            ax.annotate(f"measured copy {bw:.0f} GB/s", (-0.5, bw), ha="left", va="bottom", fontsize=8,
-                        color="tab:red")
+            ax.annotate(f"measured copy {bw:.0f} GB/s", (-0.5, bw), xytext=(0, 2), textcoords="offset points",
+                        ha="left", va="bottom", fontsize=8, color="tab:red")
         if vals and min(vals) > 0 and max(vals) / min(vals) > 30:   # one bar would vanish: log scale
             ax.set_yscale("log")
             ax.set_title("log scale", loc="right", fontsize=7)
+            ax.set_ylim(top=ax.get_ylim()[1] * 2.0)               # room for the labels at the top
+        else:
+            ax.set_ylim(top=ax.get_ylim()[1] * 1.1)
         ax.set_xticks(range(len(keys)), keys, rotation=30, ha="right", fontsize=8)
         ax.set_ylabel({"gflops": "GFLOP/s (geometric mean)", "gbps": "GB/s (geometric mean)"}.get(metric, metric)
                       + "\nwhiskers: interquartile range", fontsize=8)

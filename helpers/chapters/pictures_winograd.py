@@ -125,18 +125,21 @@ def draw_tiles(ax, h: int = 7, w: int = 7, padding: int = 1, tile: tuple = (1, 2
     th, tw = tile
     ax.add_patch(Rectangle((2 * tw, 2 * th), 4, 4, fc="tab:blue", alpha=0.25, ec="tab:blue", lw=2))
     off = wp + 1.5
-    for i in range(oh):
-        for j in range(ow):
-            ax.add_patch(Rectangle((off + j, i), 1, 1, fc="white", ec="0.6", lw=0.5))
+    th_all, tw_all = oh + oh % 2, ow + ow % 2            # the tiles cover an even number of outputs
+    for i in range(th_all):
+        for j in range(tw_all):
+            dropped = i >= oh or j >= ow                  # computed by a partial tile, never stored
+            ax.add_patch(Rectangle((off + j, i), 1, 1, fc="0.93" if dropped else "white", ec="0.6", lw=0.5,
+                                   hatch="///" if dropped else None))
     for a in range(0, oh, 2):
         for b in range(0, ow, 2):
             ax.add_patch(Rectangle((off + b, a), 2, 2, fill=False, ec="k", lw=1.2))
     ax.add_patch(Rectangle((off + 2 * tw, 2 * th), 2, 2, fc="tab:orange", alpha=0.5, ec="tab:orange", lw=2))
     ax.text(wp / 2, -0.6, f"padded input {h}x{w}\n(grey: padding {padding})", ha="center", va="bottom", fontsize=8)
-    partial = "\n(the last ones partial: their\nextra outputs are dropped)" if oh % 2 or ow % 2 else ""
-    ax.text(off + ow / 2, -0.6, f"output {oh}x{ow} in 2x2 tiles{partial}", ha="center", va="bottom", fontsize=8)
-    ax.set_xlim(-0.5, off + ow + 0.5)
-    ax.set_ylim(max(hp, oh) + 0.5, -3.2)
+    partial = "\n(the last ones partial: their extra\noutputs, hatched, are dropped)" if oh % 2 or ow % 2 else ""
+    ax.text(off + tw_all / 2, -0.6, f"output {oh}x{ow} in 2x2 tiles{partial}", ha="center", va="bottom", fontsize=8)
+    ax.set_xlim(-0.5, off + tw_all + 0.5)
+    ax.set_ylim(max(hp, th_all) + 0.5, -3.2)
     ax.set_aspect("equal")
     ax.axis("off")
     return ax
