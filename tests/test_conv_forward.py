@@ -14,6 +14,7 @@ import helpers
 from helpers import stages as registry
 from helpers.engine.build import kernel_source
 from helpers.ops.conv_forward import random_problem_args
+from helpers.runner import resolve
 
 STAGES = helpers.stage_names("conv_forward")
 WINO = [s for s in STAGES if s.startswith("wino")]
@@ -113,7 +114,7 @@ def test_f4x4_runs_itself_on_every_forward_grid_case(ctx):
     """F(4x4) forward has no channel minimum (the 6x6 tile scale covers it): no grid case falls back."""
     for c in GRID:
         problem = helpers.prepare("conv_forward", **_args(c, 0))
-        assert helpers.runner.resolve("conv_forward", "wino4_blocked", problem, ctx, None)[0].name == "wino4_blocked"
+        assert resolve("conv_forward", "wino4_blocked", problem, ctx, None)[0].name == "wino4_blocked"
 
 
 def test_stages_match_pytorch_on_random_shapes(ctx):
@@ -149,11 +150,11 @@ def test_winograd_dgrad_matches_pytorch(ctx, stage, cases):
     for i, (n, c, h, w, k, pad, act) in enumerate(cases):
         a = dgrad_args(n, c, h, w, k, 3, 1, pad, act, seed=i)
         problem = op.prepare(**a)
-        assert helpers.runner.resolve("conv_dgrad", stage, problem, ctx, None)[0].name == stage
+        assert resolve("conv_dgrad", stage, problem, ctx, None)[0].name == stage
         dy = torch.from_numpy(a["grad_output"]).double()
         if act != "none":
             y = torch.from_numpy(a["output"]).double()
-            dy = dy * ((y > 0).double() if act == "relu" else 1 - y * y)
+            dy = dy * {"relu": (y > 0).double(), "tanh": 1 - y * y, "sigmoid": y * (1 - y)}[act]
         want = torch.nn.grad.conv2d_input((n, c, h, w), torch.from_numpy(a["weight"].transpose(1, 0, 2, 3).copy()).double(),
                                           dy, padding=pad).numpy()
         _, mag = op.reference(problem)
@@ -165,7 +166,7 @@ def test_winograd_dgrad_falls_back_where_it_must(ctx):
     from helpers.ops.conv_dgrad import random_problem_args as dgrad_args
     for a in (dgrad_args(1, 4, 9, 9, 8, 3, 2, 1), dgrad_args(1, 4, 9, 9, 8, 5, 1, 2), dgrad_args(1, 4, 9, 9, 2, 3, 1, 1)):
         problem = helpers.prepare("conv_dgrad", **a)
-        ran = helpers.runner.resolve("conv_dgrad", "winograd", problem, ctx, None)[0]
+        ran = resolve("conv_dgrad", "winograd", problem, ctx, None)[0]
         assert ran.name != "winograd"
         helpers.check_stage("conv_dgrad", "winograd", ctx=ctx, guard=True, **a)
 
@@ -176,7 +177,7 @@ def test_winograd4_dgrad_falls_back_to_f2x2_below_its_minimum_k(ctx):
     for k, runs in ((WINO4_DGRAD_MIN_K - 1, "winograd"), (WINO_DGRAD_MIN_K - 1, "width"), (WINO4_DGRAD_MIN_K, "winograd4")):
         a = dgrad_args(2, 5, 10, 7, k, 3, 1, 0, "relu", seed=k)
         problem = helpers.prepare("conv_dgrad", **a)
-        assert helpers.runner.resolve("conv_dgrad", "winograd4", problem, ctx, None)[0].name == runs
+        assert resolve("conv_dgrad", "winograd4", problem, ctx, None)[0].name == runs
         helpers.check_stage("conv_dgrad", "winograd4", ctx=ctx, guard=True, **a)
 
 
