@@ -43,7 +43,8 @@ def best_vs_vendor(op: str | None = None, device: str | None = None) -> list[dic
     for run in _runs():
         if (op and run["op"] != op) or (device and device.lower() not in run["device"]["name"].lower()):
             continue
-        vendor = {v["layer"]: v for v in run["vendor"] if v.get("median_ms")}
+        # the vendor in fp32, as the rows compared (a run of chapter 13 times it per precision)
+        vendor = {v["layer"]: v for v in run["vendor"] if v.get("median_ms") and v.get("precision", "fp32") == "fp32"}
         for r in run["rows"]:
             v = vendor.get(r["layer"])
             if v is None or not r.get("verified", True) or (r.get("precision") or "fp32") != "fp32":

@@ -94,22 +94,19 @@ def course_summary() -> list[dict]:
     set, device), each stage's geometric means over the run's layers of GFLOP/s (GB/s for the
     memory-bound batch norm), % of the device's measured FMA peak (copy bandwidth for batch norm),
     x the run's first stage and x the vendor library where it was timed."""
-    from .summary import geomean, vendor_name
+    from .summary import geomean, summary, vendor_name
     rows = []
     for run in load():
         if run.get("kind") != "bench":        # accuracy, training, register and tuning files
             continue
         op, memory = run["op"], run["op"] in MEMORY_BOUND
-        for key in dict.fromkeys(r["key"] for r in run["rows"]):
+        for key, s in summary(run).items():   # the bench's own geometric means per stage
             rs = [r for r in run["rows"] if r["key"] == key]
             rows.append({"op": op, "layers": run["layer_set"] + (f" ({run['tag']})" if run.get("tag") else ""),
                          "device": run["device"]["name"].strip(), "stage": key,
-                         "rate": geomean(r.get("gbps" if memory else "gflops") for r in rs),
-                         "unit": "GB/s" if memory else "GFLOP/s",
+                         "rate": s["gbps" if memory else "gflops"], "unit": "GB/s" if memory else "GFLOP/s",
                          "pct_peak": geomean(r.get("pct_copy" if memory else "pct_fma_peak") for r in rs),
-                         "peak": "copy" if memory else "FMA",
-                         "x_first": geomean(r.get("x_first") for r in rs),
-                         "x_vendor": geomean(r.get("x_vendor") for r in rs),
+                         "peak": "copy" if memory else "FMA", "x_first": s["x_first"], "x_vendor": s["x_vendor"],
                          "vendor": vendor_name(run) if run.get("vendor") else None})
     return rows
 

@@ -18,7 +18,8 @@ import numpy as np
 
 from . import reference as ref
 from ..engine.check import rtol_for_sum
-from .problem import INT32_MAX, Problem, activation_output, positive_int, reject_unknown, shape4, tensor
+from .problem import (INT32_MAX, Problem, activation_output, conv_geometry, positive_int, reject_unknown, shape4,
+                      tensor)
 
 OP = "conv_wgrad"
 ACT_CODES = {"none": 0, "relu": 1, "sigmoid": 2, "tanh": 3}  # kernels/common/course.h: ACT_*
@@ -31,18 +32,12 @@ def prepare(**kwargs) -> Problem:
     dy = tensor(OP, "grad_output", kwargs.get("grad_output"), 4)
     if kwargs.get("weight_shape") is None:
         raise TypeError(f"{OP}: argument weight_shape (C, K, R, S) is required")
-    wc, k, kh, kw = shape4(OP, "weight_shape", kwargs["weight_shape"], "(C, K, R, S)")
+    weight_shape = shape4(OP, "weight_shape", kwargs["weight_shape"], "(C, K, R, S)")
     stride = positive_int(OP, "stride", kwargs.get("stride", 1))
     pad = positive_int(OP, "padding", kwargs.get("padding", 0), minimum=0)
 
     n, c, h, wd = x.shape
-    if wc != c:
-        raise ValueError(f"{OP}: weight_shape is IOHW (C_in, C_out, R, S) = {(wc, k, kh, kw)}, so its "
-                         f"first entry must equal the input's channels C = {c}")
-    if kh > h + 2 * pad or kw > wd + 2 * pad:
-        raise ValueError(f"{OP}: a {kh}x{kw} kernel does not fit in the padded {h}x{wd} input "
-                         f"(padding {pad})")
-    oh, ow = ref.output_size(h, kh, stride, pad), ref.output_size(wd, kw, stride, pad)
+    k, kh, kw, oh, ow = conv_geometry(OP, weight_shape, c, h, wd, stride, pad)
     if dy.shape != (n, k, oh, ow):
         raise ValueError(f"{OP}: grad_output must have shape (N, K, OH, OW) = {(n, k, oh, ow)} for "
                          f"input {(n, c, h, wd)}, a {kh}x{kw} kernel with {k} output channels, stride "

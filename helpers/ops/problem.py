@@ -117,14 +117,16 @@ def shape4(op: str, name: str, value, entries: str = "(N, C, H, W)") -> tuple:
     return tuple(int(d) for d in dims)
 
 
-def conv_geometry(op: str, weight: np.ndarray, c: int, h: int, w: int, stride: int, pad: int) -> tuple:
-    """(K, KH, KW, OH, OW) of a convolution with IOHW ``weight`` over a (., c, h, w) input, or a
-    ValueError naming what does not fit."""
+def conv_geometry(op: str, weight, c: int, h: int, w: int, stride: int, pad: int) -> tuple:
+    """(K, KH, KW, OH, OW) of a convolution with IOHW ``weight`` (an array, or the weight_shape
+    tuple of the weight gradient) over a (., c, h, w) input, or a ValueError naming what does not fit."""
     from .reference import output_size
-    wc, k, kh, kw = weight.shape
+    given = isinstance(weight, tuple)
+    wc, k, kh, kw = weight if given else weight.shape
     if wc != c:
-        raise ValueError(f"{op}: weight is IOHW (C_in, C_out, R, S) = {weight.shape}, so its first "
-                         f"dimension must equal the input's channels C = {c}")
+        raise ValueError(f"{op}: {'weight_shape' if given else 'weight'} is IOHW (C_in, C_out, R, S) = "
+                         f"{(wc, k, kh, kw) if given else weight.shape}, so its first "
+                         f"{'entry' if given else 'dimension'} must equal the input's channels C = {c}")
     if kh > h + 2 * pad or kw > w + 2 * pad:
         raise ValueError(f"{op}: a {kh}x{kw} kernel does not fit in the padded {h}x{w} input "
                          f"(padding {pad})")
