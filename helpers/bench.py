@@ -28,6 +28,7 @@ from .analysis.results import RESULTS
 from .analysis.summary import geomean, summary, vendor_name
 from .engine.backends import require
 from .engine.devices import device_info, get_context
+from .engine.tensor import STORAGE
 from .engine.timing import default_flush_bytes, time_plan
 from .ops import op_module
 from .ops.layers import layer_set
@@ -109,8 +110,8 @@ def run(op: str = "conv_dgrad", stages=None, layers="ci", ctx=None, *, activatio
                    "key": s.key, "number": s.number, "ran": plan.stage.key,
                    "backend": plan.stage.backend, "precision": plan.stage.precision, "path": plan.path, "defines": plan.jit_defines,
                    **timing.summary(), "times_ms": timing.times_ms,
-                   "gflops": problem.flops / sec / 1e9, "gbps": problem.min_bytes / sec / 1e9,
-                   "flops": problem.flops, "min_bytes": problem.min_bytes,
+                   "gflops": problem.flops / sec / 1e9, "gbps": problem.bytes_moved(plan.stage.precision) / sec / 1e9,
+                   "flops": problem.flops, "min_bytes": problem.bytes_moved(plan.stage.precision),
                    "verified": verdict and verdict_after}
             if peak:
                 row["pct_fma_peak"] = 100 * row["gflops"] / out["roofline"]["fma_gflops"]
@@ -128,9 +129,9 @@ def run(op: str = "conv_dgrad", stages=None, layers="ci", ctx=None, *, activatio
                 given = {} if precision == "fp32" else {"precision": precision}
                 v = mod.vendor_time(problem, warmup=max(warmup, 5), repeats=repeats, flush_bytes=flush, **given)
                 if v is not None:
-                    v.update(layer=lay["name"], gflops=problem.flops / (v["median_ms"] * 1e-3) / 1e9,
-                             gbps=problem.min_bytes / (v["median_ms"] * 1e-3) / 1e9)
                     v.setdefault("precision", "fp32")
+                    v.update(layer=lay["name"], gflops=problem.flops / (v["median_ms"] * 1e-3) / 1e9,
+                             gbps=problem.bytes_moved(v["precision"]) / (v["median_ms"] * 1e-3) / 1e9)
                     out["vendor"].append(v)
         if hasattr(mod, "library_times"):          # other libraries on the same OpenCL device (CLBlast)
             for v in mod.library_times(problem, ctx, warmup=warmup, repeats=repeats, flush_bytes=flush):
@@ -138,7 +139,9 @@ def run(op: str = "conv_dgrad", stages=None, layers="ci", ctx=None, *, activatio
                          gbps=problem.min_bytes / (v["median_ms"] * 1e-3) / 1e9)
                 out.setdefault("libraries", []).append(v)
     bar.close()
-    out["formulas"] = {"gflops": problem.flops_formula, "gbps": problem.bytes_formula,
+    half = any(STORAGE[s.precision] != "float32" for s in stages)
+    out["formulas"] = {"gflops": problem.flops_formula,
+                       "gbps": problem.bytes_formula + ("; 2 bytes per value for the fp16 and bf16 rows" if half else ""),
                        "speedup": "median time of the op's first stage / median time of this stage"}
     _relative(out)
     return out

@@ -29,3 +29,14 @@ def test_help_lists_ops_layer_sets_and_stages(capsys):
     text = capsys.readouterr().out
     for word in ("conv_dgrad:", "batchnorm_forward:", "resnet50", "naive_cuda [cuda]", "layer sets:"):
         assert word in text
+
+
+def test_bandwidth_counts_the_bytes_of_the_stored_precision():
+    """An fp16 stage moves 2 bytes per value: its GB/s and min_bytes are half those of an fp32
+    stage at the same time (the ops count 4-byte values)."""
+    out = bench.run("conv_dgrad", ["naive", "naive_fp16"], "ci", repeats=3, warmup=1, vendor=False,
+                    peak=False, progress=False)
+    for fp32, fp16 in zip(*([r for r in out["rows"] if r["stage"] == s] for s in ("naive", "naive_fp16"))):
+        assert fp16["min_bytes"] * 2 == fp32["min_bytes"]
+        assert fp16["gbps"] == pytest.approx(fp16["min_bytes"] / (fp16["median_ms"] * 1e-3) / 1e9)
+    assert "2 bytes per value" in out["formulas"]["gbps"]

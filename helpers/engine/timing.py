@@ -111,14 +111,6 @@ def time_plan(plan, **kwargs) -> Timing:
     return time_enqueue(plan.enqueue, plan.queue, **kwargs)
 
 
-def rates(problem, timing: Timing) -> dict:
-    """GFLOP/s and GB/s of a problem at the timing's median, with the formulas used."""
-    sec = timing.median_ms * 1e-3
-    return {"gflops": problem.flops / sec / 1e9, "gbps": problem.min_bytes / sec / 1e9,
-            "flops": problem.flops, "min_bytes": problem.min_bytes,
-            "flops_formula": problem.flops_formula, "bytes_formula": problem.bytes_formula}
-
-
 def as_dict(timing: Timing) -> dict:
     return {**timing.summary(), "times_ms": list(timing.times_ms)} if timing.times_ms else asdict(timing)
 

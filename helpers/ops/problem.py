@@ -12,7 +12,7 @@ from typing import Callable
 
 import numpy as np
 
-from ..engine.tensor import DeviceTensor, from_storage, to_storage, to_tf32
+from ..engine.tensor import STORAGE, DeviceTensor, from_storage, to_storage, to_tf32
 
 INT32_MAX = 2**31 - 1
 
@@ -50,6 +50,11 @@ class Problem:
                                                    for a in self.inputs.values()):
             return self
         return replace(self, inputs={name: host(name, a) for name, a in self.inputs.items()})
+
+    def bytes_moved(self, precision: str = "fp32") -> int:
+        """min_bytes for a stage that stores its tensors in ``precision``: the ops count 4-byte
+        values; fp16 and bf16 stages (and the vendor timed in them) move 2 bytes per value."""
+        return self.min_bytes if STORAGE[precision] == "float32" else self.min_bytes // 2
 
     def result(self, outputs: dict):
         if self.returns is not None:
