@@ -13,7 +13,7 @@ import numpy as np
 
 from . import reference as ref
 from ..engine.check import rtol_for_sum, rtol_mma
-from .problem import Problem, activation_output, conv_geometry, positive_int, reject_unknown, shape4, tensor
+from .problem import Problem, activation_output, backward_conv_problem, conv_geometry, positive_int, reject_unknown, shape4, tensor
 
 OP = "conv_dgrad"
 ACT_CODES = {"none": 0, "relu": 1, "sigmoid": 2, "tanh": 3}  # kernels/common/course.h: ACT_*
@@ -40,23 +40,10 @@ def prepare(**kwargs) -> Problem:
         raise ValueError(f"{OP}: the input gradient would have {n * c * h * wd:,} elements; the "
                          f"kernels index with 32-bit integers")
 
-    inputs = {"grad_output": dy, "output": y if y is not None else dy, "weight": w}
-    reads = dy.size + w.size + (y.size if y is not None else 0)
-    return Problem(
-        op=OP,
-        inputs=inputs,
-        outputs={"grad_input": (n, c, h, wd)},
-        scalars={"N": n, "C": c, "H": h, "W": wd, "K": k, "OH": oh, "OW": ow, "PAD": pad},
-        defines={"KH": kh, "KW": kw, "STRIDE": stride, "ACT": ACT_CODES[act]},
-        dims={"N": n, "C": c, "H": h, "W": wd, "K": k, "OH": oh, "OW": ow, "KH": kh, "KW": kw,
-              "stride": stride, "pad": pad, "activation": act},
-        aliases={} if y is not None else {"output": "grad_output"},
-        flops=2 * n * k * oh * ow * c * kh * kw,
-        min_bytes=4 * (reads + n * c * h * wd),
-        flops_formula="2·N·K·OH·OW·C·R·S (one multiply-add per weight use, as for the forward pass)",
-        bytes_formula="4 bytes · (|grad_output| + |weight| + |grad_input| (+ |output| with an activation))",
-        label=f"N{n} C{c} {h}x{wd} K{k} {kh}x{kw} s{stride} p{pad} {act}",
-    )
+    return backward_conv_problem(
+        OP, {"grad_output": dy, "output": y if y is not None else dy, "weight": w}, {"grad_input": (n, c, h, wd)},
+        (n, c, h, wd, k, kh, kw, oh, ow, stride, pad), act, ACT_CODES[act], y is not None,
+        "4 bytes · (|grad_output| + |weight| + |grad_input| (+ |output| with an activation))")
 
 
 def mma_operands(p: Problem) -> tuple:

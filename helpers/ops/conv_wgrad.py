@@ -18,7 +18,7 @@ import numpy as np
 
 from . import reference as ref
 from ..engine.check import rtol_for_sum
-from .problem import (INT32_MAX, Problem, activation_output, conv_geometry, positive_int, reject_unknown, shape4,
+from .problem import (INT32_MAX, Problem, activation_output, backward_conv_problem, conv_geometry, positive_int, reject_unknown, shape4,
                       tensor)
 
 OP = "conv_wgrad"
@@ -47,23 +47,10 @@ def prepare(**kwargs) -> Problem:
         raise ValueError(f"{OP}: the weight gradient would have {c * k * kh * kw:,} elements; the "
                          f"kernels index with 32-bit integers")
 
-    inputs = {"input": x, "grad_output": dy, "output": y if y is not None else dy}
-    reads = x.size + dy.size + (y.size if y is not None else 0)
-    return Problem(
-        op=OP,
-        inputs=inputs,
-        outputs={"grad_weight": (c, k, kh, kw)},
-        scalars={"N": n, "C": c, "H": h, "W": wd, "K": k, "OH": oh, "OW": ow, "PAD": pad},
-        defines={"KH": kh, "KW": kw, "STRIDE": stride, "ACT": ACT_CODES[act]},
-        dims={"N": n, "C": c, "H": h, "W": wd, "K": k, "OH": oh, "OW": ow, "KH": kh, "KW": kw,
-              "stride": stride, "pad": pad, "activation": act},
-        aliases={} if y is not None else {"output": "grad_output"},
-        flops=2 * n * k * oh * ow * c * kh * kw,
-        min_bytes=4 * (reads + c * k * kh * kw),
-        flops_formula="2·N·K·OH·OW·C·R·S (one multiply-add per weight use, as for the forward pass)",
-        bytes_formula="4 bytes · (|input| + |grad_output| + |grad_weight| (+ |output| with an activation))",
-        label=f"N{n} C{c} {h}x{wd} K{k} {kh}x{kw} s{stride} p{pad} {act}",
-    )
+    return backward_conv_problem(
+        OP, {"input": x, "grad_output": dy, "output": y if y is not None else dy}, {"grad_weight": (c, k, kh, kw)},
+        (n, c, h, wd, k, kh, kw, oh, ow, stride, pad), act, ACT_CODES[act], y is not None,
+        "4 bytes · (|input| + |grad_output| + |grad_weight| (+ |output| with an activation))")
 
 
 def reference(p: Problem):

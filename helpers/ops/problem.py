@@ -156,3 +156,28 @@ def activation_output(op: str, kwargs: dict, codes: dict, grad_output: np.ndarra
     if y.shape != grad_output.shape:
         raise ValueError(f"{op}: output must have grad_output's shape {grad_output.shape}, got {y.shape}")
     return act, y
+
+
+def backward_conv_problem(op: str, inputs: dict, outputs: dict, geometry: tuple, act: str, act_code: int,
+                          has_output: bool, bytes_formula: str) -> Problem:
+    """The Problem of a convolution's input or weight gradient (conv_dgrad, conv_wgrad): the same
+    int32 arguments (N, C, H, W, K, OH, OW, PAD), structural defines (KH, KW, STRIDE, ACT), dims
+    and FLOP count; ``geometry`` is (n, c, h, w, k, kh, kw, oh, ow, stride, pad). Without an
+    activation the unused ``output`` argument shares grad_output's buffer. min_bytes counts every
+    input read once and every output written once."""
+    n, c, h, w, k, kh, kw, oh, ow, stride, pad = geometry
+    moved = sum(a.size for name, a in inputs.items() if has_output or name != "output") + \
+        sum(int(np.prod(shape)) for shape in outputs.values())
+    return Problem(
+        op=op, inputs=inputs, outputs=outputs,
+        scalars={"N": n, "C": c, "H": h, "W": w, "K": k, "OH": oh, "OW": ow, "PAD": pad},
+        defines={"KH": kh, "KW": kw, "STRIDE": stride, "ACT": act_code},
+        dims={"N": n, "C": c, "H": h, "W": w, "K": k, "OH": oh, "OW": ow, "KH": kh, "KW": kw,
+              "stride": stride, "pad": pad, "activation": act},
+        aliases={} if has_output else {"output": "grad_output"},
+        flops=2 * n * k * oh * ow * c * kh * kw,
+        min_bytes=4 * moved,
+        flops_formula="2·N·K·OH·OW·C·R·S (one multiply-add per weight use, as for the forward pass)",
+        bytes_formula=bytes_formula,
+        label=f"N{n} C{c} {h}x{w} K{k} {kh}x{kw} s{stride} p{pad} {act}",
+    )
