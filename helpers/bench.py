@@ -19,6 +19,7 @@ import json
 import math
 import platform
 import re
+import shlex
 import sys
 
 import numpy as np
@@ -339,6 +340,8 @@ def _main(argv=None) -> int:
     out = run(a.op, stages, a.layers, a.device, activation=a.activation, warmup=a.warmup,
               repeats=a.repeats, vendor=not a.no_vendor, tune=a.tune, defines=defines, progress=sys.stderr.isatty(),
               verbose=False, record_tuned=a.tune and a.out != "-", tag=a.tag)
+    # the command that wrote the file: results/ is re-recorded by running it again
+    out["settings"]["command"] = "python -m helpers.bench " + shlex.join(sys.argv[1:] if argv is None else argv)
     print(report(out))
     if a.out != "-":
         act = f"_{a.activation}" if a.activation != "none" else ""

@@ -40,3 +40,11 @@ def test_bandwidth_counts_the_bytes_of_the_stored_precision():
         assert fp16["min_bytes"] * 2 == fp32["min_bytes"]
         assert fp16["gbps"] == pytest.approx(fp16["min_bytes"] / (fp16["median_ms"] * 1e-3) / 1e9)
     assert "2 bytes per value" in out["formulas"]["gbps"]
+
+
+def test_a_recorded_run_names_the_command_that_wrote_it(tmp_path):
+    import json
+    path = tmp_path / "run.json"
+    argv = ["--layers", "ci", "--stages", "naive", "--no-vendor", "--repeats", "3", "--out", str(path)]
+    assert bench.main(argv) == 0
+    assert json.loads(path.read_text())["settings"]["command"] == "python -m helpers.bench " + " ".join(argv)
