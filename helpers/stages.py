@@ -184,8 +184,10 @@ WINO = dict(family="winograd", requires="winograd_f23")
 WINO_BLOCKED = dict(WINO, launch="blocked", defines={"WG": 64, "TM": 64, "TN": 64, "REG": 4, "TK": 8, "PREFETCH": 1},
                     tune={"TM": [64, 128], "TN": [64, 128], "REG": [4, 8], "TK": [8, 16]})
 
-# Winograd F(4x4,3x3) (chapter 12a): stage 05's products over 36 batched matrices of 6x6 tiles
-WINO4_BLOCKED = dict(WINO_BLOCKED, launch="blocked_f4x4", requires="winograd_f43")
+# Winograd F(4x4,3x3) (chapter 12a): 6x6 tiles, the 36 products as a batch through the course
+# GEMM (gemm_core.h): its tile parameters and tune lists
+WINO4_BLOCKED = dict(WINO, launch="blocked_f4x4", requires="winograd_f43", defines={**TILES, "WG": 64},
+                     tune=GEMM_FAMILY["tune"])
 
 # conv_forward: the forward convolution (chapter 12: a direct baseline, then Winograd stages 1-5;
 # chapter 12a: stage 6, F(4x4))
@@ -209,8 +211,8 @@ CONV_FORWARD = [
           "register-blocked products: 64x64 per work-group, 4x4 per work-item, float4 local loads",
           **WINO_BLOCKED),
     Stage("conv_forward", 6, "wino4_blocked", "conv_forward/06_wino4_blocked.cl",
-          "Winograd F(4x4,3x3): 6x6 input tiles, 36 register-blocked products (2.25 multiplications "
-          "per output instead of 4); thin or unsupported layers run stage 05", fallback="wino_blocked",
+          "Winograd F(4x4,3x3): 6x6 input tiles, the 36 products through the course GEMM (2.25 "
+          "multiplications per output instead of 4); unsupported layers run stage 05", fallback="wino_blocked",
           **WINO4_BLOCKED),
     Stage("conv_forward", 11, "im2col", "conv_forward/11_im2col.cl",
           "chapter 11: im2col into a column workspace (C*R*S x N*OH*OW), then the course GEMM",

@@ -82,8 +82,7 @@ def test_every_tune_candidate_is_correct(ctx, stage, defines):
             raise AssertionError(f"stage {stage} with {defines} failed on {case_id(c)}:\n{err}") from None
 
 
-@pytest.mark.parametrize("op, stage", [("conv_forward", "wino_blocked"), ("conv_dgrad", "winograd"),
-                                       ("conv_forward", "wino4_blocked"), ("conv_dgrad", "winograd4")])
+@pytest.mark.parametrize("op, stage", [("conv_forward", "wino_blocked"), ("conv_dgrad", "winograd")])
 def test_without_prefetch(ctx, op, stage):
     """PREFETCH=0 (load each step's blocks, then compute) gives the same answers."""
     if op == "conv_forward":
@@ -183,9 +182,13 @@ def test_winograd4_dgrad_falls_back_to_f2x2_below_its_minimum_k(ctx):
 
 # ---- the checks can fail: planted bugs in a copy of a Winograd stage are caught ---------------
 
-def planted(monkeypatch, base, old, new):
+def planted(monkeypatch, base, old, new, header=None):
+    """A copy of stage ``base`` with ``old`` replaced by ``new``; with ``header``, the bug goes into
+    that shared header, inlined into the copy in place of its #include."""
     st = registry.get_stage("conv_forward", base)
     src = kernel_source(st.kernel)
+    if header:
+        src = src.replace(f'#include "{header}"', kernel_source(f"common/{header}"))
     assert old in src, "the planted bug no longer applies; update this test"
     bad = dataclasses.replace(st, number=90, name="planted", title="planted bug",
                               source=lambda d: src.replace(old, new))
@@ -206,14 +209,23 @@ def test_a_partial_tile_written_past_the_edge_is_caught(ctx, monkeypatch):
 
 
 def test_a_partial_6x6_tile_written_past_the_edge_is_caught(ctx, monkeypatch):
-    s = planted(monkeypatch, "wino4_blocked", "if (oh < OH && ow < OW)", "if (oh < OH && ow < OW + 1)")
+    s = planted(monkeypatch, "wino4_blocked", "if (oh < OH && ow < OW)", "if (oh < OH && ow < OW + 1)",
+                header="winograd_transforms.h")
     with pytest.raises(helpers.GuardViolation):
         helpers.check_stage("conv_forward", s, ctx=ctx, guard=True, **_args(dict(n=1, c=3, h=7, w=6, k=2, padding=1), 0))
 
 
 def test_a_wrong_f4x4_transform_coefficient_is_caught(ctx, monkeypatch):
     # one product of the 36 dropped (m[35] = 0): only the tile's last output row and column use it
-    s = planted(monkeypatch, "wino4_blocked", "wino_output_tile(m, t);", "m[35] = 0.0f; wino_output_tile(m, t);")
+    s = planted(monkeypatch, "wino4_blocked", "wino_output_tile(m, t);", "m[35] = 0.0f; wino_output_tile(m, t);",
+                header="winograd_transforms.h")
+    with pytest.raises(helpers.MismatchError):
+        helpers.check_stage("conv_forward", s, ctx=ctx, guard=True, **_args(dict(n=1, c=4, h=9, w=9, k=3, padding=1), 0))
+
+
+def test_a_missing_batch_offset_of_the_f4x4_products_is_caught(ctx, monkeypatch):
+    # every one of the 36 products reads V[0]: the course GEMM's batch entry xi ignored for B
+    s = planted(monkeypatch, "wino4_blocked", "V + xi * CIP * PP", "V")
     with pytest.raises(helpers.MismatchError):
         helpers.check_stage("conv_forward", s, ctx=ctx, guard=True, **_args(dict(n=1, c=4, h=9, w=9, k=3, padding=1), 0))
 
@@ -264,3 +276,10 @@ def test_missing_input(ctx):
 def test_bad_register_block_is_refused(ctx):
     with pytest.raises(ValueError, match="REG=6 must be a multiple of 4 that divides TM"):
         helpers.run_stage("conv_forward", "wino_blocked", ctx=ctx, defines={"REG": 6}, **good())
+
+
+def test_bad_gemm_tile_of_f4x4_is_refused(ctx):
+    with pytest.raises(ValueError, match="TK=6 and TN=64 must be multiples of 4 for float4 tile loads"):
+        helpers.run_stage("conv_forward", "wino4_blocked", ctx=ctx, defines={"TK": 6}, **good())
+    with pytest.raises(ValueError, match="TM=64 must be a multiple of WM=5"):
+        helpers.run_stage("conv_forward", "wino4_blocked", ctx=ctx, defines={"WM": 5}, **good())

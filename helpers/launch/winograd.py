@@ -5,14 +5,18 @@ The kernels see a forward 3x3 convolution of a ``src`` with CI channels into a `
 channels: conv_forward as it is; conv_dgrad renamed (dy -> dx with the rotated filter, see
 kernels/conv_dgrad/12_winograd.cl). With m x m output tiles (m = 2 or 4) and A = m + 2: scratch
 U (A² x CIP x COP), V (A² x CIP x PP), M (A² x COP x PP), with CI, CO and the number of tiles P
-padded up to the GEMM's blocks. The launch ``blocked_f4x4`` is ``blocked`` with m = 4.
+padded up to the GEMM's blocks. The launch ``blocked_f4x4`` (F(4x4), conv_forward stage 06) runs
+its 36 products through the course GEMM (kernels/common/gemm_core.h) as a batch in the NDRange's
+third dimension, with U stored (36, COP, CIP) for the GEMM's float4 loads along k.
 """
 from __future__ import annotations
 
 import numpy as np
 
+from ..ops.gemm import tile_requires
 from ..ops.problem import Problem
 from . import Step, Workspace, round_up
+from .gemm import blocked
 
 
 TILE = {"blocked_f4x4": 4}   # output tile side m of a launch; every other launch: F(2x2), m = 2
@@ -78,6 +82,9 @@ def _winograd(p: Problem, d: dict, m: int, min_k: int):
                 f"within conv_dgrad's per-element tolerance; this problem has K = {dims['K']}")
     if "REG" in d and (d["REG"] % 4 or d["TM"] % d["REG"] or d["TN"] % d["REG"]):
         return f"REG={d['REG']} must be a multiple of 4 that divides TM={d['TM']} and TN={d['TN']}"
+    if "WM" in d and (need := tile_requires(d, vectors=True)):
+        # the caller's tile parameters, not the problem: refused here, never sent to the fallback
+        raise ValueError(f"{name} runs its products on the course GEMM, whose tiles do not fit: {need}")
     cip, cop, pp = wino_padded(p, d, m)
     a2 = (m + 2) ** 2
     if a2 * max(cip, cop) * max(pp, cip) > 2**31 - 1:
@@ -120,10 +127,15 @@ def steps(stage, p: Problem, d: dict) -> list:
                 Step("wino_input", *one(16 * pp * cip), inp),
                 Step("wino_gemm", *one(16 * cop * pp), gemm),
                 Step("wino_output", *one(v["N"] * v["CO"] * v["OH"] * v["OW"]), out)]
+    if stage.launch == "blocked_f4x4":   # U (36, COP, CIP): ci along dimension 0; the course GEMM
+        return [Step("wino_filter", (round_up(int(cip), wg), int(cop)), (wg, 1), filt),
+                Step("wino_input", (round_up(int(pp), wg), int(cip)), (wg, 1), inp),
+                Step("wino_gemm", *blocked(int(cop), int(pp), d, (m + 2) ** 2), gemm),
+                Step("wino_output", (round_up(v["P"], wg), int(v["CO"])), (wg, 1), out)]
     steps = [Step("wino_filter", (round_up(int(cop), wg), int(cip)), (wg, 1), filt),
              Step("wino_input", (round_up(int(pp), wg), int(cip)), (wg, 1), inp)]
-    if stage.launch in ("blocked", "blocked_f4x4"):
-        steps.append(Step("wino_gemm", (int(pp) // d["REG"], int(cop) // d["REG"], (m + 2) ** 2),
+    if stage.launch == "blocked":
+        steps.append(Step("wino_gemm", (int(pp) // d["REG"], int(cop) // d["REG"], 16),
                           (d["TN"] // d["REG"], d["TM"] // d["REG"], 1), gemm))
     elif stage.launch == "local":
         steps.append(Step("wino_gemm", (int(pp), int(cop), 16), (d["TS"], d["TS"], 1), gemm))
