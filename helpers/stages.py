@@ -153,8 +153,9 @@ def _bn_stages(op: str) -> list:
               "one work-item per channel loops over N*H*W values: three passes forward, two backward",
               family="batchnorm", launch="per_channel", defines={"WG": 64}, tune={"WG": [32, 64, 128]}),
         Stage(op, 2, "local_two_pass", "batchnorm/02_local_two_pass.cl",
-              "one work-group per channel, coalesced reads, sums through a local-memory tree, one pass per sum",
-              **tree),
+              "one work-group per channel, coalesced reads (COALESCED=0: a contiguous chunk per work-item), "
+              "sums through a local-memory tree, one pass per sum",
+              **{**tree, "defines": {"WG": 256, "COALESCED": 1}}),
         Stage(op, 3, "welford", "batchnorm/03_welford.cl",
               "single pass for the statistics: Welford per work-item, Chan's merge in the tree", **tree),
         Stage(op, 4, "vec4", "batchnorm/04_vec4.cl",

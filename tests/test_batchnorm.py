@@ -18,7 +18,9 @@ SHAPES = [(1, 1, 1, 2), (2, 1, 1, 1), (1, 3, 1, 1), (3, 2, 1, 1), (1, 1, 5, 7), 
           (1, 4, 8, 8), (3, 5, 2, 3), (2, 2, 7, 7), (4, 3, 1, 6), (1, 2, 13, 5), (5, 1, 3, 3),
           (2, 6, 14, 14), (3, 2, 9, 11), (1, 3, 33, 31)]
 # small work-groups and blocks so that trees have many levels and stage 05 many blocks
-DEFINES = {"naive": [{}], "local_two_pass": [{}, {"WG": 4}], "welford": [{}, {"WG": 8}],
+# (stage 02's COALESCED=0: chunks of one element, of many, and work-items left with none)
+DEFINES = {"naive": [{}], "local_two_pass": [{}, {"WG": 4}, {"COALESCED": 0}, {"WG": 4, "COALESCED": 0}],
+           "welford": [{}, {"WG": 8}],
            "vec4": [{}, {"WG": 4}], "fused": [{}, {"WG": 4, "ITEMS": 1}, {"WG": 16, "ITEMS": 3, "REVERSE": 0}],
            # WG 4 holds at most 64 units a channel: the larger shapes fall back to stage 05
            "one_pass": [{}, {"WG": 4}, {"WG": 32}]}

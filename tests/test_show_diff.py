@@ -41,3 +41,11 @@ def test_a_switch_diff_shows_only_that_switch():
     assert "fetch_blocks" in prefetch and "ROTATED" not in prefetch.split("\n", 2)[2]
     plain = str(show_diff("conv_forward", "wino_transposed", "wino_blocked", {"ROTATED": 0, "PREFETCH": 0}))
     assert "#if PREFETCH" not in plain and "#if ROTATED" not in plain and "REG" in plain
+
+
+def test_batch_norm_stage_02_shows_its_two_ideas_apart():
+    idea1 = str(show_diff("batchnorm_forward", "naive", "local_two_pass", {"COALESCED": 0}))
+    assert "#if COALESCED" not in idea1 and "chunk" in idea1 and "*step = WG" not in idea1
+    idea2 = str(show_diff("batchnorm_forward", "local_two_pass", "local_two_pass", {"COALESCED": 0}, {"COALESCED": 1}))
+    changed = [ln for ln in idea2.splitlines() if ln[:1] in "+-" and ln[:3] not in ("+++", "---")]
+    assert len(changed) == 3 and any("*step = WG" in ln for ln in changed), idea2

@@ -152,4 +152,20 @@ def step_times(plan, repeats: int = 10, warmup: int = 2) -> dict:
                           "q3_ms": float(np.percentile(t, 75))} for step, t in zip(plan.steps, per)}
 
 
-__all__ = ["Session", "Source", "show_diff", "show_source", "start", "step_times", "get_context"]
+def switch_times(op: str, stage, name: str, ctx, values=(0, 1), repeats: int = 10, **args) -> dict:
+    """One switch of a stage (a -D parameter such as REVERSE), each setting checked against the
+    reference and timed kernel by kernel on the same problem (step_times):
+    {value: {kernel: {"median_ms", "q1_ms", "q3_ms"}}}. The lesson of a switch, measured alone."""
+    from ..runner import plan_stage
+    return {v: step_times(plan_stage(op, stage, ctx=ctx, defines={name: v}, **args), repeats=repeats)
+            for v in values}
+
+
+def times_line(times: dict) -> str:
+    """step_times' result on one line: each kernel's median and interquartile range."""
+    return ", ".join(f"{k} median {v['median_ms']:.3f} ms (IQR {v['q1_ms']:.3f}-{v['q3_ms']:.3f})"
+                     for k, v in times.items())
+
+
+__all__ = ["Session", "Source", "show_diff", "show_source", "start", "step_times", "switch_times", "times_line",
+           "get_context"]

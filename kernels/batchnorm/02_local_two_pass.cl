@@ -1,15 +1,19 @@
 // Stage 02: one work-group per channel, sums reduced in local memory, two passes.
 //
-// Changed from stage 01: the WG work-items of a work-group share one channel. Within a slab,
-// work-item l reads elements l, l + WG, l + 2*WG, ..., so neighbouring work-items read
-// neighbouring floats (coalesced). Each work-item keeps a partial sum; the work-group adds the
-// WG partials with a tree in local memory (wg_sum in batchnorm.h: log2(WG) steps with a
-// barrier between them). The forward pass still reads x three times: one pass for the mean,
-// one for the squared deviations from it, one to write y. The backward pass reduces its two
-// sums in two separate passes too.
+// Changed from stage 01, two ideas. (1) Parallelism: the WG work-items of a work-group share one
+// channel; each keeps a partial sum of the values it visits, and the work-group adds the WG
+// partials with a tree in local memory (wg_sum in batchnorm.h: log2(WG) steps with a barrier
+// between them). (2) Coalescing, the switch COALESCED: with 1 (the default) work-item l visits
+// elements l, l + WG, l + 2*WG, ... of each slab, so neighbouring work-items read neighbouring
+// floats; with 0 it walks its own contiguous chunk of ceil(HW / WG) elements, so neighbours read
+// addresses a chunk apart (the same addresses as with 1 when HW <= WG).
+// The forward pass still reads x three times: one pass for the mean, one for the squared
+// deviations from it, one to write y. The backward pass reduces its two sums in two separate
+// passes too. Measured: x39.7 stage 01 on the recorded H200 (forward, geometric mean over the
+// bn layers, results/), COALESCED=1 only; chapter 14 times each idea alone.
 //
 // Kernels and arguments: as stage 01. NDRange: (WG * C), work-group WG.
-// JIT parameters: WG (work-group size, a power of two), UPDATE_RUNNING, ACT.
+// JIT parameters: WG (work-group size, a power of two), COALESCED (0 or 1), UPDATE_RUNNING, ACT.
 
 #include "course.h"
 #include "batchnorm.h"
@@ -17,9 +21,22 @@
 #ifndef WG
 #define WG 256          // work-group size: a power of two (the reduction tree halves it)
 #endif
+#ifndef COALESCED
+#define COALESCED 1     // 1: interleaved (neighbours read neighbouring floats); 0: a chunk each
+#endif
 #ifndef UPDATE_RUNNING
 #define UPDATE_RUNNING 0
 #endif
+
+// The elements of each slab that work-item lid visits: first, first + step, ... below last.
+inline void slab_part(const int lid, const int HW, int* first, int* last, int* step) {
+#if COALESCED
+    *first = lid; *last = HW; *step = WG;              // interleaved: lid, lid + WG, lid + 2*WG, ...
+#else
+    const int chunk = (HW + WG - 1) / WG;              // its own chunk: lid*chunk ... lid*chunk + chunk-1
+    *first = min(HW, lid * chunk); *last = min(HW, *first + chunk); *step = 1;
+#endif
+}
 
 __kernel __attribute__((reqd_work_group_size(WG, 1, 1)))
 void bn_forward_train(__global const float* x, __global const float* gamma,
@@ -32,16 +49,18 @@ void bn_forward_train(__global const float* x, __global const float* gamma,
     __local float buf[WG];
     const int c = get_group_id(0);
     const int lid = get_local_id(0);
+    int first, last, step;
+    slab_part(lid, HW, &first, &last, &step);
     const float count = (float)N * (float)HW;
 
     float part = 0.0f;                                 // pass 1: the mean
     for (int n = 0; n < N; n++)
-        for (int i = lid; i < HW; i += WG) part += x[(n * C + c) * HW + i];
+        for (int i = first; i < last; i += step) part += x[(n * C + c) * HW + i];
     const float mean = wg_sum(buf, part) / count;
 
     part = 0.0f;                                       // pass 2: squared deviations
     for (int n = 0; n < N; n++)
-        for (int i = lid; i < HW; i += WG) {
+        for (int i = first; i < last; i += step) {
             const float d = x[(n * C + c) * HW + i] - mean;
             part = fma(d, d, part);
         }
@@ -51,7 +70,7 @@ void bn_forward_train(__global const float* x, __global const float* gamma,
     const float scale = gamma[c] * inv_std;            // pass 3: normalize
     const float b = beta[c];
     for (int n = 0; n < N; n++)
-        for (int i = lid; i < HW; i += WG) {
+        for (int i = first; i < last; i += step) {
             const int e = (n * C + c) * HW + i;
             y[e] = fma(x[e] - mean, scale, b);
         }
@@ -71,10 +90,12 @@ void bn_forward_infer(__global const float* x, __global const float* gamma,
                       const int N, const int C, const int HW, const float eps) {
     const int c = get_group_id(0);
     const int lid = get_local_id(0);
+    int first, last, step;
+    slab_part(lid, HW, &first, &last, &step);
     const float scale = gamma[c] / sqrt(running_var[c] + eps);
     const float m = running_mean[c], b = beta[c];
     for (int n = 0; n < N; n++)
-        for (int i = lid; i < HW; i += WG) {
+        for (int i = first; i < last; i += step) {
             const int e = (n * C + c) * HW + i;
             y[e] = fma(x[e] - m, scale, b);
         }
@@ -89,17 +110,19 @@ void bn_backward(__global const float* dy, __global const float* out,
     __local float buf[WG];
     const int c = get_group_id(0);
     const int lid = get_local_id(0);
+    int first, last, step;
+    slab_part(lid, HW, &first, &last, &step);
     const float m = mean[c];
     const float is = inv_std[c];
 
     float part = 0.0f;                                 // pass 1: sum of g
     for (int n = 0; n < N; n++)
-        for (int i = lid; i < HW; i += WG) part += GRAD_IN(dy, out, (n * C + c) * HW + i);
+        for (int i = first; i < last; i += step) part += GRAD_IN(dy, out, (n * C + c) * HW + i);
     const float gbeta = wg_sum(buf, part);
 
     part = 0.0f;                                       // pass 2: sum of g * (x - mean)
     for (int n = 0; n < N; n++)
-        for (int i = lid; i < HW; i += WG) {
+        for (int i = first; i < last; i += step) {
             const int e = (n * C + c) * HW + i;
             part = fma(GRAD_IN(dy, out, e), x[e] - m, part);
         }
@@ -109,7 +132,7 @@ void bn_backward(__global const float* dy, __global const float* out,
     const float k = gamma[c] * is;
     const float mb = gbeta / count, mg = ggamma / count;
     for (int n = 0; n < N; n++)
-        for (int i = lid; i < HW; i += WG) {
+        for (int i = first; i < last; i += step) {
             const int e = (n * C + c) * HW + i;
             const float xhat = (x[e] - m) * is;
             dx[e] = k * (GRAD_IN(dy, out, e) - mb - xhat * mg);
