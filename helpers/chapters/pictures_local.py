@@ -274,7 +274,14 @@ def explained_loads() -> list[str]:
     from ..analysis.results import RESULTS
     from .pictures_winograd import passes
     rec = json.loads((RESULTS / "local" / "ncu_banks_conv_dgrad_nvidia-h200.json").read_text())
-    out = []
+    sass = json.loads((RESULTS / "local" / "sass_shared_conv_dgrad_10_sm90.json").read_text())
+    out = [f"SASS of the twins ({sass['arch']}, {sass['compiler'].split(' (')[0]}), shared-memory instructions "
+           f"of one chunk depth (loads) and of the two copies (stores):"]
+    for r in sass["rows"]:
+        d = r["defines"]
+        name = r["twin"] + (" ROWCOPY=1" if d.get("ROWCOPY") else "")
+        out.append(f"   {name:<20} tile {d['TX']}x{d['TY']}: "
+                   + ", ".join(f"{n} {k}" for k, n in r["instructions"].items()))
     for r in rec["rows"]:
         if not r["twin"].startswith("10"):
             continue
@@ -286,9 +293,10 @@ def explained_loads() -> list[str]:
             width = len(lanes[0])
             reads.append(f"{4 * width} B: {passes(lanes)} passes (ideal {width})")
         sim = local.launch_conflicts(r["twin"][3:], d, dict(RES64, N=r["n"]))["load"]
-        out.append(f"{r['twin']:<14} tile {d['TX']}x{d['TY']}: dy row = " + ", ".join(reads)
-                   + f"; loads per launch: simulator {sim:,}, ncu {r['shared_ld_conflicts']:,} "
-                     f"({sim / r['shared_ld_conflicts'] - 1:+.1%})")
+        warp_chunks = (r["grid"][0] * r["grid"][1] * -(-s["LS"] // 32)) * -(-RES64["K"] // d["KC"])
+        out.append(f"{r['twin']:<14} tile {d['TX']}x{d['TY']}: dy row = " + ", ".join(reads))
+        out.append(f"{'':<14} load conflicts per launch: simulator {sim:,} ({sim // warp_chunks} per warp and chunk), "
+                   f"ncu {r['shared_ld_conflicts']:,} ({sim / r['shared_ld_conflicts'] - 1:+.1%})")
     # the narrowed read, had it stayed 16 bytes: the same 4 passes, none of them a conflict
     d = {"TX": 32, "TY": 4, "CB": 32, "KC": 4, "XPW": 8, "CPW": 4}
     narrow = local.warp_lanes("swizzle", "dy read", d, u=2)
