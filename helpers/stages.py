@@ -127,18 +127,21 @@ CONV_DGRAD = [
            "stage 09_prefetch in CUDA: the same tile, double buffer and one barrier per chunk"))],
     # Chapter 10: bank conflicts. The slab transposed for float4 reads (its copy conflicts), then
     # two fixes: padding, XOR swizzle. VEC4 and WPAD describe the layout to the bank model
-    # (helpers/chapters/local.py). Each has a CUDA twin (ncu counts its bank conflicts).
+    # (helpers/chapters/local.py). Each has a CUDA twin (ncu counts its bank conflicts). 10_swizzle's
+    # switch ROWCOPY=1 (default 0: the recorded runs) copies dy by whole stored rows: a candidate of
+    # the search, so the grid tests and the PTX compile take it too.
     *[Stage("conv_dgrad", 10, name + suffix, f"conv_dgrad/10_{name}{ext}",
             title if backend == "opencl" else f"stage 10_{name} in CUDA: the same slab layout and accesses",
-            backend=backend, defines={**PREFETCH, "XPW": 8, "VEC4": 1, "WPAD": wpad},
-            tune=LOCAL_TUNE, fallback=FALLBACK[backend], **LOCAL)
-      for name, wpad, title in (
-          ("transposed", 0, "09_prefetch with the weight slab stored [depth*tap][channel] and float4 reads "
-                            "of weights and dy rows; the copy's stores down a column conflict"),
-          ("padded", 4, "rows of the transposed slab padded by 4 floats: the copy's stores 4-way "
-                        "instead of 32-way, float4 reads kept"),
-          ("swizzle", 0, "no padding: float4s of a row XOR-swizzled by the row, the copy storing 4 "
-                         "channels x 8 rows per warp: no conflicts"))
+            backend=backend, defines={**PREFETCH, "XPW": 8, "VEC4": 1, "WPAD": wpad, **switch},
+            tune={**LOCAL_TUNE, **{k: [0, 1] for k in switch}}, fallback=FALLBACK[backend], **LOCAL)
+      for name, wpad, switch, title in (
+          ("transposed", 0, {}, "09_prefetch with the weight slab stored [depth*tap][channel] and float4 "
+                                "reads of weights and dy rows; the copy's stores down a column conflict"),
+          ("padded", 4, {}, "rows of the transposed slab padded by 4 floats: the copy's stores 4-way "
+                            "instead of 32-way, float4 reads kept"),
+          ("swizzle", 0, {"ROWCOPY": 0}, "no padding: float4s of a row XOR-swizzled by the row, the copy "
+                                         "storing 4 channels x 8 rows per warp; ROWCOPY=1: dy copied by "
+                                         "whole stored rows"))
       for suffix, ext, backend in (("", ".cl", "opencl"), ("_cuda", ".cu", "cuda"))],
 ]
 

@@ -6,9 +6,33 @@ from helpers.chapters import local
 from helpers.ops.conv_dgrad import random_problem_args
 from helpers.runner import prepare, resolve
 
-from shapes import conv_grid
+from helpers.stages import REGISTRY
+
+from shapes import case_id, conv_grid, require_paths
 
 TILED = ("local_tile", "register_block", "prefetch", "transposed", "padded", "swizzle")
+# the tiled stages' switches (a define whose candidates are 0 and 1), each away from its default:
+# test_conv_dgrad grids the defaults, this the other setting, over the same grid with guards
+SWITCHES = [(s.name, {k: v}) for s in REGISTRY["conv_dgrad"] if s.family == "local" and s.backend == "opencl"
+            for k, values in s.tune.items() if sorted(values) == [0, 1] for v in values if v != s.defines[k]]
+
+
+def test_swizzle_has_its_row_copy_switch():
+    assert ("swizzle", {"ROWCOPY": 1}) in SWITCHES
+
+
+@pytest.mark.parametrize("stage, switch", SWITCHES, ids=[f"{s}-{d}" for s, d in SWITCHES])
+def test_switch_matches_reference_with_guards_on_the_grid(ctx, stage, switch):
+    paths = {}
+    for i, c in enumerate(conv_grid()):
+        args = random_problem_args(c["n"], c["c"], c["h"], c["w"], c["k"], c["kernel"], c["stride"], c["padding"],
+                                   c["activation"], seed=i)
+        try:
+            res = helpers.check_stage("conv_dgrad", stage, ctx=ctx, guard=True, defines=switch, **args)
+        except (AssertionError, helpers.GuardViolation) as err:
+            raise AssertionError(f"stage {stage} with {switch} failed on {case_id(c)}:\n{err}") from None
+        paths[res.path] = paths.get(res.path, 0) + 1
+    require_paths(helpers.get_stage("conv_dgrad", stage), paths)
 
 
 @pytest.mark.parametrize("stage", TILED)
@@ -88,6 +112,42 @@ def test_simulator_reproduces_the_recorded_ncu_store_counts():
         dims = dict(N=r["n"], C=64, H=56, W=56, K=64, OH=56, OW=56, KH=3, KW=3)
         sim = local.launch_conflicts(r["twin"][3:], d, dims)["store"]
         assert abs(sim - r["shared_st_conflicts"]) <= max(0.01 * r["shared_st_conflicts"], 2500), r["twin"]
+
+
+def test_simulator_reproduces_the_recorded_ncu_load_counts():
+    """The dy row's last float4, narrowed to 8 bytes by the compiler (LDS.64), conflicts 2-way per
+    half-warp: 24 extra passes per warp and chunk, the load conflicts ncu counts within 3 %."""
+    import json
+    from helpers.analysis.results import RESULTS
+    rec = json.loads((RESULTS / "local" / "ncu_banks_conv_dgrad_nvidia-h200.json").read_text())
+    for r in rec["rows"]:
+        if r["twin"].startswith("10"):
+            d = {k: r["defines"][k] for k in ("TX", "TY", "CB", "KC", "XPW", "CPW")}
+            dims = dict(N=r["n"], C=64, H=56, W=56, K=64, OH=56, OW=56, KH=3, KW=3)
+            sim = local.launch_conflicts(r["twin"][3:], d, dims)["load"]
+            assert abs(sim - r["shared_ld_conflicts"]) <= 0.03 * r["shared_ld_conflicts"], r["twin"]
+
+
+def test_dy_read_is_as_wide_as_the_words_used():
+    from helpers.chapters.pictures_winograd import passes
+    tile = {"TX": 32, "TY": 4, "CB": 32, "KC": 4, "XPW": 8, "CPW": 4}           # 10 words: 4 + 4 + 2
+    widths = [len(local.warp_lanes("swizzle", "dy read", tile, u=u)[0]) for u in range(3)]
+    assert widths == [4, 4, 2]
+    assert passes(local.warp_lanes("swizzle", "dy read", tile, u=2)) == 4       # ideal 2 (half-warps)
+    assert len(local.warp_lanes("swizzle", "dy read", {**tile, "XPW": 4}, u=1)[0]) == 2   # 6 words
+
+
+def test_row_copy_removes_the_dy_store_conflicts():
+    for ty in (4, 8):
+        tile = {"TX": 32, "TY": ty, "CB": 32, "KC": 4, "XPW": 8, "CPW": 4}
+        assert local.store_extra("swizzle", "dy store", tile) > 0
+        assert local.store_extra("swizzle", "dy store", {**tile, "ROWCOPY": 1}) == 0
+        dims = dict(N=8, C=64, H=56, W=56, K=64, OH=56, OW=56, KH=3, KW=3)
+        before = local.launch_conflicts("transposed", tile, dims)["store"]
+        after = local.launch_conflicts("swizzle", {**tile, "ROWCOPY": 1}, dims)["store"]
+        assert after <= 0.05 * before
+    with pytest.raises(ValueError, match="ROWCOPY is a switch"):
+        local.check_params({"TX": 32, "TY": 4, "CB": 32, "KC": 4, "XPW": 8, "CPW": 4, "VEC4": 1, "ROWCOPY": 2})
 
 
 def test_passes_ignores_idle_lanes():

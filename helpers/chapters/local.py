@@ -40,7 +40,11 @@ def reuse(dims: dict, d: dict | None = None) -> dict:
 # ------------------------------------------------------------------------------------------
 # Chapter 10: the local-memory accesses of stages 09_prefetch and 10_*, one warp at a time, in
 # the bank model of helpers/chapters/pictures_winograd.py (32 banks of 4 bytes; 8-byte accesses
-# served a half-warp at a time, 16-byte ones a quarter-warp at a time).
+# served a half-warp at a time, 16-byte ones a quarter-warp at a time). A tile's ROWCOPY=1 (stage
+# 10_swizzle's switch) copies dy by whole stored rows. The dy row a work-item reads is NUQ
+# float4s, of which the sums use XPW + KW - 1 floats: the compiler narrows the last float4 to the
+# words used (NVIDIA's SASS for the CUDA twins at the recorded tiles: LDS.128, LDS.128, LDS.64),
+# and the model reads it that wide (2 words: 8 bytes, a half-warp at a time).
 
 LAYOUTS = ("prefetch", "transposed", "padded", "swizzle")
 ACCESSES = ("weight store", "dy store", "weight read", "dy read")
@@ -50,8 +54,21 @@ def _shape(d: dict, kh: int, kw: int) -> dict:
     d = params(d)
     txg, cg = d["TX"] // d["XPW"], d["CB"] // d["CPW"]
     ph, pw = d["TY"] + kh - 1, d["TX"] + kw - 1
-    return dict(d, TXG=txg, CG=cg, LS=txg * d["TY"] * cg, PH=ph, PW=pw, PWQ=-(-pw // 4), ROWS=d["KC"] * kh * kw,
-                TAPS=kh * kw, KH=kh, KW=kw)
+    pwq = -(-pw // 4)
+    return dict(d, TXG=txg, CG=cg, LS=txg * d["TY"] * cg, PH=ph, PW=pw, PWQ=pwq, ROWS=d["KC"] * kh * kw,
+                TAPS=kh * kw, KH=kh, KW=kw, DYW=4 * pwq if d["ROWCOPY"] else pw, NU=d["XPW"] + kw - 1)
+
+
+def dy_copy_size(s: dict) -> int:
+    """Floats of one chunk's dy copy: the patch, or with ROWCOPY its whole stored rows."""
+    return s["KC"] * s["PH"] * s["DYW"]
+
+
+def dy_read_words(s: dict, u: int) -> int:
+    """Words of the u-th float4 of a work-item's dy row that the sums use, rounded up to an access
+    width (1, 2 or 4): the width the compiler reads it with."""
+    used = min(4, s["NU"] - 4 * u)
+    return 1 if used <= 1 else 2 if used == 2 else 4
 
 
 def weight_word(layout: str, s: dict, row: int, cc: int) -> int:
@@ -73,13 +90,14 @@ def _copy_weight(layout: str, s: dict, i: int) -> tuple:
 
 
 def warp_lanes(layout: str, access: str, d: dict, kh: int = 3, kw: int = 3, warp: int = 0, step: int = 0,
-               waddr=None) -> list:
+               waddr=None, u: int = 0) -> list:
     """Word addresses per work-item of one warp for one access instruction of a stage.
 
-    Stores: step = q, the copy's q-th element per work-item. Reads (depth 0 of the chunk, tap row
-    r = step % KH): 'weight read' the first weight read (tap s = 0, channels j4 = 0), 'dy read'
-    the first read of the work-item's row. ``waddr(row, channel, shape)``, if given, places the
-    weights instead of the layout's ``weight_word`` (chapter 10's exercise: the learner's index).
+    Stores: step = q, the copy's q-th element per work-item (dy: ``d["ROWCOPY"]`` picks the copy's
+    order). Reads (depth 0 of the chunk, tap row r = step % KH): 'weight read' the first weight
+    read (tap s = 0, channels j4 = 0), 'dy read' the u-th float4 of the work-item's row (as wide
+    as the words the sums use: dy_read_words). ``waddr(row, channel, shape)``, if given, places
+    the weights instead of the layout's ``weight_word`` (chapter 10's exercise: the learner's index).
     """
     s = _shape(d, kh, kw)
     word = waddr or (lambda row, cc, s_: weight_word(layout, s_, row, cc))
@@ -99,8 +117,11 @@ def warp_lanes(layout: str, access: str, d: dict, kh: int = 3, kw: int = 3, warp
                     continue
                 lanes.append([word(*_copy_weight(layout, s, i), s)])
             else:
-                if i >= s["KC"] * s["PH"] * s["PW"]:
+                if i >= dy_copy_size(s):
                     lanes.append(None)
+                    continue
+                if s["ROWCOPY"]:                                  # whole stored rows: element i is word i
+                    lanes.append([i])
                     continue
                 row_len = 4 * s["PWQ"] if vec else s["PW"]
                 lanes.append([(i // (s["PH"] * s["PW"]) * s["PH"] + i // s["PW"] % s["PH"]) * row_len + i % s["PW"]])
@@ -109,8 +130,8 @@ def warp_lanes(layout: str, access: str, d: dict, kh: int = 3, kw: int = 3, warp
             py = yi + kh - 1 - r
             if access == "dy read":
                 if vec:
-                    base = 4 * (py * s["PWQ"] + xi * (s["XPW"] // 4))
-                    lanes.append([base + e for e in range(4)])
+                    base = 4 * (py * s["PWQ"] + xi * (s["XPW"] // 4) + u)
+                    lanes.append([base + e for e in range(dy_read_words(s, u))])
                 else:
                     lanes.append([py * s["PW"] + xi * s["XPW"]])
             else:
@@ -127,7 +148,7 @@ def store_extra(layout: str, access: str, d: dict, kh: int = 3, kw: int = 3, wad
     local memory: 'weight store' or 'dy store', every warp and every step of the copy."""
     from .pictures_winograd import passes
     s = _shape(d, kh, kw)
-    total = s["CB"] * s["ROWS"] if access == "weight store" else s["KC"] * s["PH"] * s["PW"]
+    total = s["CB"] * s["ROWS"] if access == "weight store" else dy_copy_size(s)
     extra = 0
     for q in range(-(-total // s["LS"])):
         for w in range(-(-s["LS"] // 32)):
@@ -156,18 +177,23 @@ def launch_conflicts(layout: str, d: dict, dims: dict) -> dict:
         return passes(lanes) - parts
 
     store = 0
-    for access, total in (("weight store", s["CB"] * s["ROWS"]), ("dy store", s["KC"] * s["PH"] * s["PW"])):
+    for access, total in (("weight store", s["CB"] * s["ROWS"]), ("dy store", dy_copy_size(s))):
         for q in range(-(-total // s["LS"])):
             store += sum(extra(warp_lanes(layout, access, d, kh, kw, w, q)) for w in range(warps))
-    # reads per chunk: every depth and tap row; dy: NU scalars or ceil(NU/4) float4s; weights:
-    # KW taps x (CPW scalars or CPW/4 float4s), each instruction the pattern of the first
-    # (later ones shift every address alike: same banks pattern up to a rotation).
-    nu = s["XPW"] + kw - 1
-    per_row = {"dy read": -(-nu // 4) if vec else nu, "weight read": kw * (s["CPW"] // 4 if vec else s["CPW"])}
+    # reads per chunk: every depth and tap row; dy: NU scalars, or ceil(NU/4) float4s, each counted
+    # at its own width (the last one narrowed); weights: KW taps x (CPW scalars or CPW/4 float4s),
+    # each instruction the pattern of the first (later ones shift every address alike: the same
+    # bank pattern up to a rotation). The scalar dy reads too: one pattern, NU times.
     load = 0
-    for access, count in per_row.items():
-        for r in range(kh):
-            load += s["KC"] * count * sum(extra(warp_lanes(layout, access, d, kh, kw, w, r)) for w in range(warps))
+    for r in range(kh):
+        if vec:
+            dy = sum(extra(warp_lanes(layout, "dy read", d, kh, kw, w, r, u=u))
+                     for u in range(-(-s["NU"] // 4)) for w in range(warps))
+        else:
+            dy = s["NU"] * sum(extra(warp_lanes(layout, "dy read", d, kh, kw, w, r)) for w in range(warps))
+        weights = kw * (s["CPW"] // 4 if vec else s["CPW"])
+        load += s["KC"] * (dy + weights * sum(extra(warp_lanes(layout, "weight read", d, kh, kw, w, r))
+                                              for w in range(warps)))
     groups = dims["N"] * -(-dims["H"] // s["TY"]) * -(-dims["W"] // s["TX"]) * -(-dims["C"] // s["CB"])
     chunks = -(-dims["K"] // s["KC"])
     return {"store": store * groups * chunks, "load": load * groups * chunks}

@@ -236,3 +236,71 @@ def three_way_table() -> list[str]:
                    f"{twin64[r['twin']]:8.3f} {o['median_ms'] if o else float('nan'):10.3f}")
     out.append(f"(conflicts at batch {rec['rows'][0]['n']} of {rec['rows'][0]['layer']}; twin and OpenCL times at batch 64)")
     return out
+
+
+RES64 = dict(C=64, H=56, W=56, K=64, OH=56, OW=56, KH=3, KW=3)   # res64@56, the layer ncu profiled
+VARIANTS = (("10_transposed", "transposed", {}), ("10_padded", "padded", {}), ("10_swizzle", "swizzle", {}),
+            ("10_swizzle ROWCOPY=1", "swizzle", {"ROWCOPY": 1}))
+
+
+def predicted_stores(tiles=((32, 4), (32, 8)), n: int = 8) -> list[str]:
+    """The simulator's store conflicts per launch of res64@56 (batch n) for each stage-10 layout and
+    10_swizzle with ROWCOPY=1, at each tile, and the share of 10_transposed's (same tile) removed."""
+    base = {"CB": 32, "KC": 4, "XPW": 8, "CPW": 4}
+    dims = dict(RES64, N=n)
+    out = [f"predicted store conflicts per launch, res64@56 at batch {n} (weight copy + dy copy)",
+           f"{'stage':<22}" + "".join(f"{f'tile {tx}x{ty}':>16}{'removed':>9}" for tx, ty in tiles)]
+    first = {}
+    for label, layout, switch in VARIANTS:
+        cells = ""
+        for tx, ty in tiles:
+            n_st = local.launch_conflicts(layout, {**base, "TX": tx, "TY": ty, **switch}, dims)["store"]
+            first.setdefault((tx, ty), n_st)
+            cells += f"{n_st:16,d}{1 - n_st / first[(tx, ty)]:9.1%}"
+        out.append(f"{label:<22}{cells}")
+    # the tiles ncu profiled (the search's choices): 10_transposed 32x8, 10_swizzle 32x4
+    t8 = local.launch_conflicts("transposed", {**base, "TX": 32, "TY": 8}, dims)["store"]
+    for label, switch in (("10_swizzle", {}), ("10_swizzle ROWCOPY=1", {"ROWCOPY": 1})):
+        s4 = local.launch_conflicts("swizzle", {**base, "TX": 32, "TY": 4, **switch}, dims)["store"]
+        out.append(f"recorded tiles: {label} at 32x4 removes {1 - s4 / t8:.1%} of 10_transposed's at 32x8")
+    return out
+
+
+def explained_loads() -> list[str]:
+    """The load conflicts of the stage-10 twins: each read of a dy row per (depth, tap row) at the
+    width the compiler issues it, its passes against a conflict-free access of that width, and
+    the launch's total beside ncu's recorded count."""
+    import json
+    from ..analysis.results import RESULTS
+    from .pictures_winograd import passes
+    rec = json.loads((RESULTS / "local" / "ncu_banks_conv_dgrad_nvidia-h200.json").read_text())
+    sass = json.loads((RESULTS / "local" / "sass_shared_conv_dgrad_10_sm90.json").read_text())
+    out = [f"SASS of the twins ({sass['arch']}, {sass['compiler'].split(' (')[0]}), shared-memory instructions "
+           f"of one chunk depth (loads) and of the two copies (stores):"]
+    for r in sass["rows"]:
+        d = r["defines"]
+        name = r["twin"] + (" ROWCOPY=1" if d.get("ROWCOPY") else "")
+        out.append(f"   {name:<20} tile {d['TX']}x{d['TY']}: "
+                   + ", ".join(f"{n} {k}" for k, n in r["instructions"].items()))
+    for r in rec["rows"]:
+        if not r["twin"].startswith("10"):
+            continue
+        d = {k: r["defines"][k] for k in ("TX", "TY", "CB", "KC", "XPW", "CPW")}
+        s = local._shape(d, 3, 3)
+        reads = []
+        for u in range(-(-s["NU"] // 4)):
+            lanes = local.warp_lanes(r["twin"][3:], "dy read", d, u=u)
+            width = len(lanes[0])
+            reads.append(f"{4 * width} B: {passes(lanes)} passes (ideal {width})")
+        sim = local.launch_conflicts(r["twin"][3:], d, dict(RES64, N=r["n"]))["load"]
+        warp_chunks = (r["grid"][0] * r["grid"][1] * -(-s["LS"] // 32)) * -(-RES64["K"] // d["KC"])
+        out.append(f"{r['twin']:<14} tile {d['TX']}x{d['TY']}: dy row = " + ", ".join(reads))
+        out.append(f"{'':<14} load conflicts per launch: simulator {sim:,} ({sim // warp_chunks} per warp and chunk), "
+                   f"ncu {r['shared_ld_conflicts']:,} ({sim / r['shared_ld_conflicts'] - 1:+.1%})")
+    # the narrowed read, had it stayed 16 bytes: the same 4 passes, none of them a conflict
+    d = {"TX": 32, "TY": 4, "CB": 32, "KC": 4, "XPW": 8, "CPW": 4}
+    narrow = local.warp_lanes("swizzle", "dy read", d, u=2)
+    whole = [[lane[0] + e for e in range(4)] for lane in narrow]
+    out.append(f"the last read at 16 bytes instead: {passes(whole)} passes (ideal 4); at 8 bytes: "
+               f"{passes(narrow)} passes (ideal 2)")
+    return out

@@ -21,7 +21,7 @@ GROUP_LIMIT = 256          # work-items: what the devices the course targets all
 
 def params(d: dict) -> dict:
     """The tile parameters with the stage's fixed ones filled in (09_local_tile: XPW = CPW = 1)."""
-    return {"XPW": 1, "CPW": 1, "BUFFERS": 1, "VEC4": 0, "WPAD": 0, **d}
+    return {"XPW": 1, "CPW": 1, "BUFFERS": 1, "VEC4": 0, "WPAD": 0, "ROWCOPY": 0, **d}
 
 
 def tile_facts(d: dict, kh: int = 3, kw: int = 3) -> dict:
@@ -49,6 +49,8 @@ def check_params(d: dict, kh: int = 3, kw: int = 3) -> None:
         raise ValueError(f"CPW={d['CPW']} must divide CB={d['CB']}")
     if d["VEC4"] and (d["XPW"] % 4 or d["CPW"] % 4):
         raise ValueError(f"the float4 reads need XPW and CPW multiples of 4, got XPW={d['XPW']}, CPW={d['CPW']}")
+    if d["ROWCOPY"] not in (0, 1):
+        raise ValueError(f"ROWCOPY is a switch, 0 or 1, got {d['ROWCOPY']!r}")
     if d["VEC4"] and (d["CB"] // 4) & (d["CB"] // 4 - 1):
         raise ValueError(f"the swizzle needs CB/4 a power of two, got CB={d['CB']}")
     f = tile_facts(d, kh, kw)

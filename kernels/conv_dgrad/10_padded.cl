@@ -36,7 +36,11 @@
 #define NUQ ((XPW + KW + 2) / 4)     // float4s one row of a work-item's window spans
 #define LS (TXG * TY * CG)           // work-items per group
 #define ROWS (KC * TAPS)             // rows of the weight slab: (depth, tap)
-#define NDY ((KC * PH * PW + LS - 1) / LS)      // dy floats each work-item copies per chunk
+// Element i of a chunk's dy copy is (depth, row, column) of the patch walked in rows of DYW
+// floats; it is stored at float DY_AT(i) of a half, whose rows hold 4*PWQ floats.
+#define DYW PW                       // the patch's own rows of PW floats
+#define DY_AT(i) (((i) / (PH * PW) * PH + (i) / PW % PH) * 4 * PWQ + (i) % PW)
+#define NDY ((KC * PH * DYW + LS - 1) / LS)     // dy floats each work-item copies per chunk
 #define NW ((CB * ROWS + LS - 1) / LS)          // weights each work-item copies per chunk
 
 // Where weight (row R = depth*TAPS + tap, channel cc) lives in a half of the slab, in floats.
@@ -53,9 +57,9 @@
 #define FETCH(k0) do {                                                                  \
         _Pragma("unroll") for (int q = 0; q < NDY; q++) {                               \
             const int i = lid + q * LS;                                                 \
-            const int kk = i / (PH * PW), py = i / PW % PH, px = i % PW;                \
+            const int kk = i / (PH * DYW), py = i / DYW % PH, px = i % DYW;             \
             const int k = (k0) + kk, oh = oh0 + py, ow = ow0 + px;                      \
-            const bool ok = i < KC * PH * PW && k < K && oh >= 0 && oh < OH && ow >= 0 && ow < OW; \
+            const bool ok = i < KC * PH * DYW && k < K && oh >= 0 && oh < OH && ow >= 0 && ow < OW; \
             gdy[q] = ok ? GRAD_IN(dy, y, ((n * K + k) * OH + oh) * OW + ow) : 0.0f;     \
         }                                                                               \
         _Pragma("unroll") for (int q = 0; q < NW; q++) {                                \
@@ -67,8 +71,7 @@
 #define STORE(b) do {                                                                   \
         _Pragma("unroll") for (int q = 0; q < NDY; q++) {                               \
             const int i = lid + q * LS;                                                 \
-            if (i < KC * PH * PW)                                                       \
-                DYF(b)[(i / (PH * PW) * PH + i / PW % PH) * 4 * PWQ + i % PW] = gdy[q]; \
+            if (i < KC * PH * DYW) DYF(b)[DY_AT(i)] = gdy[q];                           \
         }                                                                               \
         _Pragma("unroll") for (int q = 0; q < NW; q++) {                                \
             const int i = lid + q * LS;                                                 \

@@ -14,12 +14,23 @@
 // read along the other direction ("crosswise" layouts). It costs no local memory; it needs CB/4
 // to be a power of two (the XOR must stay inside the row).
 //
-// Memory safety: as 10_transposed (u XOR m < CB/4 for m < CB/4 with CB/4 a power of two).
+// ROWCOPY=1 (a switch, default 0): the dy copy walks whole stored rows. The patch's rows hold PW
+// floats (34 at TX = 32) but are stored in rows of 4*PWQ (36); with ROWCOPY=0 a warp whose 32
+// elements cross a row end jumps 2 floats, so 2 of its stores share banks: a second pass. With
+// ROWCOPY=1 element i runs over the stored rows, pad columns included, so it is float i of the
+// half: a warp stores 32 consecutive floats, one pass. The pad columns receive the dy values to
+// the right of the patch, or zeros outside dy: never used by the sums; each row's global read
+// stays one run of 4*PWQ floats (at TX = 32, 3x3, padding 1 and dy rows a multiple of 8 floats,
+// the 2 extra floats lie in a 32-byte sector the row reads anyway). It copies 36/34 of the
+// floats, and at some tiles one more float per work-item (NDY).
+//
+// Memory safety: as 10_transposed (u XOR m < CB/4 for m < CB/4 with CB/4 a power of two); with
+// ROWCOPY=1 the pad columns' global reads pass the same bounds checks as every dy read.
 //
 // Measured: notebooks/10_bank_conflicts.ipynb (this device, and the GPU runs recorded in results/).
 //
 // Layouts: as 10_transposed (WROW = CB), float4 u of row R at u ^ (R & (CB/4 - 1)).
-// NDRange and JIT parameters: as 10_transposed, and CB/4 a power of two.
+// NDRange and JIT parameters: as 10_transposed, and CB/4 a power of two; ROWCOPY 0 or 1.
 
 #include "course.h"
 
@@ -28,6 +39,9 @@
 #endif
 #ifndef KW
 #define KW 3
+#endif
+#ifndef ROWCOPY
+#define ROWCOPY 0                    // 1: the dy copy walks whole stored rows (below)
 #endif
 #define TAPS (KH * KW)
 #define PH (TY + KH - 1)             // rows of dy the tile needs
@@ -38,7 +52,16 @@
 #define NUQ ((XPW + KW + 2) / 4)     // float4s one row of a work-item's window spans
 #define LS (TXG * TY * CG)           // work-items per group
 #define ROWS (KC * TAPS)             // rows of the weight slab: (depth, tap)
-#define NDY ((KC * PH * PW + LS - 1) / LS)      // dy floats each work-item copies per chunk
+// Element i of a chunk's dy copy is (depth, row, column) of the patch walked in rows of DYW
+// floats; it is stored at float DY_AT(i) of a half, whose rows hold 4*PWQ floats.
+#if ROWCOPY
+#define DYW (4 * PWQ)                // whole stored rows, the pad columns included
+#define DY_AT(i) (i)                 // so element i is float i
+#else
+#define DYW PW                       // the patch's own rows of PW floats
+#define DY_AT(i) (((i) / (PH * PW) * PH + (i) / PW % PH) * 4 * PWQ + (i) % PW)
+#endif
+#define NDY ((KC * PH * DYW + LS - 1) / LS)     // dy floats each work-item copies per chunk
 #define NW ((CB * ROWS + LS - 1) / LS)          // weights each work-item copies per chunk
 
 // Where weight (row R = depth*TAPS + tap, channel cc) lives in a half of the slab, in floats.
@@ -56,9 +79,9 @@
 #define FETCH(k0) do {                                                                  \
         _Pragma("unroll") for (int q = 0; q < NDY; q++) {                               \
             const int i = lid + q * LS;                                                 \
-            const int kk = i / (PH * PW), py = i / PW % PH, px = i % PW;                \
+            const int kk = i / (PH * DYW), py = i / DYW % PH, px = i % DYW;             \
             const int k = (k0) + kk, oh = oh0 + py, ow = ow0 + px;                      \
-            const bool ok = i < KC * PH * PW && k < K && oh >= 0 && oh < OH && ow >= 0 && ow < OW; \
+            const bool ok = i < KC * PH * DYW && k < K && oh >= 0 && oh < OH && ow >= 0 && ow < OW; \
             gdy[q] = ok ? GRAD_IN(dy, y, ((n * K + k) * OH + oh) * OW + ow) : 0.0f;     \
         }                                                                               \
         _Pragma("unroll") for (int q = 0; q < NW; q++) {                                \
@@ -70,8 +93,7 @@
 #define STORE(b) do {                                                                   \
         _Pragma("unroll") for (int q = 0; q < NDY; q++) {                               \
             const int i = lid + q * LS;                                                 \
-            if (i < KC * PH * PW)                                                       \
-                DYF(b)[(i / (PH * PW) * PH + i / PW % PH) * 4 * PWQ + i % PW] = gdy[q]; \
+            if (i < KC * PH * DYW) DYF(b)[DY_AT(i)] = gdy[q];                           \
         }                                                                               \
         _Pragma("unroll") for (int q = 0; q < NW; q++) {                                \
             const int i = lid + q * LS;                                                 \
