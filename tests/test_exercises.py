@@ -57,7 +57,9 @@ WRONG = {
     "check_touched_outputs": [lambda h, k, s, p, n: [o for o in range(n) if 0 <= h + p - o * s <= k],  # one too many
                               lambda h, k, s, p, n: [o for o in range(n) if 0 <= h - o * s < k]],     # padding forgotten
     "check_flops": [lambda n, c, h, w, k, r, s, st, p: n * k * output_size(h, r, st, p) * output_size(w, s, st, p) * c * r * s,
-                    lambda n, c, h, w, k, r, s, st, p: 2 * n * k * h * w * c * r * s],
+                    lambda n, c, h, w, k, r, s, st, p: 2 * n * k * h * w * c * r * s,
+                    lambda n, c, h, w, k, r, s, st, p:   # the kernel's height and width swapped
+                    2 * n * k * output_size(h, s, st, p) * output_size(w, r, st, p) * c * r * s],
     "check_intensity": [lambda *a: RIGHT["check_intensity"](*a) / 2, lambda *a: RIGHT["check_intensity"](*a) * 4],
     "check_valid_table": [lambda h, x, k, s, p, H, W: np.array(  # the stride forgotten
         [[0 <= h + p - r < output_size(H, k, s, p) and 0 <= x + p - c < output_size(W, k, s, p)
@@ -77,7 +79,8 @@ WRONG = {
                          lambda na, ma, qa, nb, mb, qb: (na + nb, ma + (mb - ma) * nb / (na + nb), qa + qb)],
     "check_phase_taps": [lambda k, s, p: list(range(k)),                       # the stride forgotten
                          lambda k, s, p: list(range(p + 1, k, s)),             # off by one
-                         lambda k, s, p: list(range(p, k - 1, s))],            # the last tap dropped
+                         lambda k, s, p: list(range(p, k - 1, s)),             # the last tap dropped
+                         lambda k, s, p: list(range(k - 1 - p, -1, -s))],      # counted from the far end
     "check_tile_reuse": [lambda tx, ty, cb, kh, kw: cb * kh * kw,                     # the halo forgotten
                          lambda tx, ty, cb, kh, kw: tx * ty * kh * kw / ((ty + kh - 1) * (tx + kw - 1))],  # CB
     "check_stride_passes": [lambda s: min(s, 32),                                     # every odd stride is free

@@ -1,8 +1,17 @@
 """Prose from data: every number quoted in a chapter's text (ratios such as x1.23 or 1.23x,
-decimals, percentages) is printed by a code cell above it in the committed notebook (the same
-number, or a printed one rounded to the digits quoted). The cells
-print from results/, so a new recording that changes a number fails here until the prose is
-updated; a number the text derives itself is listed below with its reason."""
+decimals, percentages) is printed by a code cell of the same section, above it, in the committed
+notebook: the same number, or a printed one rounded to the digits quoted.
+
+The rule, strict and still readable: a section starts at each markdown heading of level 1 to 3
+(`#`, `##`, `###`); a number quoted in a markdown cell must appear in the output (printed text,
+plain or markdown display) of a code cell that lies after the section's heading and before the
+quoting cell. A number printed in an earlier section does not count, so a wrong figure cannot
+pass because the same digits were printed somewhere else in the chapter; a number in the text
+before a section's first code cell cannot pass at all, so say it after the cell that prints it.
+A heading inside a markdown cell starts the new section for the text that follows it.
+
+The cells print from results/, so a new recording that changes a number fails here until the
+prose is updated; a number the text derives itself is listed in DERIVED with its reason."""
 import re
 from pathlib import Path
 
@@ -12,11 +21,15 @@ import pytest
 ROOT = Path(__file__).resolve().parent.parent
 NOTEBOOKS = sorted((ROOT / "notebooks").glob("*.ipynb"))
 NUMBER = re.compile(r"(?<![\w./-])(?:x?\d+\.\d+x?|\d+(?:\.\d+)?\s?%)(?![\w.])")
+HEADING = re.compile(r"^#{1,3}\s", re.M)   # a section: level 1 to 3
+FENCE = re.compile(r"^```.*?^```", re.M | re.S)
 # Numbers that are inputs or arithmetic stated in the same sentence, not measurements.
 DERIVED = {
     "07_combining_input_depth": {"9.0": "Hopper's compute capability, a name, not a measurement"},
     "04_weight_vectorization": {"4.5": "9 requests over 2, stated beside it"},
     "12_winograd": {"2.25": "36 multiplications over 16, derived in the chapter"},
+    "13_tensor_cores": {"0.6": "the TF32 target ratio to cuDNN, an input (printed beside the measured one)",
+                        "0.5": "the fp16 target ratio to cuDNN, an input (printed beside the measured one)"},
     "14_batch_norm": {"0.1": "the momentum, an input", "0.01": "the noise scale of the example, an input"},
 }
 
@@ -36,27 +49,87 @@ def _shown(core: str, printed: set) -> bool:
     return any("." in p and len(p.split(".")[1]) > digits and f"{float(p):.{digits}f}" == core for p in printed)
 
 
-def unprinted_numbers(path: Path) -> list[str]:
-    nb = nbformat.read(path, as_version=4)
-    allowed = DERIVED.get(path.stem, {})
+def _printed(cell) -> set:
+    text = ""
+    for out in cell.get("outputs", []):
+        data = out.get("data", {})
+        text += out.get("text", "") + data.get("text/plain", "") + data.get("text/markdown", "")
+    return set(TOKEN.findall(text))
+
+
+def _parts(source: str) -> list[tuple[bool, str]]:
+    """The markdown split at its headings: (starts a section, text), code fences kept out of the
+    heading search (a `# comment` in a fenced block is no heading)."""
+    masked = FENCE.sub(lambda m: re.sub(r"#", " ", m.group()), source)
+    cuts = [m.start() for m in HEADING.finditer(masked)]
+    bounds = [0] + cuts + [len(source)]
+    return [(start in cuts, source[start:end]) for start, end in zip(bounds, bounds[1:]) if end > start]
+
+
+def unprinted_numbers(nb, stem: str = "") -> list[str]:
+    """The quoted numbers that no code cell of their section prints above them."""
+    allowed = DERIVED.get(stem, {})
     printed, missing = set(), []
     for cell in nb.cells:
         if cell.cell_type == "code":
-            for out in cell.get("outputs", []):
-                printed |= set(TOKEN.findall(out.get("text", "") + out.get("data", {}).get("text/plain", "")))
+            printed |= _printed(cell)
         elif cell.cell_type == "markdown":
-            for quoted in NUMBER.findall(cell.source):
-                core = _core(quoted)
-                if not _shown(core, printed) and core not in allowed:
-                    missing.append(quoted)
+            for new_section, text in _parts(cell.source):
+                if new_section:
+                    printed = set()
+                for quoted in NUMBER.findall(text):
+                    core = _core(quoted)
+                    if not _shown(core, printed) and core not in allowed:
+                        missing.append(quoted)
     return missing
 
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=[p.stem for p in NOTEBOOKS])
-def test_every_quoted_number_is_printed_above_it(path):
-    missing = unprinted_numbers(path)
-    assert not missing, (f"{path.name}: numbers in the prose that no cell above prints: {missing}; print them "
-                         f"from results/ in a cell above, or compute them into the text")
+def test_every_quoted_number_is_printed_in_its_section(path):
+    missing = unprinted_numbers(nbformat.read(path, as_version=4), path.stem)
+    assert not missing, (f"{path.name}: numbers in the prose that no cell of their section prints above them: "
+                         f"{missing}; print them in a code cell of that section, above the text, or compute "
+                         f"them into the text")
+
+
+def _notebook(*cells):
+    """A synthetic notebook: ("md", text) or ("code", printed text)."""
+    nb = nbformat.v4.new_notebook()
+    for kind, text in cells:
+        if kind == "md":
+            nb.cells.append(nbformat.v4.new_markdown_cell(text))
+        else:
+            cell = nbformat.v4.new_code_cell("print(...)")
+            cell.outputs = [nbformat.v4.new_output("stream", name="stdout", text=text)]
+            nb.cells.append(cell)
+    return nb
+
+
+def test_a_number_printed_only_in_an_earlier_section_is_caught():
+    nb = _notebook(("md", "## 1. Timing"), ("code", "naive 7.9 ms\n"), ("md", "The naive stage took 7.9 ms."),
+                   ("md", "## 2. Memoized bounds"), ("code", "memoized 6.1 ms\n"),
+                   ("md", "The memoized stage is 7.9% faster, and took 6.1 ms."))
+    assert unprinted_numbers(nb) == ["7.9"]           # the old rule (anywhere above) passed it
+
+
+def test_a_number_printed_in_its_section_passes_rounded_to_the_quoted_digits():
+    nb = _notebook(("md", "## 2. Memoized bounds"), ("code", "memoized 6.1234 ms, x1.296 the naive\n"),
+                   ("md", "It took 6.12 ms, x1.30 the naive; 30 % of the FMA peak is 0.3 of it."))
+    assert unprinted_numbers(nb) == ["30 %", "0.3"]
+    nb.cells[1].outputs[0].text += "30 % of peak, 0.30 of it\n"
+    assert unprinted_numbers(nb) == []
+
+
+def test_a_heading_inside_a_cell_starts_the_section_for_the_text_after_it():
+    nb = _notebook(("md", "## 1"), ("code", "1.5 ms\n"), ("md", "It took 1.5 ms.\n\n## 2. Next\nAgain 1.5 ms."))
+    assert unprinted_numbers(nb) == ["1.5"]
+    nb = _notebook(("md", "## 1"), ("code", "1.5 ms\n"), ("md", "```\n# a comment, 1.5 ms\n```\nStill 1.5 ms."))
+    assert unprinted_numbers(nb) == []
+
+
+def test_level_4_headings_do_not_start_a_section():
+    nb = _notebook(("md", "## 1"), ("code", "2.5 ms\n"), ("md", "#### Detail\nIt took 2.5 ms."))
+    assert unprinted_numbers(nb) == []
 
 
 def test_cpu_statements_say_when_the_spread_hides_a_difference():

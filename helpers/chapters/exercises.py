@@ -85,12 +85,16 @@ def check_touched_outputs(answer_fn) -> bool:
 def check_flops(answer_fn) -> bool:
     """Chapter 02: FLOPs of the input gradient for (N, C, H, W, K, R, S, stride, padding)."""
     from ..ops.reference import output_size
-    for n, c, h, w, k, r, s, st, p in [(1, 3, 8, 8, 4, 3, 3, 1, 1), (2, 16, 7, 5, 32, 5, 5, 2, 2)]:
+    # the last case has R != S and H != W, so swapping the kernel's or the image's two sides is caught
+    for n, c, h, w, k, r, s, st, p in [(1, 3, 8, 8, 4, 3, 3, 1, 1), (2, 16, 7, 5, 32, 5, 5, 2, 2),
+                                       (1, 2, 9, 6, 3, 3, 1, 2, 1)]:
         oh, ow = output_size(h, r, st, p), output_size(w, s, st, p)
         want = 2 * n * k * oh * ow * c * r * s
         got = answer_fn(n, c, h, w, k, r, s, st, p)
         if got != want:
             why = ("half the count: a multiply-add is 2 FLOPs" if got * 2 == want else
+                   "OH comes from H with the kernel's height R, OW from W with its width S"
+                   if got == 2 * n * k * output_size(h, s, st, p) * output_size(w, r, st, p) * c * r * s else
                    "the work follows the output positions (OH, OW), not the input's H and W"
                    if got == 2 * n * k * h * w * c * r * s else
                    f"{_compare(got, want)}; one multiply-add per (output position, weight) pair")
@@ -371,7 +375,9 @@ def check_width_columns(answer_fn) -> bool:
 def check_phase_taps(answer_fn) -> bool:
     """Chapter 11: (kernel, stride, phase) -> the taps r that reach the input rows of that phase."""
     from ..launch.gemm import phase_taps
-    for kernel, stride, phase in [(3, 1, 0), (3, 2, 0), (3, 2, 1), (5, 2, 1), (1, 2, 1), (5, 3, 2), (2, 3, 2)]:
+    # (4, 2, 0) and (5, 3, 0) catch taps counted from the far end of the kernel (a flipped filter)
+    for kernel, stride, phase in [(3, 1, 0), (3, 2, 0), (3, 2, 1), (5, 2, 1), (1, 2, 1), (5, 3, 2), (2, 3, 2),
+                                  (4, 2, 0), (5, 3, 0)]:
         got, want = sorted(answer_fn(kernel, stride, phase)), phase_taps(kernel, stride, phase)
         case = f"kernel {kernel}, stride {stride}, phase {phase}: you give {got}; "
         if len(set(got)) != len(got):

@@ -217,18 +217,24 @@ def width_tables_widget(w: int = 14):
 
 def time_against(here_rows: list[dict], param: str, ax=None):
     """Median time against one JIT parameter, one line per layer (rows: dicts with 'layer',
-    'defines' and 'median_ms')."""
+    'defines' and 'median_ms', and 'q1_ms', 'q3_ms' for the spread, drawn as bars)."""
     if ax is None:
         _, ax = plt.subplots(figsize=(6, 3.5))
+    spread = all("q1_ms" in r and "q3_ms" in r for r in here_rows)
     for layer in dict.fromkeys(r["layer"] for r in here_rows):
         rows = sorted((r for r in here_rows if r["layer"] == layer), key=lambda r: r["defines"][param])
-        ax.plot([r["defines"][param] for r in rows], [r["median_ms"] for r in rows], "o-", label=layer)
+        xs, ys = [r["defines"][param] for r in rows], [r["median_ms"] for r in rows]
+        line, = ax.plot(xs, ys, "o-", label=layer)
+        if spread:
+            ax.errorbar(xs, ys, yerr=[[y - r["q1_ms"] for y, r in zip(ys, rows)],
+                                      [r["q3_ms"] - y for y, r in zip(ys, rows)]],
+                        fmt="none", ecolor=line.get_color(), elinewidth=1, capsize=3)
     ax.set_xscale("log", base=2)
     values = sorted({r["defines"][param] for r in here_rows})
     ax.set_xticks(values, [str(v) for v in values])
     ax.minorticks_off()
     ax.set_xlabel(param)
-    ax.set_ylabel("median time (ms)")
+    ax.set_ylabel("median time (ms)" + (", bars: IQR" if spread else ""))
     ax.legend(fontsize=8)
     return ax
 
