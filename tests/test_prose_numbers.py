@@ -30,7 +30,8 @@ DERIVED = {
     "12_winograd": {"2.25": "36 multiplications over 16, derived in the chapter"},
     "13_tensor_cores": {"0.6": "the TF32 target ratio to cuDNN, an input (printed beside the measured one)",
                         "0.5": "the fp16 target ratio to cuDNN, an input (printed beside the measured one)"},
-    "14_batch_norm": {"0.1": "the momentum, an input", "0.01": "the noise scale of the example, an input"},
+    "14_batch_norm": {"0.1": "the momentum, an input", "0.01": "the noise scale of the example, an input",
+                      "80": "the chapter's target share of the copy bandwidth, an input"},
 }
 
 
