@@ -231,3 +231,22 @@ def test_a_stage_copy_runs_through_plan_stage_without_touching_the_registry(ctx)
     assert REGISTRY["conv_dgrad"] == before
     with pytest.raises(ValueError, match="belongs to conv_dgrad"):
         get_stage("conv_forward", base)
+
+
+def test_c_fragment_check_accepts_the_layout_and_names_each_mistake(capsys):
+    from helpers.chapters.exercises import check_c_fragment
+    right = lambda l: [(l // 4, 2 * (l % 4)), (l // 4, 2 * (l % 4) + 1), (l // 4 + 8, 2 * (l % 4)), (l // 4 + 8, 2 * (l % 4) + 1)]
+    assert check_c_fragment(right)
+    wrong = {
+        "wrong registers": lambda l: [right(l)[i] for i in (0, 2, 1, 3)],
+        "swapped": lambda l: [(c, r) for r, c in right(l)],
+        "a row is not": lambda l: [((r + 1) % 16, c) for r, c in right(l)],
+        "a column is not": lambda l: [(r, (c + 2) % 8) for r, c in right(l)],
+        "each lane holds 4": lambda l: right(l)[:2],
+    }
+    for says, answer in wrong.items():
+        capsys.readouterr()
+        assert not check_c_fragment(answer)
+        out = capsys.readouterr().out
+        assert says in out and "Not yet" in out
+        assert str(right(5)) not in out

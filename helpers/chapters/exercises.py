@@ -450,3 +450,34 @@ def check_stride_passes(answer_fn) -> bool:
                             f"(which banks do the 32 addresses fall into, and how many words in the busiest?)")
     return _verdict(True, "a stride of s words puts the warp's words into 32/gcd(s, 32) banks, gcd(s, 32) "
                     "words each", "")
+
+
+@exercise
+def check_c_fragment(answer_fn) -> bool:
+    """Chapter 13: (lane) -> the four (row, col) elements of the 16x8 accumulator C of
+    mma.sync.m16n8k8 that the lane holds in c0, c1, c2, c3, in that order (row = position m,
+    0-15; col = channel n, 0-7), checked for all 32 lanes against the layout in tc.cuh."""
+    from .tensor_cores import fragment_owner
+    want = {lane: [None] * 4 for lane in range(32)}
+    for row in range(16):
+        for col in range(8):
+            lane, reg = fragment_owner("C", row, col)
+            want[lane][reg] = (row, col)
+    for lane in range(32):
+        got = [tuple(int(v) for v in e) for e in answer_fn(lane)]
+        if got == want[lane]:
+            continue
+        if len(got) != 4:
+            return _verdict(False, "", f"lane {lane}: {len(got)} elements; each lane holds 4 of C's 128 (c0..c3)")
+        if sorted(got) == sorted(want[lane]):
+            bad = "right elements in the wrong registers: c0 and c1 are neighbours in one row, c2 and c3 the same columns further down"
+        elif sorted((c, r) for r, c in got) == sorted(want[lane]):
+            bad = "rows and columns swapped: a row of C is a position (16 of them), a column a channel (8)"
+        elif [c for _, c in got] == [c for _, c in want[lane]]:
+            bad = "the columns are right, a row is not: which group of 4 lanes shares a row, and how far below are c2, c3?"
+        elif [r for r, _ in got] == [r for r, _ in want[lane]]:
+            bad = "the rows are right, a column is not: the 4 lanes of a group split the 8 columns between them, 2 each"
+        else:
+            bad = "with g = lane / 4 and t = lane % 4, which row and which pair of columns does the lane own?"
+        return _verdict(False, "", f"lane {lane}: {bad}")
+    return _verdict(True, "every lane holds 2 adjacent columns of one row, and the same 2 columns 8 rows below", "")
