@@ -215,7 +215,7 @@ def test_a_partial_6x6_tile_written_past_the_edge_is_caught(ctx, monkeypatch):
         helpers.check_stage("conv_forward", s, ctx=ctx, guard=True, **_args(dict(n=1, c=3, h=7, w=6, k=2, padding=1), 0))
 
 
-def test_a_wrong_f4x4_transform_coefficient_is_caught(ctx, monkeypatch):
+def test_a_dropped_f4x4_product_is_caught(ctx, monkeypatch):
     # one product of the 36 dropped (m[35] = 0): only the tile's last output row and column use it
     s = planted(monkeypatch, "wino4_blocked", "wino_output_tile(m, t);", "m[35] = 0.0f; wino_output_tile(m, t);",
                 header="winograd_transforms.h")

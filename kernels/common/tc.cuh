@@ -81,6 +81,37 @@ __device__ __forceinline__ void mma_16(float c[4], const unsigned a[4], const un
                  : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
 }
 
+// -- the accumulators: a warp's 64 positions x 32 channels as 4 x 4 mma tiles of 16 x 8 -------
+__device__ __forceinline__ void zero_acc(float acc[4][4][4]) {
+#pragma unroll
+    for (int i = 0; i < 4; i++)
+#pragma unroll
+        for (int j = 0; j < 4; j++)
+#pragma unroll
+            for (int e = 0; e < 4; e++) acc[i][j][e] = 0.0f;
+}
+
+__device__ __forceinline__ void put(float* p, float v) { *p = v; }
+__device__ __forceinline__ void put(h16* p, float v) { *p = to_h16(v); }   // rounded once, at the end
+
+// The warp's sums into dx (NCHW; m = (n, h, w)), from position m_warp and channel c_warp on:
+// c0, c1 hold position g, channels 2t, 2t+1; c2, c3 position g + 8 (the fragment layout above).
+// Positions past NP and channels past C are not written.
+template <typename T>
+__device__ __forceinline__ void store_dx(T* dx, const float acc[4][4][4], int m_warp, int c_warp, int g, int t,
+                                         int NP, int C, int HW) {
+#pragma unroll
+    for (int mt = 0; mt < 4; mt++)
+#pragma unroll
+        for (int nt = 0; nt < 4; nt++)
+#pragma unroll
+            for (int e = 0; e < 4; e++) {
+                const int m = m_warp + mt * 16 + g + (e >> 1) * 8;
+                const int c = c_warp + nt * 8 + 2 * t + (e & 1);
+                if (m < NP && c < C) put(&dx[m / HW * C * HW + c * HW + m % HW], acc[mt][nt][e]);
+            }
+}
+
 // -- shared-memory addresses, ldmatrix, cp.async -------------------------------------------
 __device__ __forceinline__ unsigned smem_addr(const void* p) {
     unsigned a;

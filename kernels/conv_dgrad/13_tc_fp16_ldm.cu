@@ -43,12 +43,7 @@ conv_dgrad(const h16* __restrict__ dy, const h16* __restrict__ y, const h16* __r
     const int dy_base = img * K * OH * OW, hp = h + PAD, wp = x + PAD;
 
     float acc[4][4][4];
-#pragma unroll
-    for (int i = 0; i < 4; i++)
-#pragma unroll
-        for (int j = 0; j < 4; j++)
-#pragma unroll
-            for (int e = 0; e < 4; e++) acc[i][j][e] = 0.0f;
+    zero_acc(acc);
 
     for (int k0 = 0; k0 < KTOT; k0 += BK) {
         // A: this thread's row, BK taps in order, 8 values per 16-byte store into its chunk
@@ -98,15 +93,5 @@ conv_dgrad(const h16* __restrict__ dy, const h16* __restrict__ y, const h16* __r
         __syncthreads();
     }
 
-    // c0,c1: position g, channels 2t, 2t+1; c2,c3: position g + 8; rounded once to 16 bits
-#pragma unroll
-    for (int mt = 0; mt < 4; mt++)
-#pragma unroll
-        for (int nt = 0; nt < 4; nt++)
-#pragma unroll
-            for (int e = 0; e < 4; e++) {
-                const int m = m0 + warp_m + mt * 16 + g + (e >> 1) * 8;
-                const int c = c0 + warp_n + nt * 8 + 2 * t + (e & 1);
-                if (m < NP && c < C) dx[m / HW * C * HW + c * HW + m % HW] = to_h16(acc[mt][nt][e]);
-            }
+    store_dx(dx, acc, m0 + warp_m, c0 + warp_n, g, t, NP, C, HW);
 }

@@ -95,12 +95,7 @@ conv_dgrad(const h16* __restrict__ dy, const h16* __restrict__ y, const h16* __r
     };
 
     float acc[4][4][4];
-#pragma unroll
-    for (int i = 0; i < 4; i++)
-#pragma unroll
-        for (int j = 0; j < 4; j++)
-#pragma unroll
-            for (int e = 0; e < 4; e++) acc[i][j][e] = 0.0f;
+    zero_acc(acc);
 
     // prologue: B's first STAGES - 1 chunks in flight, A's first chunk stored
 #pragma unroll
@@ -143,14 +138,5 @@ conv_dgrad(const h16* __restrict__ dy, const h16* __restrict__ y, const h16* __r
     }
     cp_async_wait<0>();
 
-#pragma unroll
-    for (int mt = 0; mt < 4; mt++)
-#pragma unroll
-        for (int nt = 0; nt < 4; nt++)
-#pragma unroll
-            for (int e = 0; e < 4; e++) {
-                const int m = m0 + warp_m + mt * 16 + g + (e >> 1) * 8;
-                const int c = c0 + warp_n + nt * 8 + 2 * t + (e & 1);
-                if (m < NP && c < C) dx[m / HW * C * HW + c * HW + m % HW] = to_h16(acc[mt][nt][e]);
-            }
+    store_dx(dx, acc, m0 + warp_m, c0 + warp_n, g, t, NP, C, HW);
 }

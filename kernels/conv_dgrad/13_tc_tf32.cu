@@ -12,7 +12,8 @@
 // Everything else is chapter 11's: a block of 4 warps owns 128 positions x 64 channels; per
 // chunk of BK = 32 reduction indices it gathers A (dy' at the taps, zero where a tap misses dy,
 // the activation's derivative fused on the read) and copies B into shared memory; each warp then
-// computes its 64 x 32 sub-tile: 4 x 4 mma tiles, 4 k-steps of 8.
+// computes its 64 x 32 sub-tile: 4 x 4 mma tiles, 4 k-steps of 8, and writes it to dx (store_dx
+// in tc.cuh, as every stage of the chapter does).
 // Shared layout: rows padded by 4 words (chapter 10's padding): the fragment loads below read
 // A[g][t] for g < 8, t < 4 at bank (36g + t) % 32 = 4g + t: 32 different banks, no conflict.
 // Layouts: dy, y (N,K,OH,OW); w IOHW (C,K,KH,KW); dx (N,C,H,W). All float32 in memory.
@@ -46,12 +47,7 @@ conv_dgrad(const float* __restrict__ dy, const float* __restrict__ y, const floa
     const int dy_base = img * K * OH * OW, hp = h + PAD, wp = x + PAD;
 
     float acc[4][4][4];
-#pragma unroll
-    for (int i = 0; i < 4; i++)
-#pragma unroll
-        for (int j = 0; j < 4; j++)
-#pragma unroll
-            for (int e = 0; e < 4; e++) acc[i][j][e] = 0.0f;
+    zero_acc(acc);
 
     for (int k0 = 0; k0 < KTOT; k0 += BK) {
         // A: this thread's row, BK taps in order, 16 bytes per store
@@ -99,15 +95,5 @@ conv_dgrad(const float* __restrict__ dy, const float* __restrict__ y, const floa
         __syncthreads();
     }
 
-    // c0,c1: position g, channels 2t, 2t+1; c2,c3: position g + 8
-#pragma unroll
-    for (int mt = 0; mt < 4; mt++)
-#pragma unroll
-        for (int nt = 0; nt < 4; nt++)
-#pragma unroll
-            for (int e = 0; e < 4; e++) {
-                const int m = m0 + warp_m + mt * 16 + g + (e >> 1) * 8;
-                const int c = c0 + warp_n + nt * 8 + 2 * t + (e & 1);
-                if (m < NP && c < C) dx[m / HW * C * HW + c * HW + m % HW] = acc[mt][nt][e];
-            }
+    store_dx(dx, acc, m0 + warp_m, c0 + warp_n, g, t, NP, C, HW);
 }
