@@ -33,7 +33,7 @@ _PUBLIC = {
     "KernelBuildError": "engine.build", "build": "engine.build", "kernel": "engine.build",
     "kernel_source": "engine.build",
     "CheckResult": "engine.check", "MismatchError": "engine.check", "check_close": "engine.check",
-    "NoDeviceError": "engine.devices", "device_info": "engine.devices", "get_context": "engine.devices",
+    "DeviceLimitError": "engine.devices", "NoDeviceError": "engine.devices", "device_info": "engine.devices", "get_context": "engine.devices",
     "get_queue": "engine.devices", "list_devices": "engine.devices", "short_name": "engine.devices",
     "GuardViolation": "runner", "plan_stage": "runner", "prepare": "runner", "run_stage": "runner",
     "REGISTRY": "stages", "get_stage": "stages", "stage_names": "stages",
@@ -49,7 +49,7 @@ def __getattr__(name: str):
 
 
 __all__ = [
-    "REGISTRY", "CheckResult", "GuardViolation", "KernelBuildError", "MismatchError", "NoDeviceError",
+    "REGISTRY", "CheckResult", "DeviceLimitError", "GuardViolation", "KernelBuildError", "MismatchError", "NoDeviceError",
     "build", "check_close", "check_stage", "device_info", "get_context", "get_queue", "get_stage",
     "kernel", "kernel_source", "list_devices", "plan_stage", "prepare", "run_stage", "short_name",
     "stage_names",

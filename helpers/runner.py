@@ -21,7 +21,7 @@ from .engine.backends import cuda
 from .engine.build import build
 from . import chooser
 from .engine.check import CheckResult, check_close, tolerance_stored
-from .engine.devices import get_context, get_queue
+from .engine.devices import DeviceLimitError, get_context, get_queue
 from .engine.tensor import STORAGE, DeviceTensor
 from .engine.timing import time_plan
 from .launch import Step, family, hook
@@ -318,7 +318,7 @@ class ClPlan(Checked):
             wg = int(np.prod(step.local_size))
             limit = k.get_work_group_info(cl.kernel_work_group_info.WORK_GROUP_SIZE, dev)
             if wg > limit:
-                raise ValueError(f"stage {self.stage.key}: work-group of {wg} work-items, but kernel "
+                raise DeviceLimitError(f"stage {self.stage.key}: work-group of {wg} work-items, but kernel "
                                  f"{step.kernel} allows at most {limit} on {dev.name.strip()}; lower WG")
             for g, l in zip(step.global_size, step.local_size):
                 if g % l:
@@ -400,7 +400,7 @@ class CudaPlan(Checked):
         threads = int(np.prod(step.local_size))
         limit = min(k.max_threads_per_block, dev["max_threads_per_block"])
         if threads > limit:
-            raise ValueError(f"stage {self.stage.key}: blocks of {threads} threads, but kernel {step.kernel} "
+            raise DeviceLimitError(f"stage {self.stage.key}: blocks of {threads} threads, but kernel {step.kernel} "
                              f"allows at most {limit} on {dev['name']}; lower WG")
         for g, l in zip(step.global_size, step.local_size):
             if g % l:

@@ -73,6 +73,27 @@ def test_comparison_verdict():
     assert run.verdict(off).count("DISAGREE") == 2
 
 
+@pytest.mark.parametrize("cfg", [model.SMALL, model.FULL], ids=["small", "full"])
+def test_the_loss_comparison_is_not_swamped_by_rounding(cfg):
+    """The comparison with PyTorch allows a relative difference of run.LOSS_RTOL per step over the
+    first run.COMPARE_STEPS steps. That is a test of the kernels only if rounding alone stays far
+    below it: PyTorch in float32 and in float64, same weights and batches, must differ by less than
+    a tenth of it. (A learning rate of 0.05 broke this for the full network: 2e-3 after 20 steps.)"""
+    torch = pytest.importorskip("torch")
+    xtr, ytr, _, _ = data.digits(cfg.scale, seed=cfg.seed)
+    steps = run._steps(cfg, len(ytr))[:run.COMPARE_STEPS]
+    losses = {}
+    for dtype in (np.float32, np.float64):
+        torch.set_default_dtype(torch.float64 if dtype == np.float64 else torch.float32)
+        try:
+            net = torch_twin.TorchNet(cfg, {k: v.astype(dtype) for k, v in model.init_params(cfg).items()})
+            losses[dtype] = np.array([net.step(xtr[b].astype(dtype), ytr[b])[0] for _, b in steps])
+        finally:
+            torch.set_default_dtype(torch.float32)
+    rel = np.abs(losses[np.float32] - losses[np.float64]) / np.abs(losses[np.float64])
+    assert rel.max() < run.LOSS_RTOL / 10, rel
+
+
 def test_batches_are_full_and_reproducible():
     first = data.batches(100, 32, 0)
     assert [len(b) for b in first] == [32, 32, 32]

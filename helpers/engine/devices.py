@@ -26,6 +26,11 @@ class NoDeviceError(RuntimeError):
     """No OpenCL platform or no device matching the request."""
 
 
+class DeviceLimitError(ValueError):
+    """A configuration this device cannot launch (more work-items per group than the compiled
+    kernel allows here); raised before any launch. Another device, or other JIT parameters, may run it."""
+
+
 def _platforms() -> list:
     try:
         platforms = cl.get_platforms()

@@ -48,7 +48,11 @@ class Config:
 
 
 SMALL = Config()
-FULL = Config(scale=4, batch=128, channels=(32, 64), epochs=8)
+# lr 0.02, not 0.05: at 0.05 the full network's loss jumps from 2.4 to 6.6 in its first steps, and
+# that jump amplifies rounding so much that PyTorch in float32 and in float64 differ by 2e-3 after
+# 20 steps, more than the comparison's tolerance; at 0.02 they differ by 1e-5 and the loss falls
+# smoothly (tests/test_training.py keeps it so).
+FULL = Config(scale=4, batch=128, channels=(32, 64), epochs=8, lr=0.02)
 
 
 def init_params(cfg: Config) -> dict:

@@ -22,6 +22,9 @@ class TorchNet:
     def __init__(self, cfg: model.Config, params: dict, device: str = "cpu"):
         import torch
         self.torch, self.cfg, self.device = torch, cfg, device
+        if device != "cpu":      # float32 convolutions and matmuls, not TF32 (PyTorch allows TF32 in cuDNN by default)
+            torch.backends.cudnn.allow_tf32 = False
+            torch.backends.cuda.matmul.allow_tf32 = False
         # IOHW (C, K, R, S) -> PyTorch's OIHW (K, C, R, S)
         conv = {name: np.ascontiguousarray(v.transpose(1, 0, 2, 3)) if name.startswith("w") else v
                 for name, v in params.items()}
