@@ -52,16 +52,47 @@ def test_loss_decreases_over_a_few_steps(tiny):
 
 
 def test_a_step_moves_only_the_counted_tensors(tiny):
-    """The batch, 3 vectors x 2 layers of weights, conv2's input, 2 pooled gradients go down; 2
-    batch-norm outputs, conv2's input gradient and 6 parameter gradients come up."""
+    """Down: the batch, 3 tensors x 2 layers of weights, the features' gradient. Up: the pooled
+    features and 6 parameter gradients. Everything between stays on the device (pooling and its
+    gradient run as kernels/train/pool.cl)."""
     net, x, y = tiny
     before = Counter(tensors.TRANSFERS)
     net.step(model.init_params(TINY), x, y)
     moved = Counter(tensors.TRANSFERS) - before
-    assert dict(moved) == {"upload": 10, "read": 9}
+    assert dict(moved) == {"upload": 8, "read": 7}
+    timed = {op for _, op, _ in net._events}
+    assert {"relu_pool", "pool_backward"} <= timed
     ops = {(c["layer"], c["op"]) for c in net.choices}
     assert ("conv1", "conv_dgrad") not in ops and ("conv2", "conv_dgrad") in ops
     assert {c["how"] for c in net.choices if c["op"] == "conv_dgrad"} == {"auto"}
+
+
+@pytest.mark.parametrize("shape", [(2, 3, 6, 10), (1, 5, 2, 2), (3, 1, 14, 4)])
+def test_pooling_kernels_match_numpy_with_guards(shape):
+    """kernels/train/pool.cl against model.py's NumPy pooling (the reference step's), inside guard
+    zones, on shapes whose element counts are not multiples of the work-group."""
+    from helpers.engine.devices import get_context, get_queue
+    from helpers.engine.tensor import DeviceTensor
+    from helpers.train.course import Pooling
+    from tests.conftest import DEVICES
+    ctx = get_context(DEVICES[0])
+    queue = get_queue(ctx)
+    rng = np.random.default_rng(1)
+    n, c, h, w = shape
+    y, g = rng.standard_normal(shape).astype(np.float32), rng.standard_normal((n, c, h // 2, w // 2)).astype(np.float32)
+    pool = Pooling(ctx, queue)
+    yt, gt = (DeviceTensor.from_array(ctx, v, guard=True, queue=queue) for v in (y, g))
+    at = DeviceTensor(ctx, queue, "a", g.shape, guard=True)
+    dyt = DeviceTensor(ctx, queue, "dy", shape, guard=True)
+    pool.relu_pool(yt, at)
+    pool.backward(gt, dyt)
+    queue.finish()
+    for t in (yt, gt, at, dyt):
+        assert t.check_guards() is None, t.check_guards()
+    np.testing.assert_allclose(at.read(), model.relu_pool(y), rtol=1e-6, atol=1e-7)
+    np.testing.assert_array_equal(dyt.read(), model.pool_backward(g))
+    with pytest.raises(ValueError, match="even height and width"):
+        pool.relu_pool(DeviceTensor(ctx, queue, "odd", (1, 1, 3, 4)), DeviceTensor(ctx, queue, "o", (1, 1, 1, 2)))
 
 
 def test_comparison_verdict():

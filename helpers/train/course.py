@@ -1,10 +1,15 @@
 """The training step on the course's stages, tensors chained on the device.
 
-Per convolution layer: conv_forward -> batchnorm_forward on the device; the host reads batch norm's
-output, applies ReLU and pooling (and the linear head and loss after the last layer) and uploads
-the next layer's input; backward: the pooled gradient is uploaded, batchnorm_backward (the ReLU's
-derivative fused: relu(y) > 0 exactly where y > 0, so batch norm's own output ``y`` serves as the
-mask) -> conv_wgrad and conv_dgrad, both reading batch norm's input gradient where it lies.
+Per convolution layer: conv_forward -> batchnorm_forward -> ReLU and 2x2 average pooling
+(kernels/train/pool.cl), whose output is the next layer's input tensor; only the last layer's
+pooled features are read back, for the linear head and the loss (NumPy, a 10-way matrix product).
+Backward: the features' gradient is uploaded, pooling's gradient (the same .cl file) gives batch
+norm's grad_output on the device, batchnorm_backward (the ReLU's derivative fused: relu(y) > 0
+exactly where y > 0, so batch norm's own output ``y`` serves as the mask) -> conv_wgrad and
+conv_dgrad, both reading batch norm's input gradient where it lies, and conv_dgrad's input
+gradient feeds the previous layer's pooling gradient where it lies. What crosses to the host in
+a step: the image, the weights (updated by SGD on the host), the features and their gradient,
+and the weight gradients.
 
 Each op's stage is the chooser's (helpers/chooser.py through runner.choose_stage): conv_dgrad's
 stage ``auto`` is exactly that call; the other ops have no ``auto`` stage in the registry, so the
@@ -18,7 +23,9 @@ import time
 from collections import defaultdict
 
 import numpy as np
+import pyopencl as cl
 
+from ..engine.build import build
 from ..engine.devices import get_context, get_queue
 from ..engine.tensor import DeviceTensor
 from ..engine.timing import time_events
@@ -27,7 +34,41 @@ from ..stages import stage_names
 from . import model
 
 WGRAD = "conv_wgrad"
-HOST = "ReLU, pooling, head, loss"
+HOST = "head, loss"
+POOL, UNPOOL = "relu_pool", "pool_backward"     # kernels/train/pool.cl
+
+
+class Pooling:
+    """kernels/train/pool.cl on one queue: ReLU + 2x2 average pooling, and its gradient."""
+
+    WG = 256
+
+    def __init__(self, ctx, queue):
+        program = build(ctx, "train/pool.cl")
+        self.queue, self.kernels = queue, {name: cl.Kernel(program, name) for name in (POOL, UNPOOL)}
+
+    def _launch(self, name: str, src: DeviceTensor, dst: DeviceTensor, full: tuple) -> cl.Event:
+        n, c, h, w = full
+        if h % 2 or w % 2:
+            raise ValueError(f"2x2 pooling with stride 2 needs an even height and width, got {h}x{w}")
+        items = dst.size
+        size = -(-items // self.WG) * self.WG
+        return self.kernels[name](self.queue, (size,), (self.WG,), src.buffer, dst.buffer,
+                                  np.int32(n * c), np.int32(h), np.int32(w))
+
+    def relu_pool(self, y: DeviceTensor, a: DeviceTensor) -> cl.Event:
+        """a = pooled relu(y): y (N, C, H, W), a (N, C, H/2, W/2)."""
+        n, c, h, w = y.shape
+        if a.shape != (n, c, h // 2, w // 2):
+            raise ValueError(f"relu_pool: {y.shape} pools to {(n, c, h // 2, w // 2)}, not {a.shape}")
+        return self._launch(POOL, y, a, y.shape)
+
+    def backward(self, g: DeviceTensor, dy: DeviceTensor) -> cl.Event:
+        """dy = pooling's gradient of g: g (N, C, H/2, W/2), dy (N, C, H, W)."""
+        n, c, h, w = dy.shape
+        if g.shape != (n, c, h // 2, w // 2):
+            raise ValueError(f"pool_backward: {dy.shape} pools to {(n, c, h // 2, w // 2)}, not {g.shape}")
+        return self._launch(UNPOOL, g, dy, dy.shape)
 
 
 def _random_like(shape, rng) -> np.ndarray:
@@ -78,6 +119,10 @@ class CourseNet:
                                              dict(grad_output=_random_like(y.shape, rng),
                                                   weight=_random_like(layer["weight"], rng), **dg))
             self.layers.append(L)
+        self.pool = Pooling(self.ctx, self.queue)
+        n, k, h, w = self.layers[-1]["dy"].shape
+        self.features = DeviceTensor(self.ctx, self.queue, "features", (n, k, h // 2, w // 2))
+        self.grad_features = DeviceTensor(self.ctx, self.queue, "grad_features", self.features.shape)
         self.times = defaultdict(list)       # (layer, op) -> [ms per step], from profiling events
 
     def _plan(self, i: int, op: str, device_args: dict, host_args: dict):
@@ -104,17 +149,15 @@ class CourseNet:
                 L[name].write(params[f"{name}{i}" if name != "w" else f"w{i}"])
 
     def forward(self, params: dict, x: np.ndarray) -> np.ndarray:
-        """Both convolution blocks; returns the pooled features of the last one (on the host)."""
-        a = x
-        for L in self.layers:
-            L["x"].write(a)
+        """Both convolution blocks on the device; returns the pooled features of the last one (read
+        to the host for the head). Each block's pooling writes the next block's input tensor."""
+        self.layers[0]["x"].write(x)
+        for i, L in enumerate(self.layers):
             self._run(L, "conv_forward")
             self._run(L, "batchnorm_forward")
-            y = self._read(L["batchnorm_forward"].tensor("y"))
-            t0 = time.perf_counter()
-            a = model.relu_pool(y)
-            self._host += time.perf_counter() - t0
-        return a
+            pooled = self.layers[i + 1]["x"] if i + 1 < len(self.layers) else self.features
+            self._events.append((L["name"], POOL, [self.pool.relu_pool(L["batchnorm_forward"].tensor("y"), pooled)]))
+        return self._read(self.features)
 
     def step(self, params: dict, x: np.ndarray, labels: np.ndarray):
         """One training step: (loss, logits, gradients); the per-op device times are kept."""
@@ -125,14 +168,16 @@ class CourseNet:
         loss, logits, g, dw, db = model.head(a, labels, params["fc_w"], params["fc_b"])
         grads = {"fc_w": dw, "fc_b": db}
         self._host += time.perf_counter() - t0
+        self.grad_features.write(g)
         for i in range(len(self.layers), 0, -1):
             L = self.layers[i - 1]
-            L["dy"].write(model.pool_backward(g))
+            # the gradient after this block's pooling: the head's, or the next block's input gradient
+            g = self.grad_features if i == len(self.layers) else self.layers[i]["conv_dgrad"].tensor("grad_input")
+            self._events.append((L["name"], UNPOOL, [self.pool.backward(g, L["dy"])]))
             for op in ("batchnorm_backward", WGRAD, "conv_dgrad"):     # conv1 has no conv_dgrad
                 if op in L:
                     self._run(L, op)
-            if "conv_dgrad" in L:
-                g = self._read(L["conv_dgrad"].tensor("grad_input"))
+        for i, L in enumerate(self.layers, 1):      # read once every kernel of the step is queued
             b = L["batchnorm_backward"]
             grads[f"w{i}"] = L[WGRAD].tensor("grad_weight").read()
             grads[f"gamma{i}"] = b.tensor("grad_gamma").read()

@@ -16,7 +16,7 @@ import numpy as np
 from ..engine import tensor as tensors
 from ..engine.devices import device_info, get_context
 from . import data, model
-from .course import CourseNet
+from .course import POOL, UNPOOL, CourseNet
 
 COMPARE_STEPS = 20        # the first steps compared one by one
 LOSS_RTOL = 1e-3          # |course - PyTorch| / |PyTorch| for each of them
@@ -64,9 +64,10 @@ def train_course(cfg: model.Config, ctx=None, progress: bool = True, workspace_l
     stages = {(c["layer"], c["op"]): c for c in net.choices}
     for row in ops:
         c = stages.get((row["layer"], row["op"]))
-        row["stage"] = c["stage"] if c else "NumPy"
-        row["how"] = c["how"] if c else "host"
-        row["where"] = "device" if c and c["how"] in ("auto", "chooser") else "host"
+        fixed = row["op"] in (POOL, UNPOOL)        # not chosen: the one kernel of kernels/train/pool.cl
+        row["stage"] = c["stage"] if c else "train/pool.cl" if fixed else "NumPy"
+        row["how"] = c["how"] if c else "fixed" if fixed else "host"
+        row["where"] = "host" if row["how"] == "host" else "device"
     return {"impl": "course", "device": device_info(ctx), "config": cfg.as_dict(), "setup_s": setup_s,
             "losses": losses, "step_ms": step_ms, "epoch_ms": epoch_ms, "accuracy": accuracy,
             "ops": ops, "choices": net.choices, "transfers_per_step": per_step,
