@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 
-OP_ORDER = ("conv_forward", "batchnorm_forward", "batchnorm_backward", "conv_wgrad", "conv_dgrad")
+OP_ORDER = ("conv_forward", "batchnorm_forward", "relu_pool", "pool_backward", "batchnorm_backward", "conv_wgrad",
+            "conv_dgrad")
 
 
 def choices_table(record: dict) -> str:
@@ -28,8 +29,19 @@ def time_table(record: dict, twin: dict | None = None) -> str:
                  f"{np.median(record['step_ms']):.3f} ms; median epoch: {np.median(record['epoch_ms']) / 1e3:.3f} s")
     if twin:
         lines.append(f"PyTorch ({twin['device']}, {twin.get('threads', '?')} threads): median step "
-                     f"{np.median(twin['step_ms']):.3f} ms, median epoch {np.median(twin['epoch_ms']) / 1e3:.3f} s")
+                     f"{np.median(twin['step_ms']):.3f} ms, median epoch {np.median(twin['epoch_ms']) / 1e3:.3f} s; "
+                     f"the course's step takes x{np.median(record['step_ms']) / np.median(twin['step_ms']):.2f} PyTorch's")
     return "\n".join(lines)
+
+
+def step_split(record: dict) -> str:
+    """A step's median wall time split into the kernels (sum of the device medians), the host's
+    NumPy part, and the rest (transfers, gaps between launches, SGD, Python)."""
+    wall = float(np.median(record["step_ms"]))
+    kernels = sum(r["median_ms"] for r in record["ops"] if r["where"] == "device")
+    host = sum(r["median_ms"] for r in record["ops"] if r["where"] == "host")
+    return (f"of a step's median wall time: kernels {100 * kernels / wall:.0f} %, host NumPy {100 * host / wall:.0f} %, "
+            f"the rest (transfers, gaps between launches, SGD, Python) {100 * max(wall - kernels - host, 0) / wall:.0f} %")
 
 
 def plot_breakdown(record: dict, title: str):

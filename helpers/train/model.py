@@ -73,7 +73,8 @@ def init_params(cfg: Config) -> dict:
     return p
 
 
-# --- the parts that run on the host (NumPy, float32) -----------------------------------------
+# --- the parts that run on the host (NumPy, float32); ReLU + pooling are the reference of ------
+# --- kernels/train/pool.cl, which the course's step runs instead ---------------------------------
 
 def relu_pool(y: np.ndarray) -> np.ndarray:
     """ReLU, then 2x2 average pooling with stride 2."""
