@@ -207,20 +207,3 @@ def test_two_plans_of_one_stage_keep_their_own_arguments(ctx):
     first.queue.finish()
     helpers.check_outputs(first)
     helpers.check_outputs(second)
-
-
-def test_queued_copies_hold_their_values_after_one_wait(ctx):
-    """write(wait=False) and read(wait=False) only queue the copy (chapter 15's step waits once for
-    all of them); after queue.finish() the values are there, each copy still counted."""
-    queue = helpers.get_queue(ctx)
-    a = np.arange(10, dtype=np.float32)
-    t = DeviceTensor(ctx, queue, "t", (2, 5))
-    before = dict(tensors.TRANSFERS)
-    t.write(a, wait=False)
-    out = t.read(wait=False)
-    queue.finish()
-    np.testing.assert_array_equal(out, a.reshape(2, 5))
-    assert tensors.TRANSFERS["upload"] == before.get("upload", 0) + 1
-    assert tensors.TRANSFERS["read"] == before.get("read", 0) + 1
-    with pytest.raises(ValueError, match="cannot be read without waiting"):
-        DeviceTensor(ctx, queue, "b", (3,), dtype="bfloat16").read(wait=False)

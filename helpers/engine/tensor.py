@@ -137,29 +137,22 @@ class DeviceTensor:
         dtype = dtype or ("float16" if array.dtype == np.float16 else "float32")
         return cls(ctx, queue or get_queue(ctx), name, array.shape, array, guard, True, dtype, layout)
 
-    def _copy(self, dest, src, kind: str, wait: bool = True) -> None:
+    def _copy(self, dest, src, kind: str) -> None:
         TRANSFERS[kind] += 1
-        cl.enqueue_copy(self.queue, dest, src, is_blocking=wait)
+        cl.enqueue_copy(self.queue, dest, src)
 
-    def write(self, array: np.ndarray, wait: bool = True) -> None:
-        """Overwrite the tensor's values from the host (one counted upload; same element count).
-        wait=False only queues the copy: the host goes on while it runs (the tensor keeps the
-        copied array alive; the queue's later work sees the new values, being in order)."""
+    def write(self, array: np.ndarray) -> None:
+        """Overwrite the tensor's values from the host (one counted upload; same element count)."""
         body = to_storage(array, self.dtype).ravel()
         if body.size != self.size:
             raise ValueError(f"{self.name}: {body.size} values for a tensor of shape {self.shape}")
-        self._pending = body
-        self._copy(self.buffer, body, "upload", wait)
+        self._copy(self.buffer, body, "upload")
 
-    def read(self, wait: bool = True) -> np.ndarray:
+    def read(self) -> np.ndarray:
         """The tensor's values on the host (after the queue's work): float32, or float16 for a
-        float16 tensor; stored layout, logical shape for NCHW and NHWC. wait=False only queues
-        the copy (float32 and float16 tensors): the array holds the values once the queue has
-        finished (queue.finish()), so that several reads cost one wait."""
-        if not wait and self.dtype == "bfloat16":
-            raise ValueError(f"{self.name}: a bfloat16 tensor is converted after its read, so it cannot be read without waiting")
+        float16 tensor; stored layout, logical shape for NCHW and NHWC."""
         out = np.empty(self.size, dtype=self.storage)
-        self._copy(out, self.buffer, "read", wait)
+        self._copy(out, self.buffer, "read")
         out = from_storage(out, self.dtype)
         return out.reshape(self.shape) if self.size == int(np.prod(self.shape)) else out
 

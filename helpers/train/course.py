@@ -143,11 +143,10 @@ class CourseNet:
         return t.read()
 
     def load(self, params: dict) -> None:
-        """Upload the current weights (they change on the host after every SGD update); queued
-        without waiting: the kernels after them in the queue see them."""
+        """Upload the current weights (they change on the host after every SGD update)."""
         for i, L in enumerate(self.layers, 1):
             for name in ("w", "gamma", "beta"):
-                L[name].write(params[f"{name}{i}" if name != "w" else f"w{i}"], wait=False)
+                L[name].write(params[f"{name}{i}" if name != "w" else f"w{i}"])
 
     def forward(self, params: dict, x: np.ndarray) -> np.ndarray:
         """Both convolution blocks on the device; returns the pooled features of the last one (read
@@ -169,7 +168,7 @@ class CourseNet:
         loss, logits, g, dw, db = model.head(a, labels, params["fc_w"], params["fc_b"])
         grads = {"fc_w": dw, "fc_b": db}
         self._host += time.perf_counter() - t0
-        self.grad_features.write(g, wait=False)
+        self.grad_features.write(g)
         for i in range(len(self.layers), 0, -1):
             L = self.layers[i - 1]
             # the gradient after this block's pooling: the head's, or the next block's input gradient
@@ -178,11 +177,11 @@ class CourseNet:
             for op in ("batchnorm_backward", WGRAD, "conv_dgrad"):     # conv1 has no conv_dgrad
                 if op in L:
                     self._run(L, op)
-        for i, L in enumerate(self.layers, 1):      # queued after every kernel of the step, one wait for all
+        for i, L in enumerate(self.layers, 1):      # read once every kernel of the step is queued
             b = L["batchnorm_backward"]
-            grads[f"w{i}"] = L[WGRAD].tensor("grad_weight").read(wait=False)
-            grads[f"gamma{i}"] = b.tensor("grad_gamma").read(wait=False)
-            grads[f"beta{i}"] = b.tensor("grad_beta").read(wait=False)
+            grads[f"w{i}"] = L[WGRAD].tensor("grad_weight").read()
+            grads[f"gamma{i}"] = b.tensor("grad_gamma").read()
+            grads[f"beta{i}"] = b.tensor("grad_beta").read()
         self.queue.finish()
         self.record()
         return loss, logits, grads
