@@ -19,7 +19,7 @@ from .summary import geomean
 
 # The ladders in results/, the tagged comparisons, and the chapter 09-11 runs in results/local/.
 PATTERNS = ("*.json", "local/run*.json")
-OP_NAMES = {"conv_dgrad": "input gradient", "conv_forward": "forward convolution", "gemm": "GEMM",
+OP_NAMES = {"conv_dgrad": "input gradient", "conv_wgrad": "weight gradient", "conv_forward": "forward convolution", "gemm": "GEMM",
             "batchnorm_forward": "batch norm forward", "batchnorm_backward": "batch norm backward"}
 
 
