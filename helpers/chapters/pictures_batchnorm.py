@@ -75,7 +75,6 @@ def reduction_tree_picture(wg: int = 8, ax=None):
     return ax
 
 
-
 def recorded_switch(op: str, stage: str, switch: str, activation: str = "none", layer_set: str = "bn"):
     """The recorded pair of runs of one stage with a switch at 0 and at 1 (tags ``coalesced0`` and
     ``coalesced1`` for COALESCED), layer by layer; None where results/ does not hold both.
@@ -146,7 +145,6 @@ def switch_summary(pair: dict, labels=("0", "1"), same=None) -> str:
                  f"({100 * (1 - 1 / f):.1f} % less time)")
     lines.append(f"  geometric mean of 0 / 1 over the {len(rows)} layers: {geomean(r['ratio'] for r in rows):.2f}")
     return "\n".join(lines)
-
 
 
 def switch_picture(pairs: list, labels=("0", "1"), same=None, ax=None):
