@@ -301,6 +301,37 @@ def test_split4_covers_every_slab_once():
             assert (a1 - a0) % 4 == 0
 
 
+def _switch_run(tag, times):
+    """A recorded run in results/'s format: one row per layer of stage 02, (median, q1, q3) in ms."""
+    rows = [{"layer": name, "stage": "local_two_pass", "key": "02_local_two_pass",
+             "shape": {"n": 2, "c": 3, "h": hw, "w": 1}, "defines": {"WG": 4, "COALESCED": int(tag[-1])},
+             "median_ms": t[0], "q1_ms": t[1], "q3_ms": t[2], "pct_copy": 10.0}
+            for name, hw, t in times]
+    return {"op": "batchnorm_forward", "layer_set": "bn", "tag": tag, "date": "2026-01-01T00:00:00",
+            "device": {"name": "dev", "platform": "p", "driver": "d", "type": "GPU", "compute_units": 2},
+            "settings": {"activation": "none", "command": f"bench --tag {tag}"}, "rows": rows}
+
+
+def test_recorded_switch_pairs_layers_and_reads_the_spread(monkeypatch):
+    from helpers.analysis import results
+    from helpers.chapters.pictures_batchnorm import recorded_switch, switch_summary, switch_table
+    runs = [_switch_run("coalesced0", [("a", 16, (2.0, 1.9, 2.1)), ("b", 16, (1.0, 0.9, 1.1)), ("c", 2, (1.0, 0.9, 1.1))]),
+            _switch_run("coalesced1", [("a", 16, (1.0, 0.9, 1.1)), ("b", 16, (1.05, 0.95, 1.15)), ("c", 2, (0.5, 0.45, 0.55))])]
+    monkeypatch.setattr(results, "load", lambda pattern="*.json": runs)
+    pair = recorded_switch("batchnorm_forward", "local_two_pass", "COALESCED")
+    assert [r["layer"] for r in pair["rows"]] == ["a", "b", "c"] and pair["stage"] == "02_local_two_pass"
+    a, b, c = pair["rows"]
+    assert a["ratio"] == 2.0 and not a["overlap"] and b["overlap"] and a["mb"] == 4 * 2 * 3 * 16 / 1e6
+    assert pair["commands"] == ["bench --tag coalesced0", "bench --tag coalesced1"]
+    same = lambda r: r["hw"] <= r["defines"]["WG"]
+    text = switch_summary(pair, ("chunked", "interleaved"), same)
+    assert "interleaved faster, beyond the spread: a (" in text          # c is left out: same addresses
+    assert "chunked faster, beyond the spread: none" in text and "within the spread: b (" in text
+    assert "same addresses: 0 / 1 from 2.00 to 2.00" in text and "largest difference: a, interleaved at x2.000" in text
+    assert len(switch_table(pair, note=lambda r: "same" if same(r) else "").splitlines()) == 3 + 3
+    assert recorded_switch("batchnorm_forward", "local_two_pass", "REVERSE") is None     # no pair recorded
+
+
 def test_exercise_check_accepts_chan_and_rejects_wrong_merges(capsys):
     from helpers.chapters.exercises import check_chan_merge
 

@@ -1,5 +1,6 @@
 """Pictures for chapter 14 (batch normalization): how a channel's values sit in an NCHW buffer
-and how float4 accesses split each slab, and the work-group reduction tree."""
+and how float4 accesses split each slab, the work-group reduction tree, and a switch of one stage
+(COALESCED, REVERSE) measured alone: a recorded pair of runs, as a table and a plot."""
 from __future__ import annotations
 
 import matplotlib.pyplot as plt
@@ -71,4 +72,105 @@ def reduction_tree_picture(wg: int = 8, ax=None):
     ax.axis("off")
     ax.set_title(f"Work-group sum of {wg} partials in local memory: log2({wg}) = {level} steps; "
                  "buf[0] holds the sum", fontsize=9)
+    return ax
+
+
+def recorded_switch(op: str, stage: str, switch: str, activation: str = "none", layer_set: str = "bn"):
+    """The recorded pair of runs of one stage with a switch at 0 and at 1 (tags ``coalesced0`` and
+    ``coalesced1`` for COALESCED), layer by layer; None where results/ does not hold both.
+    ``ratio`` is the median time at 0 over the median time at 1 (above 1: the setting 1 was faster);
+    ``overlap`` says whether the two interquartile ranges overlap (a difference within the spread)."""
+    from ..analysis import results
+    runs = []
+    for v in (0, 1):
+        found = [r for r in results.find(op, layer_set, tag=f"{switch.lower()}{v}")
+                 if r["settings"].get("activation", "none") == activation]
+        if not found:
+            return None
+        runs.append(found[0])
+    by_layer = [{r["layer"]: r for r in run["rows"] if r["stage"] == stage} for run in runs]
+    rows = []
+    for name, r1 in by_layer[1].items():
+        r0, sh = by_layer[0][name], r1["shape"]
+        rows.append({"layer": name, "c": sh["c"], "hw": sh["h"] * sh["w"], "nhw": sh["n"] * sh["h"] * sh["w"],
+                     "mb": 4 * sh["n"] * sh["c"] * sh["h"] * sh["w"] / 1e6, "defines": r1["defines"],
+                     "us": (1e3 * r0["median_ms"], 1e3 * r1["median_ms"]),
+                     "ratio": r0["median_ms"] / r1["median_ms"],
+                     "overlap": r0["q1_ms"] <= r1["q3_ms"] and r1["q1_ms"] <= r0["q3_ms"],
+                     "pct_copy": (r0["pct_copy"], r1["pct_copy"])})
+    key = next(iter(by_layer[1].values()))["key"]
+    return {"op": op, "stage": key, "switch": switch, "device": results.device_label(runs[1]),
+            "compute_units": runs[1]["device"].get("compute_units"),
+            "commands": [run["settings"]["command"] for run in runs], "rows": rows}
+
+
+def switch_table(pair: dict, labels=("0", "1"), note=None) -> str:
+    """A recorded pair (recorded_switch) as a table: layer, H*W (one slab), N*H*W (a channel), the
+    tensor's size, both medians, their ratio; the last column says where the interquartile ranges
+    overlap, and ``note(row)`` may add to it."""
+    s = pair["switch"]
+    lines = [f"{pair['op']}, stage {pair['stage']}: {s}=0 ({labels[0]}) against {s}=1 ({labels[1]})",
+             f"recorded on {pair['device']}; times in us (medians of the recorded repeats)",
+             f"{'layer':>10} {'H*W':>6} {'N*H*W':>7} {'x (MB)':>7} {f'{s}=0':>12} {f'{s}=1':>12} {'0 / 1':>6}   notes"]
+    for r in pair["rows"]:
+        notes = ", ".join(n for n in ((note(r) if note else ""), "IQRs overlap" if r["overlap"] else "") if n)
+        lines.append(f"{r['layer']:>10} {r['hw']:6d} {r['nhw']:7d} {r['mb']:7.1f} {r['us'][0]:12.1f} "
+                     f"{r['us'][1]:12.1f} {r['ratio']:6.2f}   {notes}".rstrip())
+    return "\n".join(lines)
+
+
+def switch_summary(pair: dict, labels=("0", "1"), same=None) -> str:
+    """What a recorded pair shows, from its numbers: where each setting was faster beyond the spread,
+    the range of the ratio where ``same(row)`` says both settings read the same addresses, the
+    largest difference and the geometric mean of the ratio over all layers."""
+    from ..analysis.summary import geomean
+    rows = pair["rows"]
+    differ = [r for r in rows if not (same and same(r))]
+
+    def listed(pick):
+        hits = [f"{r['layer']} ({r['mb']:.1f} MB)" for r in differ if pick(r)]
+        return ", ".join(hits) if hits else "none"
+
+    lines = [f"  {labels[1]} faster, beyond the spread: {listed(lambda r: r['ratio'] > 1 and not r['overlap'])}",
+             f"  {labels[0]} faster, beyond the spread: {listed(lambda r: r['ratio'] < 1 and not r['overlap'])}"]
+    if any(r["overlap"] for r in differ):
+        lines.append(f"  within the spread: {listed(lambda r: r['overlap'])}")
+    if same and len(differ) < len(rows):
+        both = [r["ratio"] for r in rows if same(r)]
+        lines.append(f"  where both read the same addresses: 0 / 1 from {min(both):.2f} to {max(both):.2f}")
+    top = max(differ, key=lambda r: max(r["ratio"], 1 / r["ratio"]))
+    f = max(top["ratio"], 1 / top["ratio"])
+    fast, slow = (labels[1], labels[0]) if top["ratio"] > 1 else (labels[0], labels[1])
+    lines.append(f"  largest difference: {top['layer']}, {fast} at x{f:.3f} the speed of {slow} "
+                 f"({100 * (1 - 1 / f):.1f} % less time)")
+    lines.append(f"  geometric mean of 0 / 1 over the {len(rows)} layers: {geomean(r['ratio'] for r in rows):.2f}")
+    return "\n".join(lines)
+
+
+def switch_picture(pairs: list, labels=("0", "1"), same=None, ax=None):
+    """Each layer's time at 0 over its time at 1 against the tensor's size, one colour and marker per
+    pair (forward, backward); hollow markers where ``same(row)`` says both settings read the same
+    addresses."""
+    if ax is None:
+        _, ax = plt.subplots(figsize=(8, 3.6))
+    for pair, marker, color in zip(pairs, "os^v", ("tab:blue", "tab:orange", "tab:green", "tab:red")):
+        for hollow in (False, True):
+            rows = [r for r in pair["rows"] if bool(same and same(r)) == hollow]
+            if rows:
+                ax.scatter([r["mb"] for r in rows], [r["ratio"] for r in rows], marker=marker, s=45,
+                           facecolors="none" if hollow else color, edgecolors=color,
+                           label=pair["op"] + (", same addresses" if hollow else ""))
+    s = pairs[0]["switch"]
+    sizes = sorted({round(r["mb"], 1) for pair in pairs for r in pair["rows"]})
+    ax.axhline(1, color="k", lw=0.8, ls=":")
+    ax.set_xscale("log")
+    ax.set_xticks(sizes, [f"{m:g}" for m in sizes])
+    ax.minorticks_off()
+    ax.set_xlabel("size of the tensor x (MB, log scale)")
+    ax.set_ylabel("time at 0 / time at 1")
+    ax.text(0.01, 0.97, f"above 1: {s}=1 ({labels[1]}) faster", transform=ax.transAxes, va="top", fontsize=8)
+    ax.text(0.99, 0.03, f"below 1: {s}=0 ({labels[0]}) faster", transform=ax.transAxes, va="bottom", ha="right",
+            fontsize=8)
+    ax.legend(fontsize=8, loc="center left", bbox_to_anchor=(1.01, 0.5), frameon=False)
+    ax.set_title(f"Stage {pairs[0]['stage']}, {s} alone, layer by layer\n{pairs[0]['device']}", fontsize=9)
     return ax

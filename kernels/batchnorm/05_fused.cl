@@ -18,7 +18,8 @@
 // The second kernel visits the blocks in the reverse order of the first (work-groups are
 // started roughly in the order of their ids): the blocks the first kernel read last are the ones
 // most likely still in the last-level cache, so part of the second read comes from there
-// (REVERSE = 0: the same order, a switch to show and time this change alone).
+// (REVERSE = 0: the same order, a switch to show and time this change alone). Measured on the
+// recorded H200, forward: REVERSE=1 x1.02 (geometric mean over the bn layers), x1.065 at most.
 // The forward pass reads x twice and writes y once; the backward pass reads dy and x (and the
 // forward output, with an activation) twice and writes dx once. Reading each tensor once would
 // need the whole tensor on chip between the two levels of the reduction.
