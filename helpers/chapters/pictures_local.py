@@ -346,10 +346,10 @@ def rowcopy_counts() -> list[str]:
         both = 1 - ((r["shared_st_conflicts"] + r["shared_ld_conflicts"])
                     / (base["shared_st_conflicts"] + base["shared_ld_conflicts"]))
         got = removed[("10_swizzle ROWCOPY=1", 4)]
-        out.append(f"target: {ROWCOPY_TARGET:.0%} of 10_transposed's store conflicts removed (ncu); 10_swizzle ROWCOPY=1 "
-                   f"at the searched tile 32x4: {got:.1%} -> {'met' if got >= ROWCOPY_TARGET else 'not met'} "
-                   f"(most removed: {best[0]} at 32x{best[1]}, {removed[best]:.1%}); "
-                   f"stores and loads together: {both:.1%}")
+        out.append(f"target: {ROWCOPY_TARGET:.0%} of 10_transposed's store conflicts removed (ncu); 10_swizzle "
+                   f"ROWCOPY=1 at the searched tile 32x4: {got:.1%} -> {'met' if got >= ROWCOPY_TARGET else 'not met'}")
+        out.append(f"most removed: {best[0]} at 32x{best[1]}, {removed[best]:.1%}; stores and loads together "
+                   f"(10_swizzle ROWCOPY=1, 32x4): {both:.1%}")
     return out
 
 
