@@ -333,11 +333,11 @@ def rowcopy_counts() -> list[str]:
             tile = {k: d[k] for k in ("TX", "TY", "CB", "KC", "XPW", "CPW")}
             model = local.launch_conflicts(r["twin"][3:], {**tile, "ROWCOPY": d.get("ROWCOPY", 0)},
                                            dict(RES64, N=r["n"]))["store"]
-            name = r["twin"] + (f" ROWCOPY={d['ROWCOPY']}" if "ROWCOPY" in d else "")
-            removed[(name, d["TY"])] = 1 - r["shared_st_conflicts"] / base["shared_st_conflicts"]
+            name, size = r["twin"] + (f" ROWCOPY={d['ROWCOPY']}" if "ROWCOPY" in d else ""), f"{d['TX']}x{d['TY']}"
+            removed[(name, size)] = 1 - r["shared_st_conflicts"] / base["shared_st_conflicts"]
             share = r["shared_st_instructions"] / (r["shared_st_instructions"] + r["shared_ld_instructions"])
-            out.append(f"{name:<22}{d['TX']:>3}x{d['TY']:<2}{r['shared_st_conflicts']:13,d}{model:11,d}"
-                       f"{model / r['shared_st_conflicts']:10.3f}{removed[(name, d['TY'])]:9.1%}"
+            out.append(f"{name:<22}{size:>6}{r['shared_st_conflicts']:13,d}{model:11,d}"
+                       f"{model / r['shared_st_conflicts']:10.3f}{removed[(name, size)]:9.1%}"
                        f"{r['shared_ld_conflicts']:12,d}{share:22.1%}")
         out.append(f"removed: the share of 10_transposed's store conflicts (ncu, tile {bd['TX']}x{bd['TY']})")
         best = max(removed, key=removed.get)
@@ -345,10 +345,10 @@ def rowcopy_counts() -> list[str]:
                  and x["defines"]["TY"] == 4)
         both = 1 - ((r["shared_st_conflicts"] + r["shared_ld_conflicts"])
                     / (base["shared_st_conflicts"] + base["shared_ld_conflicts"]))
-        got = removed[("10_swizzle ROWCOPY=1", 4)]
+        got = removed[("10_swizzle ROWCOPY=1", "32x4")]
         out.append(f"target: {ROWCOPY_TARGET:.0%} of 10_transposed's store conflicts removed (ncu); 10_swizzle "
                    f"ROWCOPY=1 at the searched tile 32x4: {got:.1%} -> {'met' if got >= ROWCOPY_TARGET else 'not met'}")
-        out.append(f"most removed: {best[0]} at 32x{best[1]}, {removed[best]:.1%}; stores and loads together "
+        out.append(f"most removed: {best[0]} at {best[1]}, {removed[best]:.1%}; stores and loads together "
                    f"(10_swizzle ROWCOPY=1, 32x4): {both:.1%}")
     return out
 
