@@ -13,7 +13,8 @@ Layers, each importing only from itself and the ones above it in this list (help
                 tuning.py: per-device JIT parameters recorded by the benchmark; chooser.py: stage
                 auto (time the registered stages once per device and shape, cache, run)
     analysis/   reading recorded results, summaries, the ladder and roofline plots, compare (the
-                best course stage per op, layer and GPU against the vendor) (no OpenCL)
+                best course stage per op, layer and GPU against the vendor), pairs (a recorded
+                switch off and on; two stages of one run beside the vendor) (no OpenCL)
     bench.py    `python -m helpers.bench`: stages x layers on a device, JSON into results/
     peak.py, registers.py   measured roofline; NVIDIA register counts into results/
     profile_stage.py        `python -m helpers.profile_stage`: one stage once on one layer (ncu)

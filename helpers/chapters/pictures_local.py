@@ -304,3 +304,67 @@ def explained_loads() -> list[str]:
     out.append(f"the last read at 16 bytes instead: {passes(whole)} passes (ideal 4); at 8 bytes: "
                f"{passes(narrow)} passes (ideal 2)")
     return out
+
+
+ROWCOPY_TARGET = 0.95   # share of 10_transposed's store conflicts (ncu) that 10_swizzle ROWCOPY=1 should remove
+
+
+def rowcopy_counts() -> list[str]:
+    """ncu's record of the ROWCOPY switch (results/local/ncu_banks_rowcopy_*, written by
+    `python -m helpers.ncu_banks`): per twin, tile and ROWCOPY, the store conflicts beside the
+    bank model's, the share of 10_transposed's removed, the load conflicts, and the stores' share
+    of the shared-memory instructions; then the target."""
+    from ..analysis.results import load
+    recs = load("local/ncu_banks_rowcopy_conv_dgrad_*.json")
+    if not recs:
+        return ["No ncu record of ROWCOPY is in results/local/ yet (python -m helpers.ncu_banks writes it)."]
+    out = []
+    for rec in recs:
+        rows = [r for r in rec["rows"] if r["twin"].startswith("10")]
+        base = next(r for r in rows if r["twin"] == "10_transposed")
+        bd = base["defines"]
+        out += [f"{rec['device']} (driver {rec['driver']}, {rec['date'][:10]}, `{rec['command']}`): "
+                f"{rows[0]['layer']} at batch {rows[0]['n']}, one launch each",
+                f"{'stage':<22}{'tile':>6}{'stores: ncu':>13}{'model':>11}{'model/ncu':>10}"
+                f"{'removed':>9}{'loads: ncu':>12}{'stores/shared instr.':>22}"]
+        removed = {}
+        for r in rows:
+            d = r["defines"]
+            tile = {k: d[k] for k in ("TX", "TY", "CB", "KC", "XPW", "CPW")}
+            model = local.launch_conflicts(r["twin"][3:], {**tile, "ROWCOPY": d.get("ROWCOPY", 0)},
+                                           dict(RES64, N=r["n"]))["store"]
+            name, size = r["twin"] + (f" ROWCOPY={d['ROWCOPY']}" if "ROWCOPY" in d else ""), f"{d['TX']}x{d['TY']}"
+            removed[(name, size)] = 1 - r["shared_st_conflicts"] / base["shared_st_conflicts"]
+            share = r["shared_st_instructions"] / (r["shared_st_instructions"] + r["shared_ld_instructions"])
+            out.append(f"{name:<22}{size:>6}{r['shared_st_conflicts']:13,d}{model:11,d}"
+                       f"{model / r['shared_st_conflicts']:10.3f}{removed[(name, size)]:9.1%}"
+                       f"{r['shared_ld_conflicts']:12,d}{share:22.1%}")
+        out.append(f"removed: the share of 10_transposed's store conflicts (ncu, tile {bd['TX']}x{bd['TY']})")
+        best = max(removed, key=removed.get)
+        r = next(x for x in rows if x["twin"] == "10_swizzle" and x["defines"].get("ROWCOPY") == 1
+                 and x["defines"]["TY"] == 4)
+        both = 1 - ((r["shared_st_conflicts"] + r["shared_ld_conflicts"])
+                    / (base["shared_st_conflicts"] + base["shared_ld_conflicts"]))
+        got = removed[("10_swizzle ROWCOPY=1", "32x4")]
+        out.append(f"target: {ROWCOPY_TARGET:.0%} of 10_transposed's store conflicts removed (ncu); 10_swizzle "
+                   f"ROWCOPY=1 at the searched tile 32x4: {got:.1%} -> {'met' if got >= ROWCOPY_TARGET else 'not met'}")
+        out.append(f"most removed: {best[0]} at {best[1]}, {removed[best]:.1%}; stores and loads together "
+                   f"(10_swizzle ROWCOPY=1, 32x4): {both:.1%}")
+    return out
+
+
+def rowcopy_copies(tiles=((32, 4), (16, 8), (8, 8))) -> list[str]:
+    """What ROWCOPY=1 changes in the dy copy at each tile the resnet50 layers ran: floats copied per
+    chunk, copy steps per work-item (the stores each issues), and the bank model's extra passes of
+    one work-group's dy copy per chunk."""
+    out = [f"{'tile':>6}{'dy floats per chunk':>22}{'steps per work-item':>22}{'extra passes':>15}   (ROWCOPY=0 -> 1)"]
+    for tx, ty in tiles:
+        d = {"TX": tx, "TY": ty, "CB": 32, "KC": 4, "XPW": 8, "CPW": 4}
+        cells = []
+        for rc in (0, 1):
+            s = local._shape({**d, "ROWCOPY": rc}, 3, 3)
+            size = local.dy_copy_size(s)
+            cells.append((size, -(-size // s["LS"]), local.store_extra("swizzle", "dy store", {**d, "ROWCOPY": rc})))
+        (a0, b0, c0), (a1, b1, c1) = cells
+        out.append(f"{tx:>3}x{ty:<2}{f'{a0} -> {a1}':>22}{f'{b0} -> {b1}':>22}{f'{c0} -> {c1}':>15}")
+    return out

@@ -1,0 +1,51 @@
+"""helpers/analysis/pairs.py: recorded comparisons side by side (a switch off and on; two stages of
+one run beside the vendor), on synthetic runs and on the recorded files the chapters print."""
+import pytest
+
+from helpers.analysis import pairs
+
+
+def _row(layer, key, ms, ran=None, **defines):
+    return {"layer": layer, "key": key, "stage": key[3:], "ran": ran or key, "path": "fallback" if ran else "only",
+            "defines": defines, "median_ms": ms, "q1_ms": ms * 0.99, "q3_ms": ms * 1.01}
+
+
+def test_pair_rows_ratio_spread_and_fallback():
+    off = {"file": "a0.json", "rows": [_row("l1", "05_s", 2.0, PF=0), _row("l2", "05_s", 1.0, ran="04_t")]}
+    on = {"file": "a1.json", "rows": [_row("l1", "05_s", 1.0, PF=1), _row("l2", "05_s", 1.005, ran="04_t")]}
+    rows = pairs.pair_rows(off, on, "PF")
+    assert [r["ratio"] for r in rows] == pytest.approx([2.0, 1 / 1.005])
+    assert [r["apart"] for r in rows] == [True, False]          # 1.0 +- 1 % against 1.005 +- 1 %: overlapping
+
+
+def test_pair_rows_refuses_a_run_built_without_the_switch():
+    off = {"file": "a0.json", "rows": [_row("l1", "05_s", 2.0, PF=1)]}
+    on = {"file": "a1.json", "rows": [_row("l1", "05_s", 1.0, PF=1)]}
+    with pytest.raises(ValueError, match="PF=1 and 1, not 0 and 1"):
+        pairs.pair_rows(off, on, "PF")
+
+
+def test_recorded_switch_pairs():
+    rowcopy = "\n".join(pairs.pair_table("conv_dgrad", "resnet50", "ROWCOPY", show=("TX", "TY")))
+    assert "10_swizzle: t(ROWCOPY=0) / t(ROWCOPY=1) geometric mean 1.00 over the 4 layers" in rowcopy
+    assert "08_width (fallback)" in rowcopy
+    prefetch = "\n".join(pairs.pair_table("conv_forward", "winograd6", "PREFETCH"))
+    assert "geometric mean 1.09 over the 6 layers it ran itself (from 1.03 to 1.15)" in prefetch
+    assert pairs.pair_table("conv_forward", "vgg16", "PREFETCH")[0].startswith("No pair of runs")
+
+
+def test_recorded_stage_pair():
+    text = "\n".join(pairs.stage_pair_table("conv_dgrad", "vgg16", "winograd", "winograd4", tag="wino4"))
+    assert "12_winograd: ran itself on 4 of 4 layers" in text and "12_winograd4: ran itself on 4 of 4 layers" in text
+    assert "12_winograd4 faster than 12_winograd on 3 of 4 layers" in text
+    assert "12_winograd 1.12 (faster on 1 of 4), 12_winograd4 1.18 (faster on 2 of 4)" in text
+    assert "no recorded GPU run" in pairs.stage_pair_table("conv_dgrad", "resnet50", "winograd", "winograd4", tag="wino4")[0]
+
+
+def test_rowcopy_counts_against_the_model_and_the_target():
+    from helpers.chapters.pictures_local import rowcopy_copies, rowcopy_counts
+    text = "\n".join(rowcopy_counts())
+    assert "10_swizzle ROWCOPY=1    32x4       28,672     28,672     1.000    99.1%" in text
+    assert "32x4: 99.1% -> met" in text
+    copies = rowcopy_copies()
+    assert copies[1].split() == ["32x4", "816", "->", "864", "7", "->", "7", "22", "->", "0"]
