@@ -303,7 +303,7 @@ def test_split4_covers_every_slab_once():
 
 def _switch_run(tag, times):
     """A recorded run in results/'s format: one row per layer of stage 02, (median, q1, q3) in ms."""
-    rows = [{"layer": name, "stage": "local_two_pass", "key": "02_local_two_pass",
+    rows = [{"layer": name, "stage": "local_two_pass", "key": "02_local_two_pass", "ran": "02_local_two_pass", "path": "only",
              "shape": {"n": 2, "c": 3, "h": hw, "w": 1}, "defines": {"WG": 4, "COALESCED": int(tag[-1])},
              "median_ms": t[0], "q1_ms": t[1], "q3_ms": t[2], "pct_copy": 10.0}
             for name, hw, t in times]

@@ -6,7 +6,7 @@ from helpers.analysis import pairs
 
 
 def _row(layer, key, ms, ran=None, **defines):
-    return {"layer": layer, "key": key, "stage": key[3:], "ran": ran or key, "path": "fallback" if ran else "only",
+    return {"layer": layer, "shape": {"name": layer}, "key": key, "stage": key[3:], "ran": ran or key, "path": "fallback" if ran else "only",
             "defines": defines, "median_ms": ms, "q1_ms": ms * 0.99, "q3_ms": ms * 1.01}
 
 

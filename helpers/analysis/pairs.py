@@ -12,10 +12,14 @@ from .results import device_label, find
 from .summary import geomean, vendor_name
 
 
-def recorded_pairs(op: str, layer_set: str, name: str, device_type: str | None = "GPU") -> list[tuple[dict, dict]]:
-    """(run with NAME=0, run with NAME=1) for each device on which both are recorded."""
-    off = {r["device"]["name"]: r for r in find(op, layer_set, device_type, tag=f"{name.lower()}0")}
-    on = {r["device"]["name"]: r for r in find(op, layer_set, device_type, tag=f"{name.lower()}1")}
+def recorded_pairs(op: str, layer_set: str, name: str, device_type: str | None = "GPU",
+                   activation: str | None = None) -> list[tuple[dict, dict]]:
+    """(run with NAME=0, run with NAME=1) for each device on which both are recorded (with
+    ``activation``, only runs made with that activation)."""
+    def runs(value):
+        return {r["device"]["name"]: r for r in find(op, layer_set, device_type, tag=f"{name.lower()}{value}")
+                if activation is None or r["settings"].get("activation", "none") == activation}
+    off, on = runs(0), runs(1)
     return [(off[dev], on[dev]) for dev in off if dev in on]
 
 
@@ -32,7 +36,8 @@ def pair_rows(off: dict, on: dict, name: str) -> list[dict]:
             raise ValueError(f"{off['file']}, {on['file']}: {r0['key']} on {r0['layer']} was built with "
                              f"{name}={r0['defines'].get(name)} and {r1['defines'].get(name)}, not 0 and 1")
         rows.append({"layer": r0["layer"], "key": r0["key"], "ran": r0["ran"], "path": r0["path"],
-                     "defines": r0["defines"], "ms0": r0["median_ms"], "ms1": r1["median_ms"],
+                     "shape": r0["shape"], "defines": r0["defines"], "ms0": r0["median_ms"], "ms1": r1["median_ms"],
+                     "pct_copy": (r0.get("pct_copy"), r1.get("pct_copy")),
                      "ratio": r0["median_ms"] / r1["median_ms"],
                      "apart": r0["q3_ms"] < r1["q1_ms"] or r1["q3_ms"] < r0["q1_ms"]})
     return rows

@@ -77,31 +77,30 @@ def reduction_tree_picture(wg: int = 8, ax=None):
 
 def recorded_switch(op: str, stage: str, switch: str, activation: str = "none", layer_set: str = "bn"):
     """The recorded pair of runs of one stage with a switch at 0 and at 1 (tags ``coalesced0`` and
-    ``coalesced1`` for COALESCED), layer by layer; None where results/ does not hold both.
+    ``coalesced1`` for COALESCED; helpers/analysis/pairs.py pairs them), layer by layer, with the
+    sizes batch norm's reading needs; None where results/ does not hold both.
     ``ratio`` is the median time at 0 over the median time at 1 (above 1: the setting 1 was faster);
     ``overlap`` says whether the two interquartile ranges overlap (a difference within the spread)."""
-    from ..analysis import results
-    runs = []
-    for v in (0, 1):
-        found = [r for r in results.find(op, layer_set, tag=f"{switch.lower()}{v}")
-                 if r["settings"].get("activation", "none") == activation]
-        if not found:
-            return None
-        runs.append(found[0])
-    by_layer = [{r["layer"]: r for r in run["rows"] if r["stage"] == stage} for run in runs]
+    from ..analysis.pairs import pair_rows, recorded_pairs
+    from ..analysis.results import device_label
+    from ..stages import get_stage
+    found = recorded_pairs(op, layer_set, switch, activation=activation)
+    if not found:
+        return None
+    off, on = found[0]
+    key = get_stage(op, stage).key
     rows = []
-    for name, r1 in by_layer[1].items():
-        r0, sh = by_layer[0][name], r1["shape"]
-        rows.append({"layer": name, "c": sh["c"], "hw": sh["h"] * sh["w"], "nhw": sh["n"] * sh["h"] * sh["w"],
-                     "mb": 4 * sh["n"] * sh["c"] * sh["h"] * sh["w"] / 1e6, "defines": r1["defines"],
-                     "us": (1e3 * r0["median_ms"], 1e3 * r1["median_ms"]),
-                     "ratio": r0["median_ms"] / r1["median_ms"],
-                     "overlap": r0["q1_ms"] <= r1["q3_ms"] and r1["q1_ms"] <= r0["q3_ms"],
-                     "pct_copy": (r0["pct_copy"], r1["pct_copy"])})
-    key = next(iter(by_layer[1].values()))["key"]
-    return {"op": op, "stage": key, "switch": switch, "device": results.device_label(runs[1]),
-            "compute_units": runs[1]["device"].get("compute_units"),
-            "commands": [run["settings"]["command"] for run in runs], "rows": rows}
+    for r in pair_rows(off, on, switch):
+        if r["key"] != key:
+            continue
+        sh = r["shape"]
+        rows.append({"layer": r["layer"], "c": sh["c"], "hw": sh["h"] * sh["w"], "nhw": sh["n"] * sh["h"] * sh["w"],
+                     "mb": 4 * sh["n"] * sh["c"] * sh["h"] * sh["w"] / 1e6, "defines": r["defines"],
+                     "us": (1e3 * r["ms0"], 1e3 * r["ms1"]), "ratio": r["ratio"], "overlap": not r["apart"],
+                     "pct_copy": r["pct_copy"]})
+    return {"op": op, "stage": key, "switch": switch, "device": device_label(on),
+            "compute_units": on["device"].get("compute_units"),
+            "commands": [run["settings"]["command"] for run in (off, on)], "rows": rows}
 
 
 def switch_table(pair: dict, labels=("0", "1"), note=None) -> str:
