@@ -48,7 +48,7 @@ def test_imports_only_go_downward():
 
 
 def test_analysis_imports_no_opencl_or_cuda():
-    code = ("import sys; import helpers.analysis.results, helpers.analysis.summary, helpers.analysis.plots, helpers.analysis.compare; "
+    code = ("import sys; import helpers.analysis.results, helpers.analysis.summary, helpers.analysis.plots, helpers.analysis.compare, helpers.analysis.pairs; "
             "bad = [m for m in ('pyopencl', 'cupy', 'cuda') if m in sys.modules]; print(bad); sys.exit(bool(bad))")
     res = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True)
     assert res.returncode == 0, res.stdout + res.stderr
