@@ -201,6 +201,8 @@ inline void gemm_accumulate(GEMM_ARGS, const int m0, const int n0, const int k_t
         // (2) write after read: every work-item has finished reading step k0's tiles before the
         // stores of step k0+TK (the top of the next step) overwrite them. With GEMM_PREFETCH = 1
         // those values are in registers by now (or about to be): nothing else waits here.
+        // Without this barrier the tests still pass on PoCL, which adds a barrier at the latch of
+        // every loop that holds one; a GPU would race. tests/test_gemm_prefetch.py checks the order.
         barrier(CLK_LOCAL_MEM_FENCE);
     }
 }
