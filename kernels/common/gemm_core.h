@@ -17,14 +17,16 @@
 // implicit GEMM decodes that column once, outside the reduction loop.
 //
 // GEMM_PREFETCH = 1 (default 0) overlaps the copy of the next step with the arithmetic of this
-// one. Without it each step runs: global loads -> (wait for them) -> local stores -> barrier ->
-// TK rank-1 updates -> barrier, so every step waits out a whole global-memory latency and the
-// arithmetic units idle unless other work-groups on the compute unit fill the gap. With it, a
-// work-item issues its loads of step k0+TK into registers right after the first barrier, computes
-// step k0 from local memory while they are in flight, and stores them into the tiles at the top of
-// the next step: the loads wait only behind the arithmetic. The price: ceil(TM*TK/WG) +
-// ceil(TK*TN/WG) more floats in registers per work-item (whole float4s with vector loads), one
-// local buffer as before. Chapter 09's 09_prefetch and conv_forward's 05_wino_blocked do the same.
+// one. Without it each step runs: global loads -> (wait for them) -> local stores -> barrier (1)
+// -> TK rank-1 updates -> barrier (2), so every step waits out a whole global-memory latency and
+// the arithmetic units idle unless other work-groups on the compute unit fill the gap. With it, a
+// work-item issues its loads of step k0+TK into registers right after barrier (1), computes step
+// k0 from local memory while they are in flight, and stores them into the tiles at the top of the
+// next step: a step waits for its loads only where they take longer than its arithmetic. The
+// price: ceil(TM*TK/WG) + ceil(TK*TN/WG) more floats in registers per work-item, in whole float4s
+// with vector loads (4 + 4 beside 16 accumulators for the default tiles, 8 + 8 beside 64 for
+// TM = TN = 128, WM = WN = 8); still one local buffer. 09_prefetch (chapter 09) and
+// conv_forward's 05_wino_blocked prefetch the same way.
 #ifndef GEMM_CORE_H
 #define GEMM_CORE_H
 
