@@ -50,7 +50,9 @@ def tile_requires(d: dict, vectors: bool = False, fixed_column: bool = False):
     """None if gemm_core.h's tile parameters fit together, else what is wrong (one line).
 
     ``vectors``: float4 tile loads (TK a multiple of 4); ``fixed_column``: the caller relies on
-    each work-item fetching B in one column every step (implicit GEMM: WG % TN == 0).
+    each work-item fetching B in one column every step (implicit GEMM: WG % TN == 0). Any
+    work-group size WG is legal for the tile copies, with or without GEMM_PREFETCH: a work-item
+    copies ceil(elements / WG) elements per step, the last only where it exists.
     """
     tm, tn, tk, wm, wn = (d[x] for x in ("TM", "TN", "TK", "WM", "WN"))
     if min(tm, tn, tk, wm, wn) < 1 or tm % wm or tn % wn:

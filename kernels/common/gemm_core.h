@@ -15,6 +15,18 @@
 //     GEMM_VEC_B = 1  and GEMM_B4(k, n): B[k][n .. n+3] as a float4 (the 4 all in or all out)
 // Each work-item fetches B in the same column every step (GEMM_B_COL, when WG % TN == 0): an
 // implicit GEMM decodes that column once, outside the reduction loop.
+//
+// GEMM_PREFETCH = 1 (default 0) overlaps the copy of the next step with the arithmetic of this
+// one. Without it each step runs: global loads -> (wait for them) -> local stores -> barrier (1)
+// -> TK rank-1 updates -> barrier (2), so every step waits out a whole global-memory latency and
+// the arithmetic units idle unless other work-groups on the compute unit fill the gap. With it, a
+// work-item issues its loads of step k0+TK into registers right after barrier (1), computes step
+// k0 from local memory while they are in flight, and stores them into the tiles at the top of the
+// next step: a step waits for its loads only where they take longer than its arithmetic. The
+// price: ceil(TM*TK/WG) + ceil(TK*TN/WG) more floats in registers per work-item, in whole float4s
+// with vector loads (4 + 4 beside 16 accumulators for the default tiles, 8 + 8 beside 64 for
+// TM = TN = 128, WM = WN = 8); still one local buffer. 09_prefetch (chapter 09) and
+// conv_forward's 05_wino_blocked prefetch the same way.
 #ifndef GEMM_CORE_H
 #define GEMM_CORE_H
 
@@ -22,7 +34,8 @@
 
 // JIT parameters; constraints (checked in helpers/ops/gemm.py: tile_requires before building):
 // TM % WM == 0, TN % WN == 0; TK % 4 == 0 and TN % 4 == 0 with vector loads; for GEMM_B_COL to
-// hold, the work-group WG = (TM/WM)*(TN/WN) a multiple of TN.
+// hold, the work-group WG = (TM/WM)*(TN/WN) a multiple of TN. Any WG is legal: a work-item copies
+// ceil(elements/WG) elements of a tile, the last ones only where they exist.
 #ifndef TM
 #define TM 64
 #endif
@@ -44,6 +57,9 @@
 #ifndef GEMM_VEC_B
 #define GEMM_VEC_B 0
 #endif
+#ifndef GEMM_PREFETCH
+#define GEMM_PREFETCH 0               // 1: the next step's tiles fetched into registers (above)
+#endif
 
 #define GEMM_RM (TM / WM)             // work-items along m
 #define GEMM_RN (TN / WN)             // work-items along n
@@ -53,10 +69,89 @@
 #define GEMM_TID ((int)(get_local_id(1) * GEMM_RN + get_local_id(0)))
 #define GEMM_B_COL (GEMM_TID % TN)    // the column of B this work-item fetches, every step
 
+#if GEMM_PREFETCH
+// The copy loops of gemm_accumulate (GEMM_PREFETCH = 0, below) split in two: GEMM_FETCH(k0)
+// reads a work-item's elements of step k0 into registers ra, rb; gemm_store puts them into the
+// tiles. Element i of A's copy is A[m0 + i/TK][k0 + i%TK] (with float4 loads: the 4 consecutive
+// k from 4*(i%(TK/4)) of row i/(TK/4)), element i of B's is B[k0 + i/TN][n0 + i%TN] (the 4
+// consecutive n from 4*(i%(TN/4)) of row i/(TN/4)); a work-item's are i = tid + p*WG, p < GEMM_PA
+// (GEMM_PB for B), the last p only where the work-group does not divide the copy evenly.
+#if GEMM_VEC_A
+#define GEMM_NA (TM * TK / 4)                     // float4s of A per step
+#define GEMM_A_T float4
+#define GEMM_A_GET(i, k0) GEMM_A4(m0 + (i) / (TK / 4), (k0) + 4 * ((i) % (TK / 4)))
+#else
+#define GEMM_NA (TM * TK)                         // floats of A per step
+#define GEMM_A_T float
+#define GEMM_A_GET(i, k0) GEMM_A(m0 + (i) / TK, (k0) + (i) % TK)
+#endif
+#if GEMM_VEC_B
+#define GEMM_NB (TK * TN / 4)
+#define GEMM_B_T float4
+#define GEMM_B_GET(i, k0) GEMM_B4((k0) + (i) / (TN / 4), n0 + 4 * ((i) % (TN / 4)))
+#else
+#define GEMM_NB (TK * TN)
+#define GEMM_B_T float
+#define GEMM_B_GET(i, k0) GEMM_B((k0) + (i) / TN, n0 + (i) % TN)
+#endif
+#define GEMM_PA CEIL_DIV(GEMM_NA, GEMM_WG)        // registers (float or float4) per work-item
+#define GEMM_PB CEIL_DIV(GEMM_NB, GEMM_WG)
+#define GEMM_A_IN(i) (GEMM_NA % GEMM_WG == 0 || (i) < GEMM_NA)    // element i exists (always,
+#define GEMM_B_IN(i) (GEMM_NB % GEMM_WG == 0 || (i) < GEMM_NB)    // at build time, if WG divides)
+
+// A macro, not a function: GEMM_A and GEMM_B name gemm_accumulate's arguments.
+#define GEMM_FETCH(k0) do {                                                                  \
+        _Pragma("unroll") for (int p = 0; p < GEMM_PA; p++) {                               \
+            const int i = tid + p * GEMM_WG;                                                \
+            if (GEMM_A_IN(i)) ra[p] = GEMM_A_GET(i, k0);                                    \
+        }                                                                                   \
+        _Pragma("unroll") for (int p = 0; p < GEMM_PB; p++) {                               \
+            const int i = tid + p * GEMM_WG;                                                \
+            if (GEMM_B_IN(i)) rb[p] = GEMM_B_GET(i, k0);                                    \
+        }                                                                                   \
+    } while (0)
+
+inline void gemm_store(__local float* As, __local float* Bs, const int tid,
+                       const GEMM_A_T ra[GEMM_PA], const GEMM_B_T rb[GEMM_PB]) {
+#pragma unroll
+    for (int p = 0; p < GEMM_PA; p++) {
+        const int i = tid + p * GEMM_WG;
+        if (!GEMM_A_IN(i)) continue;
+#if GEMM_VEC_A
+        const int mm = i / (TK / 4), kk = 4 * (i % (TK / 4));
+        As[kk * GEMM_LDA + mm] = ra[p].x;
+        As[(kk + 1) * GEMM_LDA + mm] = ra[p].y;
+        As[(kk + 2) * GEMM_LDA + mm] = ra[p].z;
+        As[(kk + 3) * GEMM_LDA + mm] = ra[p].w;
+#else
+        As[(i % TK) * GEMM_LDA + i / TK] = ra[p];
+#endif
+    }
+#pragma unroll
+    for (int p = 0; p < GEMM_PB; p++) {
+        const int i = tid + p * GEMM_WG;
+        if (!GEMM_B_IN(i)) continue;
+#if GEMM_VEC_B
+        vstore4(rb[p], 0, Bs + 4 * i);             // row i/(TN/4), column 4*(i%(TN/4))
+#else
+        Bs[i] = rb[p];                             // row i/TN, column i%TN
+#endif
+    }
+}
+#endif
+
 inline void gemm_accumulate(GEMM_ARGS, const int m0, const int n0, const int k_total,
                             __local float* As, __local float* Bs, float acc[WM][WN]) {
     const int tn = get_local_id(0), tm = get_local_id(1), tid = GEMM_TID;
+#if GEMM_PREFETCH
+    GEMM_A_T ra[GEMM_PA];                         // this work-item's elements of the next step
+    GEMM_B_T rb[GEMM_PB];
+    if (k_total > 0) GEMM_FETCH(0);
+#endif
     for (int k0 = 0; k0 < k_total; k0 += TK) {
+#if GEMM_PREFETCH
+        gemm_store(As, Bs, tid, ra, rb);          // step k0, fetched during step k0-TK's products
+#else
 #if GEMM_VEC_A
         for (int i = tid; i < TM * TK / 4; i += GEMM_WG) {     // 4 consecutive k of one row
             const int mm = i / (TK / 4), kk = 4 * (i % (TK / 4));
@@ -83,7 +178,16 @@ inline void gemm_accumulate(GEMM_ARGS, const int m0, const int n0, const int k_t
             Bs[kk * TN + nn] = GEMM_B(k0 + kk, n0 + nn);
         }
 #endif
+#endif
+        // (1) read after write: each word of the tiles is stored by one work-item and read by
+        // many, so every store of step k0 is done before anyone computes on the tiles.
         barrier(CLK_LOCAL_MEM_FENCE);
+#if GEMM_PREFETCH
+        // Step k0+TK's loads go out now, into private registers that no other work-item reads:
+        // they need no barrier of their own, and they touch As and Bs only in gemm_store, after
+        // barrier (2).
+        if (k0 + TK < k_total) GEMM_FETCH(k0 + TK);
+#endif
 #pragma unroll 4
         for (int kk = 0; kk < TK; kk++) {
             float a[WM], b[WN];
@@ -96,6 +200,11 @@ inline void gemm_accumulate(GEMM_ARGS, const int m0, const int n0, const int k_t
 #pragma unroll
                 for (int j = 0; j < WN; j++) acc[i][j] = fma(a[i], b[j], acc[i][j]);
         }
+        // (2) write after read: every work-item has finished reading step k0's tiles before the
+        // stores of step k0+TK (the top of the next step) overwrite them. With GEMM_PREFETCH = 1
+        // those values are in registers by now (or about to be): nothing else waits here.
+        // Without this barrier the tests still pass on PoCL, which adds a barrier at the latch of
+        // every loop that holds one; a GPU would race. tests/test_gemm_prefetch.py checks the order.
         barrier(CLK_LOCAL_MEM_FENCE);
     }
 }
