@@ -18,6 +18,7 @@ Layers, each importing only from itself and the ones above it in this list (help
     bench.py    `python -m helpers.bench`: stages x layers on a device, JSON into results/
     peak.py, registers.py   measured roofline; NVIDIA register counts into results/
     profile_stage.py        `python -m helpers.profile_stage`: one stage once on one layer (ncu)
+    ncu_banks.py            `python -m helpers.ncu_banks`: chapter 10's ncu bank-conflict record
     train/      chapter 15: a small CNN trained on the course's stages (data, model, the chained
                 step, the PyTorch twin, the loop); `python -m helpers.train` records a run
     chapters/   what notebooks call: notebook (first cell, source display, step_times), pictures*,
