@@ -49,6 +49,7 @@ RIGHT = {
     "check_phase_taps": lambda k, s, p: list(range(p, k, s)),
     "check_tile_reuse": lambda tx, ty, cb, kh, kw: tx * ty * cb * kh * kw / ((ty + kh - 1) * (tx + kw - 1)),
     "check_stride_passes": lambda s: int(np.gcd(s, 32)),
+    "check_wino_products": lambda n, c, h, w, k, m: n * -(-h // m) * -(-w // m) * (m + 2) ** 2 * c * k,
 }
 
 WRONG = {
@@ -88,6 +89,9 @@ WRONG = {
                             lambda s: 32 // s if s < 32 else 32],                     # upside down
     "check_winograd_1d": [lambda d, g: RIGHT["check_winograd_1d"](d, g)[::-1],
                           lambda d, g: [d[0] * g[0] + d[1] * g[1] + d[2] * g[2], d[1] * g[0] + d[2] * g[1] + d[3] * g[2]]],
+    "check_wino_products": [lambda n, c, h, w, k, m: n * h * w // (m * m) * (m + 2) ** 2 * c * k,      # no partial tiles
+                            lambda n, c, h, w, k, m: n * -(-h // m) * -(-w // m) * m * m * c * k,     # m x m points
+                            lambda n, c, h, w, k, m: 2 * n * -(-h // m) * -(-w // m) * (m + 2) ** 2 * c * k],  # FLOPs
 }
 
 
