@@ -21,6 +21,7 @@ import subprocess
 import sys
 
 from .analysis.results import RESULTS
+from .bench import slug
 
 LAYER, N = "res64@56", 8
 TILE = dict(TX=32, CB=32, KC=4, XPW=8, CPW=4)
@@ -88,8 +89,7 @@ def main(argv=None) -> int:
            "date": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
            "command": "python -m helpers.ncu_banks", "ncu_command": shlex.join(["ncu", *cmd[1:]]),
            "rows": parse(proc.stdout)}
-    slug = device.lower().replace("nvidia ", "nvidia-").replace(" ", "-")
-    path = a.out or RESULTS / "local" / f"ncu_banks_rowcopy_conv_dgrad_{slug}.json"
+    path = a.out or RESULTS / "local" / f"ncu_banks_rowcopy_conv_dgrad_{slug(device)}.json"   # as bench names files
     with open(path, "w") as f:
         f.write(json.dumps(rec, indent=1) + "\n")
     for r in rec["rows"]:
