@@ -331,6 +331,13 @@ CONV_WGRAD = [
           family="wgrad", launch="igemm_split", defines={**TILES, "SLICE": 4096}, jit="vectors",
           requires="igemm_requires", fast={"GEMM_VEC_A": 1},
           tune={**GEMM_FAMILY["tune"], "SLICE": [1024, 4096, 16384]}),
+    Stage("conv_wgrad", 4, "winograd", "conv_wgrad/04_winograd.cl",
+          "Winograd F(3x3,4x4): 4x4 tiles of dy' and 6x6 patches of x transformed, 36 products "
+          "over the tiles on the course GEMM (a quarter of stage 03's multiplications), split into "
+          "slices of SLICE tiles, summed in order and transformed back; other layers run stage 03",
+          family="wgrad", launch="winograd", defines={**TILES, "SLICE": 512, "WG": 64},
+          requires="winograd_requires", fallback="igemm",
+          tune={**GEMM_FAMILY["tune"], "SLICE": [128, 512, 2048]}),
 ]
 
 REGISTRY: dict[str, list[Stage]] = {

@@ -8,7 +8,7 @@ import helpers
 from helpers import stages as registry
 from helpers.engine.build import kernel_source
 from helpers.ops.conv_wgrad import random_problem_args
-from helpers.runner import workspace_bytes
+from helpers.runner import path_of, workspace_bytes
 
 from shapes import case_id, conv_grid, require_paths
 
@@ -37,12 +37,14 @@ def test_stage_matches_reference_with_guards(ctx, stage):
 
 # short slices, so that every case of the grid sums several slices (the defaults' slices are
 # longer than most of the grid's sums)
-SHORT_SLICES = {"split_reduction": {"WG": 8, "ITEMS": 2}, "igemm": {"SLICE": 32}}
+SHORT_SLICES = {"split_reduction": {"WG": 8, "ITEMS": 2}, "igemm": {"SLICE": 32},
+                "winograd": {"SLICE": 4, "TK": 4}}
 
 
 @pytest.mark.parametrize("stage", list(SHORT_SLICES))
 def test_split_stages_with_many_slices(ctx, stage):
-    """Every third case of the grid, with guards, cut into slices of 16 or 32 positions."""
+    """Every third case of the grid, with guards, cut into slices of 16 or 32 positions (stage 04:
+    slices of 4 tiles)."""
     for i, c in enumerate(GRID[::3]):
         try:
             helpers.check_stage("conv_wgrad", stage, ctx=ctx, guard=True, defines=SHORT_SLICES[stage],
@@ -117,3 +119,42 @@ def test_inputs_may_be_device_tensors(ctx):
         plan = helpers.plan_stage("conv_wgrad", s, ctx=ctx, **args)
         plan.enqueue()
         helpers.check_outputs(plan)
+
+
+def test_winograd_is_deterministic_and_declares_its_workspace(ctx):
+    """Stage 04: the slices' partial products are added in a fixed order (two runs agree to the
+    bit), and the three workspaces are as declared: 13x11 outputs -> 4x3 tiles, 36 per batch of 3,
+    cut into 3 slices of 12 (SLICE=16 tiles: ceil(36/16) slices, each rounded up to TK=4);
+    K=6 and C=5 padded to the 64-wide GEMM blocks."""
+    args = random_problem_args(3, 5, 13, 11, 6, 3, 1, 1, "sigmoid", seed=3)
+    defines = {"SLICE": 16, "TK": 4}
+    assert path_of("conv_wgrad", "winograd", ctx=ctx, defines=defines, **args) == "only"
+    a, b = (helpers.run_stage("conv_wgrad", "winograd", ctx=ctx, defines=defines, **args) for _ in range(2))
+    assert np.array_equal(a, b)
+    qp, kp, cp, splits = 36, 64, 64, 3
+    want = 4 * 36 * (kp * qp + qp * cp + splits * kp * cp)     # U, V, M
+    assert workspace_bytes("conv_wgrad", "winograd", ctx=ctx, defines=defines, **args) == want
+
+
+def test_winograd_dropping_a_slice_is_caught(ctx, monkeypatch):
+    """A planted bug, the output transform adding all slices but the last, fails the check."""
+    st = helpers.get_stage("conv_wgrad", "winograd")
+    src = kernel_source(st.kernel)
+    old = "s < SPLITS; s++"
+    assert old in src, "the planted bug no longer applies; update this test"
+    bad = dataclasses.replace(st, number=94, name="lost_slice", source=lambda d: src.replace(old, "s < SPLITS - 1; s++"))
+    monkeypatch.setitem(registry.REGISTRY, "conv_wgrad", registry.REGISTRY["conv_wgrad"] + [bad])
+    args = random_problem_args(2, 5, 13, 11, 6, 3, 1, 1, "none", seed=3)
+    with pytest.raises(helpers.MismatchError):
+        helpers.check_stage("conv_wgrad", "lost_slice", ctx=ctx, guard=True, defines={"SLICE": 8}, **args)
+
+
+def test_winograd_refuses_bad_tiles_and_too_many_slices(ctx):
+    """The caller's tile parameters are refused by name (not sent to the fallback); more slices
+    than a grid dimension holds is refused before launch."""
+    args = random_problem_args(2, 3, 9, 9, 4, 3, 1, 1, "none", seed=0)
+    with pytest.raises(ValueError, match="multiples of 4"):
+        helpers.run_stage("conv_wgrad", "winograd", ctx=ctx, defines={"TK": 6}, **args)
+    big = random_problem_args(64, 1, 64, 64, 1, 3, 1, 1, "none", seed=0)          # 16,384 tiles
+    with pytest.raises(ValueError, match="at most 65535"):
+        helpers.run_stage("conv_wgrad", "winograd", ctx=ctx, defines={"SLICE": 4, "TK": 4}, **big)

@@ -9,6 +9,10 @@ kernel that adds the slices' partial sums in a fixed order (deterministic, no at
 
 Both write ``partials`` (SPLITS x C*K*R*S floats, a workspace) and end with wgrad_sum
 (kernels/common/wgrad_sum.h). Stage 01 runs on the direct family (one work-item per weight).
+
+    winograd         Winograd F(3x3,4x4) (stage 04): the dy' and x tiles transformed into U and V,
+                     36 products over the tiles on gemm_core.h's tiles split into slices of SLICE
+                     tiles (partial sums in M), then the slices added and transformed back
 """
 from __future__ import annotations
 
@@ -83,7 +87,64 @@ def igemm_requires(p: Problem, d: dict):
     return need or workspace_requires(p, d["SLICE"])
 
 
+# -- stage 04: Winograd F(3x3,4x4) --------------------------------------------------------------
+
+WINO_T = 36      # products per tile: the 6x6 of F(3x3,4x4)
+
+
+def wino_geometry(p: Problem, d: dict) -> dict:
+    """Tiles and padded sizes of stage 04 (kernels/conv_wgrad/04_winograd.cl's names). The Q tiles
+    are cut into SPLITS slices of SLICE_LEN tiles: about SLICE each, evened out over the slices and
+    rounded up to a multiple of TK (so the last slice holds fewer than SLICE_LEN padding tiles,
+    however SLICE compares with Q)."""
+    q = p.dims
+    th, tw = -(-q["OH"] // 4), -(-q["OW"] // 4)
+    tiles = q["N"] * th * tw
+    length = round_up(-(-tiles // -(-tiles // d["SLICE"])), d["TK"])
+    count = -(-tiles // length)                 # no slice of padding alone
+    return dict(TH=th, TW=tw, Q=tiles, SPLITS=count, SLICE_LEN=length, QP=count * length,
+                KP=round_up(q["K"], d["TM"]), CP=round_up(q["C"], d["TN"]))
+
+
+def winograd_requires(p: Problem, d: dict):
+    """Stage 04: a 3x3 stride-1 layer, gemm_core.h's tiles, 32-bit indices."""
+    q = p.dims
+    if (q["KH"], q["KW"]) != (3, 3) or q["stride"] != 1:
+        return (f"Winograd F(3x3,4x4) needs a 3x3 kernel with stride 1; this problem has a "
+                f"{q['KH']}x{q['KW']} kernel with stride {q['stride']}")
+    if need := tile_requires(d, vectors=True):
+        # the caller's tile parameters, not the problem: refused here, never sent to the fallback
+        raise ValueError(f"Winograd F(3x3,4x4) runs its products on the course GEMM, whose tiles do not fit: {need}")
+    g = wino_geometry(p, d)
+    if g["SPLITS"] * WINO_T > MAX_SPLITS:     # set by the caller's SLICE: refused, as the tiles
+        raise ValueError(f"{g['SPLITS']:,} slices of {g['SLICE_LEN']} tiles x {WINO_T} products; at most "
+                         f"{MAX_SPLITS} (a grid dimension on some GPUs): use a larger SLICE")
+    largest = WINO_T * max(g["KP"] * g["QP"], g["QP"] * g["CP"], g["SPLITS"] * g["KP"] * g["CP"])
+    if largest > INT32_MAX:
+        return (f"its workspaces would hold {largest:,} floats; the kernels index with 32-bit "
+                f"integers (use a smaller batch or a larger SLICE)")
+    return None
+
+
+def wino_steps(p: Problem, d: dict) -> list:
+    q, g, wg = p.dims, wino_geometry(p, d), d["WG"]
+    i32 = {k: np.int32(v) for k, v in {**q, **g}.items() if isinstance(v, int)}
+    return [
+        Step("wgrad_wino_delta", (round_up(g["KP"] * g["QP"], wg),), (wg,),
+             ("grad_output", "output", "U", *(i32[k] for k in ("N", "K", "OH", "OW", "TH", "TW", "QP", "KP")))),
+        Step("wgrad_wino_input", (round_up(g["QP"] * g["CP"], wg),), (wg,),
+             ("input", "V", *(i32[k] for k in ("N", "C", "H", "W", "TH", "TW")), np.int32(q["pad"]),
+              i32["QP"], i32["CP"])),
+        Step("wgrad_wino_gemm", *blocked(g["KP"], g["CP"], d, depth=g["SPLITS"] * WINO_T),
+             ("U", "V", "M", i32["QP"], i32["KP"], i32["CP"], i32["SLICE_LEN"])),
+        Step("wgrad_wino_output", (round_up(q["C"] * q["K"], wg),), (wg,),
+             ("M", "grad_weight", i32["C"], i32["K"], i32["KP"], i32["CP"], i32["SPLITS"])),
+    ]
+
+
 def steps(stage, p: Problem, d: dict) -> list:
+    if stage.launch == "winograd":
+        return wino_steps(p, d)
     q, n, count = p.dims, weights(p), splits(p, slice_size(stage, d))
     if stage.launch == "split_reduction":
         wg = d["WG"]
@@ -93,10 +154,15 @@ def steps(stage, p: Problem, d: dict) -> list:
         first = Step("wgrad_igemm", g, l, ARGS)
     else:
         raise RuntimeError(f"registry bug: stage {stage.key} has launch={stage.launch!r}; "
-                           f"the wgrad family has split_reduction, igemm_split")
+                           f"the wgrad family has split_reduction, igemm_split, winograd")
     return [first, Step("wgrad_sum", (round_up(n, SUM_WG),), (SUM_WG,),
                         ("partials", "grad_weight", "C", "K", np.int32(count)))]
 
 
 def workspace(stage, p: Problem, d: dict) -> dict:
+    if stage.launch == "winograd":
+        g = wino_geometry(p, d)
+        return {"U": Workspace("float32", WINO_T * g["KP"] * g["QP"]),
+                "V": Workspace("float32", WINO_T * g["QP"] * g["CP"]),
+                "M": Workspace("float32", g["SPLITS"] * WINO_T * g["KP"] * g["CP"])}
     return {"partials": Workspace("float32", splits(p, slice_size(stage, d)) * weights(p))}

@@ -1,0 +1,159 @@
+// conv_wgrad stage 04: the weight gradient through Winograd F(3x3,4x4).
+//
+// What changed since stage 03: fewer multiplications. Cut the output positions of every image
+// into 4x4 tiles. The 3x3 taps of dw[c][k] collect, from one tile, the correlation of a 6x6 patch
+// of x (channel c) with the 4x4 tile of dy' (channel k): 9 outputs, 144 products. That is a
+// Winograd problem like the forward pass's, with the roles turned around: the "filter" is the
+// 4x4 tile of dy' and the "output" is the 3x3 filter gradient, F(3x3,4x4), which needs 6x6 = 36
+// products instead of 144:
+//
+//     dw[c][k] += AT . [ (G . dy'tile . G^T)  (*)  (BT . xpatch . B) ] . A      (elementwise (*))
+//                 3x6        6x4  4x4  4x6           6x6   6x6   6x6     6x3
+//
+// (winograd_f34.h holds G and AT; BT is F(4x4,3x3)'s, the same six points, so the x transform is
+// wino_input_tile of winograd_tiles_f43.h, the forward pass's). Summed over every tile q of the
+// batch, element xi of the 6x6 product is a matrix product with the tiles as its reduction:
+//
+//     Mxi[k][c] = sum over q of  U[xi][k][q] * V[xi][q][c]      (36 products of K x Q by Q x C)
+//
+// so the stage is four kernels, each a pass over memory or a GEMM:
+//   1. wgrad_wino_delta: U[xi][k][q], the 4x4 tile of dy' (the activation's derivative fused)
+//      transformed to 6x6; one work-item per (tile, k), neighbours along q: coalesced both ways.
+//   2. wgrad_wino_input: V[xi][q][c], the 6x6 patch of x transformed; one work-item per (tile, c),
+//      neighbours along c, so the 36 stores are coalesced (the loads are not: each work-item reads
+//      its own channel's patch; the overlap of neighbouring patches is served by the caches).
+//   3. wgrad_wino_gemm: the 36 products on the course GEMM's tiles (gemm_core.h), float4 loads of
+//      both operands (U is k-major along q, V is q-major along c: each as gemm_core.h reads it).
+//      The reduction over tiles is deep (12,544 tiles for ResNet-50's res64@56 at batch 64) and
+//      the products small (64 x 64), so it is cut into SPLITS slices of SLICE tiles as in stage 03:
+//      dim 2 of the NDRange is (slice, xi), and each work-group writes its tile of partial sums.
+//   4. wgrad_wino_output: per (c, k), the slices' partial sums added in slice order (no atomics:
+//      the same bits on every run), then AT . M . A: the 3x3 taps, written to dw (IOHW).
+// Multiplications per tile and (c, k): 36 in the products against stage 03's 144, so the GEMM
+// does a quarter of the work; the transforms add passes over memory (U and V are 36/16 = 2.25x
+// the size of dy and x, plus the padding of the edge tiles). Winograd rounds more than a direct
+// sum (its transforms hold numbers up to 8), and its error scales with whole tiles: the op's
+// tolerance for 3x3 stride-1 layers uses the tiles' magnitudes (helpers/ops/conv_wgrad.py).
+//
+// Layouts: x (N,C,H,W); dy, y (N,K,OH,OW); dw IOHW (C,K,3,3). Q = N*TH*TW tiles (TH = ceil(OH/4),
+// TW = ceil(OW/4)), QP = SPLITS*SLICE_LEN (whole slices); KP and CP are K and C rounded up to
+// TM and TN. Workspaces, padding written as zeros: U (36, KP, QP), V (36, QP, CP),
+// M (SPLITS, 36, KP, CP).
+// NDRanges: wgrad_wino_delta (KP*QP rounded up to WG), wgrad_wino_input (QP*CP rounded up to
+// WG), both 1-D (QP can pass the 65,535 of a grid's other dimensions); wgrad_wino_gemm
+// (CP/TN * TN/WN, KP/TM * TM/WM, SPLITS * 36), work-group (TN/WN, TM/WM, 1); wgrad_wino_output
+// (C*K rounded up to WG).
+// JIT parameters: ACT; TM, TN, TK, WM, WN (gemm_core.h); WG (the transforms' work-group, host
+// side); SLICE (tiles per slice, host side: the slice length SLICE_LEN is an argument).
+
+#include "course.h"
+#include "winograd_tiles_f43.h"     // wino_input_tile: BT . d . B on a 6x6 tile
+#include "winograd_f34.h"           // WINOW_G_APPLY (6x4), WINOW_AT_APPLY (3x6)
+
+#define T36 36                      // products per tile
+
+// u = G g G^T: a 4x4 tile of dy' -> 6x6
+inline void wgrad_delta_tile(const float g[16], float u[36]) {
+    float t[24];                                      // t = G g, 6x4
+    for (int j = 0; j < 4; j++)
+        WINOW_G_APPLY(t[j], t[4 + j], t[8 + j], t[12 + j], t[16 + j], t[20 + j], g[j], g[4 + j], g[8 + j], g[12 + j]);
+    for (int a = 0; a < 6; a++)                       // u = t G^T
+        WINOW_G_APPLY(u[6 * a], u[6 * a + 1], u[6 * a + 2], u[6 * a + 3], u[6 * a + 4], u[6 * a + 5],
+                      t[4 * a], t[4 * a + 1], t[4 * a + 2], t[4 * a + 3]);
+}
+
+// o = AT m A: 6x6 -> the 3x3 taps
+inline void wgrad_output_tile(const float m[36], float o[9]) {
+    float t[18];                                      // t = AT m, 3x6
+    for (int j = 0; j < 6; j++)
+        WINOW_AT_APPLY(t[j], t[6 + j], t[12 + j], m[j], m[6 + j], m[12 + j], m[18 + j], m[24 + j], m[30 + j]);
+    for (int a = 0; a < 3; a++)                       // o = t A
+        WINOW_AT_APPLY(o[3 * a], o[3 * a + 1], o[3 * a + 2],
+                       t[6 * a], t[6 * a + 1], t[6 * a + 2], t[6 * a + 3], t[6 * a + 4], t[6 * a + 5]);
+}
+
+// One work-item per (tile q, channel k): dim 0 of the flattened index is q.
+__kernel void wgrad_wino_delta(__global const float* restrict dy, __global const float* restrict y,
+                               __global float* restrict U, const int N, const int K, const int OH,
+                               const int OW, const int TH, const int TW, const int QP, const int KP) {
+    const int i = get_global_id(0);
+    if (i >= KP * QP) return;
+    const int q = i % QP, k = i / QP;
+    const int n = q / (TH * TW), th = (q / TW) % TH, tw = q % TW;
+    const bool live = k < K && n < N;                 // q >= N*TH*TW: n >= N, the padding
+    float g[16], u[T36];
+    for (int a = 0; a < 4; a++)
+        for (int b = 0; b < 4; b++) {
+            const int oh = 4 * th + a, ow = 4 * tw + b;
+            g[4 * a + b] = (live && oh < OH && ow < OW) ? GRAD_IN(dy, y, ((n * K + k) * OH + oh) * OW + ow) : 0.0f;
+        }
+    wgrad_delta_tile(g, u);
+    for (int xi = 0; xi < T36; xi++)
+        U[(xi * KP + k) * QP + q] = u[xi];
+}
+
+// One work-item per (tile q, channel c): dim 0 of the flattened index is c.
+__kernel void wgrad_wino_input(__global const float* restrict x, __global float* restrict V,
+                               const int N, const int C, const int H, const int W, const int TH,
+                               const int TW, const int PAD, const int QP, const int CP) {
+    const int i = get_global_id(0);
+    if (i >= QP * CP) return;
+    const int c = i % CP, q = i / CP;
+    const int n = q / (TH * TW), th = (q / TW) % TH, tw = q % TW;
+    const int h0 = 4 * th - PAD, w0 = 4 * tw - PAD;   // the patch of output tile (th, tw): 6x6
+    const bool live = c < C && n < N;
+    float d[T36], v[T36];
+    for (int a = 0; a < 6; a++)
+        for (int b = 0; b < 6; b++) {
+            const int h = h0 + a, w = w0 + b;
+            d[6 * a + b] = (live && h >= 0 && h < H && w >= 0 && w < W) ? x[((n * C + c) * H + h) * W + w] : 0.0f;
+        }
+    wino_input_tile(d, v);
+    for (int xi = 0; xi < T36; xi++)
+        V[(xi * QP + q) * CP + c] = v[xi];
+}
+
+// The products: A = U[xi] (KP x QP, float4 along q), B = V[xi] (QP x CP, float4 along c), both
+// padded to whole blocks and slices, so every fetch is inside and 4-aligned.
+#define GEMM_ARGS __global const float* restrict Ux, __global const float* restrict Vx, const int QP, const int CP
+#define GEMM_VEC_A 1
+#define GEMM_VEC_B 1
+#define GEMM_A4(m, k) vload4(0, Ux + (m) * QP + (k))
+#define GEMM_B4(k, n) vload4(0, Vx + (k) * CP + (n))
+#include "gemm_core.h"
+
+__kernel __attribute__((reqd_work_group_size(TN / WN, TM / WM, 1)))
+void wgrad_wino_gemm(__global const float* restrict U, __global const float* restrict V,
+                     __global float* restrict M, const int QP, const int KP, const int CP,
+                     const int SLICE_LEN) {
+    __local float As[TK * GEMM_LDA];
+    __local float Bs[TK * TN];
+    const int xi = get_group_id(2) % T36, slice = get_group_id(2) / T36;
+    const int m0 = get_group_id(1) * TM, n0 = get_group_id(0) * TN, q0 = slice * SLICE_LEN;
+    float acc[WM][WN];
+    for (int i = 0; i < WM; i++)
+        for (int j = 0; j < WN; j++) acc[i][j] = 0.0f;
+    gemm_accumulate(U + (size_t)xi * KP * QP + q0, V + ((size_t)xi * QP + q0) * CP, QP, CP,
+                    m0, n0, SLICE_LEN, As, Bs, acc);
+    __global float* out = M + ((size_t)slice * T36 + xi) * KP * CP;
+    for (int i = 0; i < WM; i++)
+        for (int j = 0; j < WN; j++)
+            out[(m0 + get_local_id(1) + i * GEMM_RM) * CP + n0 + get_local_id(0) + j * GEMM_RN] = acc[i][j];
+}
+
+// One work-item per (c, k), neighbours along c (coalesced reads of M): the slices added in
+// order, then the output transform.
+__kernel void wgrad_wino_output(__global const float* restrict M, __global float* restrict dw,
+                                const int C, const int K, const int KP, const int CP, const int SPLITS) {
+    const int i = get_global_id(0);
+    if (i >= C * K) return;
+    const int c = i % C, k = i / C;
+    float m[T36], o[9];
+    for (int xi = 0; xi < T36; xi++) {
+        float sum = 0.0f;
+        for (int s = 0; s < SPLITS; s++) sum += M[((s * T36 + xi) * KP + k) * CP + c];
+        m[xi] = sum;
+    }
+    wgrad_output_tile(m, o);
+    for (int t = 0; t < 9; t++) dw[(c * K + k) * 9 + t] = o[t];
+}
