@@ -180,9 +180,9 @@ BATCHNORM_FORWARD = _bn_stages("batchnorm_forward")
 BATCHNORM_BACKWARD = _bn_stages("batchnorm_backward")
 
 # The GEMM family (chapter 11): gemm_core.h's tiles (helpers/launch/gemm.py) and its switch
-# GEMM_PREFETCH (default 0, as in the recorded runs; not tuned: measured with --defines
-# GEMM_PREFETCH=1). Declared here so that run_stage and the benchmark accept it.
-TILES = {"TM": 64, "TN": 64, "TK": 16, "WM": 4, "WN": 4, "GEMM_PREFETCH": 0}
+# GEMM_PREFETCH and GEMM_LDS4 (default 0, as in the recorded runs; not tuned: measured with
+# --defines GEMM_PREFETCH=1 / GEMM_LDS4=1). Declared here so that run_stage and the benchmark accept them.
+TILES = {"TM": 64, "TN": 64, "TK": 16, "WM": 4, "WN": 4, "GEMM_PREFETCH": 0, "GEMM_LDS4": 0}
 GEMM_FAMILY = dict(family="gemm", tune={"TM": [64, 128], "TN": [64, 128], "TK": [8, 16], "WM": [4, 8], "WN": [4, 8]})
 
 # Winograd F(2x2,3x3) (chapter 12): four kernels per stage (helpers/launch/winograd.py)

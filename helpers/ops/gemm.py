@@ -62,6 +62,8 @@ def tile_requires(d: dict, vectors: bool = False, fixed_column: bool = False):
         return f"the work-group (TM/WM * TN/WN = {wg} work-items) must be a multiple of TN={tn}"
     if vectors and (tk % 4 or tn % 4):
         return f"TK={tk} and TN={tn} must be multiples of 4 for float4 tile loads"
+    if d.get("GEMM_LDS4") and (wm % 4 or wn % 4):
+        return f"GEMM_LDS4=1 reads the tiles in float4s: WM={wm} and WN={wn} must be multiples of 4"
     return None
 
 

@@ -60,12 +60,40 @@
 #ifndef GEMM_PREFETCH
 #define GEMM_PREFETCH 0               // 1: the next step's tiles fetched into registers (above)
 #endif
+#ifndef GEMM_LDS4
+#define GEMM_LDS4 0                   // 1: float4 reads of the tiles (below)
+#endif
 
 #define GEMM_RM (TM / WM)             // work-items along m
 #define GEMM_RN (TN / WN)             // work-items along n
 #define GEMM_WG (GEMM_RM * GEMM_RN)
+
+// Which element of C a work-item's acc[i][j] holds, as an offset from (m0, n0): every kernel's
+// epilogue writes acc[i][j] to row m0 + GEMM_ROW(i), column n0 + GEMM_COL(j).
+//
+// GEMM_LDS4 = 0: rows tm + i*(TM/WM), columns tn + j*(TN/WN). A step's rank-1 update reads WM
+// words of the A tile and WN of the B tile, one word per read: for the default 8 x 8 blocks 16
+// local-memory reads feed 64 multiply-adds, and on GPUs whose local memory delivers one word per
+// lane per cycle those reads take as long as the arithmetic (the loop runs at best at half the
+// FMA peak, the ceiling chapter 11 measures).
+// GEMM_LDS4 = 1 (WM and WN multiples of 4): a work-item holds runs of 4 consecutive rows and 4
+// consecutive columns, rows 4*tm + (i/4)*4*(TM/WM) + i%4, so each run is one float4 read of a tile:
+// 4 reads per 64 multiply-adds. Neighbouring work-items still read neighbouring float4s of B and
+// the same float4 of A (a broadcast). The A tile's rows are padded by 4 words instead of 1, to
+// keep every run 16-byte aligned, and the tiles are declared 16-byte aligned.
+#if GEMM_LDS4
+#define GEMM_ROW(i) (4 * get_local_id(1) + ((i) / 4) * (4 * GEMM_RM) + (i) % 4)
+#define GEMM_COL(j) (4 * get_local_id(0) + ((j) / 4) * (4 * GEMM_RN) + (j) % 4)
+#define GEMM_LDA (TM + 4)             // A tile stored k-major, rows padded to stay 16-byte aligned
+#define GEMM_TILES(As, Bs) __local float As[TK * GEMM_LDA] __attribute__((aligned(16))); \
+                           __local float Bs[TK * TN] __attribute__((aligned(16)))
+#else
+#define GEMM_ROW(i) (get_local_id(1) + (i) * GEMM_RM)
+#define GEMM_COL(j) (get_local_id(0) + (j) * GEMM_RN)
 #define GEMM_LDA (TM + 1)             // A tile stored k-major, one word of padding per row:
                                       // work-items storing along k hit different banks
+#define GEMM_TILES(As, Bs) __local float As[TK * GEMM_LDA]; __local float Bs[TK * TN]
+#endif
 #define GEMM_TID ((int)(get_local_id(1) * GEMM_RN + get_local_id(0)))
 #define GEMM_B_COL (GEMM_TID % TN)    // the column of B this work-item fetches, every step
 
@@ -191,10 +219,19 @@ inline void gemm_accumulate(GEMM_ARGS, const int m0, const int n0, const int k_t
 #pragma unroll 4
         for (int kk = 0; kk < TK; kk++) {
             float a[WM], b[WN];
+#if GEMM_LDS4
+#pragma unroll
+            for (int g = 0; g < WM / 4; g++)
+                vstore4(*(__local const float4*)(As + kk * GEMM_LDA + 4 * tm + g * 4 * GEMM_RM), 0, a + 4 * g);
+#pragma unroll
+            for (int g = 0; g < WN / 4; g++)
+                vstore4(*(__local const float4*)(Bs + kk * TN + 4 * tn + g * 4 * GEMM_RN), 0, b + 4 * g);
+#else
 #pragma unroll
             for (int i = 0; i < WM; i++) a[i] = As[kk * GEMM_LDA + tm + i * GEMM_RM];
 #pragma unroll
             for (int j = 0; j < WN; j++) b[j] = Bs[kk * TN + tn + j * GEMM_RN];
+#endif
 #pragma unroll
             for (int i = 0; i < WM; i++)
 #pragma unroll

@@ -36,8 +36,7 @@ __kernel __attribute__((reqd_work_group_size(TN / WN, TM / WM, 1)))
 void dgrad_cols(__global const float* restrict dy, __global const float* restrict w,
                 __global float* restrict cols, const int N, const int C, const int K,
                 const int OD, const int OH, const int OW) {
-    __local float As[TK * GEMM_LDA];
-    __local float Bs[TK * TN];
+    GEMM_TILES(As, Bs);
     const int ROWS = C * TAPS, ODHW = OD * OH * OW, NP = N * ODHW;
     const int m0 = get_group_id(1) * TM, n0 = get_group_id(0) * TN;
     const int col = n0 + GEMM_B_COL;
@@ -47,9 +46,9 @@ void dgrad_cols(__global const float* restrict dy, __global const float* restric
     gemm_accumulate(dy, w, ROWS, K, col < NP, (col / ODHW) * K * ODHW + col % ODHW, ODHW,
                     m0, n0, K, As, Bs, acc);
     for (int i = 0; i < WM; i++) {
-        const int m = m0 + get_local_id(1) + i * GEMM_RM;
+        const int m = m0 + GEMM_ROW(i);
         for (int j = 0; j < WN; j++) {
-            const int n = n0 + get_local_id(0) + j * GEMM_RN;
+            const int n = n0 + GEMM_COL(j);
             if (m < ROWS && n < NP) cols[m * NP + n] = acc[i][j];
         }
     }

@@ -52,8 +52,7 @@ void conv_dgrad(__global const float* restrict dy, __global const float* restric
                 __global const float* restrict w, __global float* restrict dx,
                 const int N, const int C, const int H, const int W,
                 const int K, const int OH, const int OW, const int PAD) {
-    __local float As[TK * GEMM_LDA];
-    __local float Bs[TK * TN];
+    GEMM_TILES(As, Bs);
     const int NP = N * H * W, KTOT = K * KH * KW, HW = H * W;
     const int m0 = get_group_id(1) * TM, n0 = get_group_id(0) * TN;
     // the column of B this work-item fetches: decoded once
@@ -65,11 +64,11 @@ void conv_dgrad(__global const float* restrict dy, __global const float* restric
     gemm_accumulate(dy, y, w, C, KTOT, K, OH, OW, col < NP, img * K * OH * OW, h + PAD, x + PAD,
                     m0, n0, KTOT, As, Bs, acc);
     for (int j = 0; j < WN; j++) {
-        const int n = n0 + get_local_id(0) + j * GEMM_RN;
+        const int n = n0 + GEMM_COL(j);
         if (n >= NP) continue;
         const int out = (n / HW) * C * HW + n % HW;      // dx[img][0][h][x]
         for (int i = 0; i < WM; i++) {
-            const int c = m0 + get_local_id(1) + i * GEMM_RM;
+            const int c = m0 + GEMM_ROW(i);
             if (c < C) dx[out + c * HW] = acc[i][j];
         }
     }

@@ -54,8 +54,7 @@ void conv_dgrad(__global const float* restrict dy, __global const float* restric
                 const int N, const int C, const int H, const int W,
                 const int K, const int OH, const int OW, const int PAD,
                 __global const int4* restrict table) {
-    __local float As[TK * GEMM_LDA];
-    __local float Bs[TK * TN];
+    GEMM_TILES(As, Bs);
     const phase_t q = make_phase(get_group_id(2), H, W, PAD);
     const int PHW = q.hp * q.wp, NP = N * PHW, KTOT = K * q.taps;
     const int m0 = get_group_id(1) * TM, n0 = get_group_id(0) * TN;
@@ -70,12 +69,12 @@ void conv_dgrad(__global const float* restrict dy, __global const float* restric
     gemm_accumulate(dy, y, w, table + get_group_id(2) * K * MAX_TAPS, C, KTOT, K * KH * KW, OH, OW,
                     col < NP, img * K * OH * OW + hq * OW + wq, hq, wq, m0, n0, KTOT, As, Bs, acc);
     for (int b = 0; b < WN; b++) {
-        const int n = n0 + get_local_id(0) + b * GEMM_RN;
+        const int n = n0 + GEMM_COL(b);
         if (n >= NP) continue;
         const int pos = n % PHW;
         const int out = (n / PHW) * C * H * W + (q.h0 + STRIDE * (pos / q.wp)) * W + q.w0 + STRIDE * (pos % q.wp);
         for (int a = 0; a < WM; a++) {
-            const int c = m0 + get_local_id(1) + a * GEMM_RM;
+            const int c = m0 + GEMM_ROW(a);
             if (c < C) dx[out + c * H * W] = acc[a][b];
         }
     }

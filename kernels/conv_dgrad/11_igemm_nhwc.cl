@@ -77,8 +77,7 @@ __kernel __attribute__((reqd_work_group_size(TN / WN, TM / WM, 1)))
 void dgrad_nhwc(__global const float* restrict dyt, __global const float* restrict wt,
                 __global float* restrict dxt, const int N, const int C, const int H, const int W,
                 const int K, const int OH, const int OW, const int PAD) {
-    __local float As[TK * GEMM_LDA];
-    __local float Bs[TK * TN];
+    GEMM_TILES(As, Bs);
     const int NP = N * H * W;
     const int m0 = get_group_id(1) * TM, n0 = get_group_id(0) * TN;
     float acc[WM][WN];
@@ -86,9 +85,9 @@ void dgrad_nhwc(__global const float* restrict dyt, __global const float* restri
         for (int j = 0; j < WN; j++) acc[i][j] = 0.0f;
     gemm_accumulate(dyt, wt, NP, C, K, H, W, OH, OW, PAD, m0, n0, KH * KW * K, As, Bs, acc);
     for (int i = 0; i < WM; i++) {
-        const int pos = m0 + get_local_id(1) + i * GEMM_RM;
+        const int pos = m0 + GEMM_ROW(i);
         for (int j = 0; j < WN; j++) {
-            const int c = n0 + get_local_id(0) + j * GEMM_RN;
+            const int c = n0 + GEMM_COL(j);
             if (pos < NP && c < C) dxt[pos * C + c] = acc[i][j];
         }
     }

@@ -32,8 +32,7 @@ void wino_gemm(__global const float* restrict U,    // (36, COP, CIP)
                __global const float* restrict V,    // (36, CIP, PP)
                __global float* restrict M,          // (36, COP, PP)
                const int CIP, const int COP, const int PP) {
-    __local float As[TK * GEMM_LDA];
-    __local float Bs[TK * TN];
+    GEMM_TILES(As, Bs);
     const int xi = get_group_id(2), m0 = get_group_id(1) * TM, n0 = get_group_id(0) * TN;
     float acc[WM][WN];
     for (int i = 0; i < WM; i++)
@@ -41,5 +40,5 @@ void wino_gemm(__global const float* restrict U,    // (36, COP, CIP)
     gemm_accumulate(U + xi * COP * CIP, V + xi * CIP * PP, CIP, PP, m0, n0, CIP, As, Bs, acc);
     for (int i = 0; i < WM; i++)
         for (int j = 0; j < WN; j++)
-            M[(xi * COP + m0 + get_local_id(1) + i * GEMM_RM) * PP + n0 + get_local_id(0) + j * GEMM_RN] = acc[i][j];
+            M[(xi * COP + m0 + GEMM_ROW(i)) * PP + n0 + GEMM_COL(j)] = acc[i][j];
 }

@@ -49,8 +49,7 @@ __kernel __attribute__((reqd_work_group_size(TN / WN, TM / WM, 1)))
 void forward_gemm(__global const float* restrict cols, __global const float* restrict w,
                   __global float* restrict y, const int N, const int C, const int K,
                   const int OH, const int OW) {
-    __local float As[TK * GEMM_LDA];
-    __local float Bs[TK * TN];
+    GEMM_TILES(As, Bs);
     const int ROWS = C * KH * KW, OHW = OH * OW, NP = N * OHW;
     const int m0 = get_group_id(1) * TM, n0 = get_group_id(0) * TN;
     float acc[WM][WN];
@@ -58,11 +57,11 @@ void forward_gemm(__global const float* restrict cols, __global const float* res
         for (int j = 0; j < WN; j++) acc[i][j] = 0.0f;
     gemm_accumulate(cols, w, K, ROWS, NP, m0, n0, ROWS, As, Bs, acc);
     for (int j = 0; j < WN; j++) {
-        const int n = n0 + get_local_id(0) + j * GEMM_RN;
+        const int n = n0 + GEMM_COL(j);
         if (n >= NP) continue;
         const int out = (n / OHW) * K * OHW + n % OHW;
         for (int i = 0; i < WM; i++) {
-            const int k = m0 + get_local_id(1) + i * GEMM_RM;
+            const int k = m0 + GEMM_ROW(i);
             if (k < K) y[out + k * OHW] = acc[i][j];
         }
     }

@@ -98,8 +98,7 @@ void wgrad_igemm(__global const float* restrict x, __global const float* restric
                  __global const float* restrict y, __global float* restrict partials,
                  const int N, const int C, const int H, const int W,
                  const int K, const int OH, const int OW, const int PAD) {
-    __local float As[TK * GEMM_LDA];
-    __local float Bs[TK * TN];
+    GEMM_TILES(As, Bs);
     const int OHW = OH * OW, NP = N * OHW, TAPS = C * KH * KW;
     const int m0 = get_group_id(1) * TM, n0 = get_group_id(0) * TN;
     const int q0 = get_group_id(2) * SLICE, q1 = min(q0 + SLICE, NP);     // this group's slice
@@ -113,11 +112,11 @@ void wgrad_igemm(__global const float* restrict x, __global const float* restric
                     m0, n0, q1 - q0, As, Bs, acc);
     __global float* out = partials + get_group_id(2) * (TAPS * K);      // this slice's sums, IOHW
     for (int j = 0; j < WN; j++) {
-        const int tap = n0 + get_local_id(0) + j * GEMM_RN;     // (c, r, s)
+        const int tap = n0 + GEMM_COL(j);     // (c, r, s)
         if (tap >= TAPS) continue;
         const int at = (tap / (KH * KW)) * K * KH * KW + tap % (KH * KW);   // [c][0][r][s]
         for (int i = 0; i < WM; i++) {
-            const int k = m0 + get_local_id(1) + i * GEMM_RM;
+            const int k = m0 + GEMM_ROW(i);
             if (k < K) out[at + k * KH * KW] = acc[i][j];
         }
     }

@@ -126,8 +126,7 @@ __kernel __attribute__((reqd_work_group_size(TN / WN, TM / WM, 1)))
 void wgrad_wino_gemm(__global const float* restrict U, __global const float* restrict V,
                      __global float* restrict M, const int QP, const int KP, const int CP,
                      const int SLICE_LEN) {
-    __local float As[TK * GEMM_LDA];
-    __local float Bs[TK * TN];
+    GEMM_TILES(As, Bs);
     const int xi = get_group_id(2) % T36, slice = get_group_id(2) / T36;
     const int m0 = get_group_id(1) * TM, n0 = get_group_id(0) * TN, q0 = slice * SLICE_LEN;
     float acc[WM][WN];
@@ -138,7 +137,7 @@ void wgrad_wino_gemm(__global const float* restrict U, __global const float* res
     __global float* out = M + ((size_t)slice * T36 + xi) * KP * CP;
     for (int i = 0; i < WM; i++)
         for (int j = 0; j < WN; j++)
-            out[(m0 + get_local_id(1) + i * GEMM_RM) * CP + n0 + get_local_id(0) + j * GEMM_RN] = acc[i][j];
+            out[(m0 + GEMM_ROW(i)) * CP + n0 + GEMM_COL(j)] = acc[i][j];
 }
 
 // One work-item per (c, k), neighbours along c (coalesced reads of M): the slices added in

@@ -20,17 +20,16 @@
 __kernel __attribute__((reqd_work_group_size(TN / WN, TM / WM, 1)))
 void gemm(__global const float* restrict A, __global const float* restrict B,
           __global float* restrict C, const int M, const int N, const int K) {
-    __local float As[TK * GEMM_LDA];
-    __local float Bs[TK * TN];
+    GEMM_TILES(As, Bs);
     const int m0 = get_group_id(1) * TM, n0 = get_group_id(0) * TN;
     float acc[WM][WN];
     for (int i = 0; i < WM; i++)
         for (int j = 0; j < WN; j++) acc[i][j] = 0.0f;
     gemm_accumulate(A, B, M, N, K, m0, n0, K, As, Bs, acc);
     for (int i = 0; i < WM; i++) {
-        const int m = m0 + get_local_id(1) + i * GEMM_RM;
+        const int m = m0 + GEMM_ROW(i);
         for (int j = 0; j < WN; j++) {
-            const int n = n0 + get_local_id(0) + j * GEMM_RN;
+            const int n = n0 + GEMM_COL(j);
             if (m < M && n < N) C[m * N + n] = acc[i][j];
         }
     }
