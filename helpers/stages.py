@@ -337,7 +337,8 @@ CONV_WGRAD = [
           "slices of SLICE tiles, summed in order and transformed back; other layers run stage 03",
           family="wgrad", launch="winograd", defines={**TILES, "SLICE": 512, "WG": 64},
           requires="winograd_requires", fallback="igemm",
-          tune={**GEMM_FAMILY["tune"], "SLICE": [128, 512, 2048]}),
+          tune={**GEMM_FAMILY["tune"], "TK": [16], "SLICE": [128, 512, 2048], "GEMM_LDS4": [0, 1],
+                "GEMM_PREFETCH": [0, 1]}),
 ]
 
 REGISTRY: dict[str, list[Stage]] = {

@@ -41,7 +41,7 @@ def test_lds4_matches_reference_with_guards(ctx, op, stage, setting):
 
 def test_blocks_that_are_not_float4_runs_are_refused(ctx):
     with pytest.raises(ValueError, match="WM=2 and WN=4 must be multiples of 4"):
-        helpers.run_stage("gemm", "register_blocked", ctx=ctx, defines={"WM": 2, **LDS4},
+        helpers.run_stage("gemm", "register_blocked", ctx=ctx, defines={"TM": 64, "TN": 64, "WM": 2, "WN": 4, **LDS4},
                           **gemm.random_args(16, 16, 16))
 
 

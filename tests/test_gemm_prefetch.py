@@ -70,7 +70,8 @@ def test_every_gemm_core_stage_declares_the_switch():
     assert len(on_core) >= 11     # gemm 03, conv_dgrad 11_* and winograd4, im2col, wino4, wgrad, vol2col
     for op, name in STAGES:
         assert helpers.get_stage(op, name).defines["GEMM_PREFETCH"] == 0, (op, name)   # the recorded runs
-        assert "GEMM_PREFETCH" not in helpers.get_stage(op, name).tune, (op, name)
+        # stages recorded before the switch existed do not search it; a newer stage may
+        assert helpers.get_stage(op, name).tune.get("GEMM_PREFETCH", [0, 1]) == [0, 1], (op, name)
 
 
 @pytest.mark.parametrize("tiles", list(TILES))
