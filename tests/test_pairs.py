@@ -49,3 +49,25 @@ def test_rowcopy_counts_against_the_model_and_the_target():
     assert "32x4: 99.1% -> met" in text
     copies = rowcopy_copies()
     assert copies[1].split() == ["32x4", "816", "->", "864", "7", "->", "7", "22", "->", "0"]
+
+
+def test_two_switches_together_and_a_switch_on_top_of_another():
+    """``switches``: every named switch goes 0 -> 1 and nothing else differs; ``tags``: the runs
+    to compare where they are not name0/name1."""
+    off = {"file": "a0.json", "rows": [_row("l1", "05_s", 2.0, A=0, B=0, T=64)]}
+    on = {"file": "a1.json", "rows": [_row("l1", "05_s", 1.0, A=1, B=1, T=64)]}
+    assert pairs.pair_rows(off, on, "A+B", switches=("A", "B"))[0]["ratio"] == pytest.approx(2.0)
+    with pytest.raises(ValueError, match="B=0 and 0, not 0 and 1"):
+        pairs.pair_rows(off, {"file": "a1.json", "rows": [_row("l1", "05_s", 1.0, A=1, B=0, T=64)]}, "A+B", ("A", "B"))
+    with pytest.raises(ValueError, match="differs in T besides A"):
+        pairs.pair_rows(off, {"file": "a1.json", "rows": [_row("l1", "05_s", 1.0, A=1, B=0, T=128)]}, "A")
+
+
+def test_recorded_gemm_core_switches():
+    lds4 = "\n".join(pairs.pair_table("gemm", "gemm", "GEMM_LDS4", tags=("lds4_0", "lds4_1")))
+    assert "t(GEMM_LDS4=0) / t(GEMM_LDS4=1) geometric mean 1.11 over the 4 layers" in lds4
+    on_top = "\n".join(pairs.pair_table("gemm", "gemm", "GEMM_PREFETCH", tags=("lds4_1", "lds4_1_prefetch1")))
+    assert "geometric mean 1.36 over the 4 layers it ran itself (from 1.23 to 1.51)" in on_top
+    both = "\n".join(pairs.pair_table("conv_dgrad", "vgg16", "LDS4+PF", tags=("lds4pf0", "lds4pf1"),
+                                      switches=("GEMM_LDS4", "GEMM_PREFETCH")))
+    assert "12_winograd4: t(LDS4+PF=0) / t(LDS4+PF=1) geometric mean 1.26 over the 4 layers" in both

@@ -13,28 +13,38 @@ from .summary import geomean, vendor_name
 
 
 def recorded_pairs(op: str, layer_set: str, name: str, device_type: str | None = "GPU",
-                   activation: str | None = None) -> list[tuple[dict, dict]]:
+                   activation: str | None = None, tags: tuple | None = None) -> list[tuple[dict, dict]]:
     """(run with NAME=0, run with NAME=1) for each device on which both are recorded (with
-    ``activation``, only runs made with that activation)."""
-    def runs(value):
-        return {r["device"]["name"]: r for r in find(op, layer_set, device_type, tag=f"{name.lower()}{value}")
+    ``activation``, only runs made with that activation). ``tags``: the two runs' tags, where they
+    are not name0 and name1 (a switch timed on top of another, or two switched together)."""
+    def runs(tag):
+        return {r["device"]["name"]: r for r in find(op, layer_set, device_type, tag=tag)
                 if activation is None or r["settings"].get("activation", "none") == activation}
-    off, on = runs(0), runs(1)
+    off, on = (runs(t) for t in (tags or (f"{name.lower()}0", f"{name.lower()}1")))
     return [(off[dev], on[dev]) for dev in off if dev in on]
 
 
-def pair_rows(off: dict, on: dict, name: str) -> list[dict]:
+def pair_rows(off: dict, on: dict, name: str, switches: tuple | None = None) -> list[dict]:
     """Per (layer, stage) of the pair: both medians, their ratio t(0) / t(1) (above 1: the switch
     on is faster), whether the two interquartile ranges are apart (do not overlap), the kernel
-    that ran and the path. A row whose stage ran itself must have been
-    built with the switch at 0 and at 1 (a fallback stage has no such switch)."""
+    that ran and the path. A row whose stage ran itself must have been built with the switch
+    (each of ``switches``, default the one ``name``) at 0 and at 1, and every other JIT
+    parameter alike (a fallback stage has no such switch)."""
+    switches = switches or (name,)
     times = {(r["layer"], r["key"]): r for r in on["rows"]}
     rows = []
     for r0 in off["rows"]:
         r1 = times[(r0["layer"], r0["key"])]
-        if r0["ran"] == r0["key"] and (r0["defines"].get(name), r1["defines"].get(name)) != (0, 1):
-            raise ValueError(f"{off['file']}, {on['file']}: {r0['key']} on {r0['layer']} was built with "
-                             f"{name}={r0['defines'].get(name)} and {r1['defines'].get(name)}, not 0 and 1")
+        if r0["ran"] == r0["key"]:
+            for sw in switches:
+                if (r0["defines"].get(sw), r1["defines"].get(sw)) != (0, 1):
+                    raise ValueError(f"{off['file']}, {on['file']}: {r0['key']} on {r0['layer']} was built with "
+                                     f"{sw}={r0['defines'].get(sw)} and {r1['defines'].get(sw)}, not 0 and 1")
+            other = {k for k in {*r0["defines"], *r1["defines"]} - set(switches)
+                     if r0["defines"].get(k) != r1["defines"].get(k)}
+            if other:
+                raise ValueError(f"{off['file']}, {on['file']}: {r0['key']} on {r0['layer']} differs in "
+                                 f"{', '.join(sorted(other))} besides {', '.join(switches)}")
         rows.append({"layer": r0["layer"], "key": r0["key"], "ran": r0["ran"], "path": r0["path"],
                      "shape": r0["shape"], "defines": r0["defines"], "ms0": r0["median_ms"], "ms1": r1["median_ms"],
                      "pct_copy": (r0.get("pct_copy"), r1.get("pct_copy")),
@@ -43,25 +53,29 @@ def pair_rows(off: dict, on: dict, name: str) -> list[dict]:
     return rows
 
 
-def pair_table(op: str, layer_set: str, name: str, show: tuple = ()) -> list[str]:
+def pair_table(op: str, layer_set: str, name: str, show: tuple = (), tags: tuple | None = None,
+               switches: tuple | None = None) -> list[str]:
     """The recorded pairs as text: each layer and stage (with the defines named in ``show``), the
     two medians, t(0) / t(1) and whether the interquartile ranges are apart; per stage, the geometric mean and range over the layers where the
-    stage ran itself (a fallback runs another stage, the same code either way)."""
-    pairs = recorded_pairs(op, layer_set, name)
+    stage ran itself (a fallback runs another stage, the same code either way). ``tags`` and
+    ``switches`` as in recorded_pairs and pair_rows (``name`` then only labels the columns)."""
+    pairs = recorded_pairs(op, layer_set, name, tags=tags)
     if not pairs:
         return [f"No pair of runs with {name}=0 and {name}=1 of {op} over '{layer_set}' is recorded in results/ yet."]
     out = []
     for off, on in pairs:
-        rows = pair_rows(off, on, name)
+        rows = pair_rows(off, on, name, switches)
         out.append(f"{device_label(off)}: {op} over '{layer_set}', {off['file']} and {on['file']}")
         ran = {id(r): r["ran"] + (" (fallback)" if r["path"] == "fallback" else "") for r in rows}
         wide = max(len("ran"), *map(len, ran.values())) + 2
-        out.append(f"  {'layer':<14}{'stage':<18}{'ran':<{wide}}" + "".join(f"{k:>4}" for k in show)
-                   + f"{name + '=0':>14}{name + '=1':>14}{'t(0)/t(1)':>11}  IQRs apart")
+        key_w = max(18, *(len(r["key"]) + 2 for r in rows))
+        col = max(14, len(name) + 4)
+        out.append(f"  {'layer':<14}{'stage':<{key_w}}{'ran':<{wide}}" + "".join(f"{k:>4}" for k in show)
+                   + f"{name + '=0':>{col}}{name + '=1':>{col}}{'t(0)/t(1)':>11}  IQRs apart")
         for r in rows:
-            out.append(f"  {r['layer']:<14}{r['key']:<18}{ran[id(r)]:<{wide}}"
+            out.append(f"  {r['layer']:<14}{r['key']:<{key_w}}{ran[id(r)]:<{wide}}"
                        + "".join(f"{r['defines'].get(k, '-') if r['ran'] == r['key'] else '-':>4}" for k in show)
-                       + f"{r['ms0']:11.4f} ms{r['ms1']:11.4f} ms{r['ratio']:11.2f}  {'yes' if r['apart'] else 'no'}")
+                       + f"{r['ms0']:{col - 3}.4f} ms{r['ms1']:{col - 3}.4f} ms{r['ratio']:11.2f}  {'yes' if r['apart'] else 'no'}")
         for key in dict.fromkeys(r["key"] for r in rows):
             own = [r["ratio"] for r in rows if r["key"] == key and r["ran"] == key]
             if own:
