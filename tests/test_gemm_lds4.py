@@ -9,7 +9,7 @@ import pytest
 import helpers
 from helpers.ops import gemm
 
-from test_gemm_prefetch import BIG, STAGES, op_cases, planted
+from test_gemm_prefetch import BIG, STAGES, check_spread, planted
 
 LDS4 = {"GEMM_LDS4": 1}
 SETTINGS = {"default": LDS4, "big": {**BIG, **LDS4}, "big+prefetch": {**BIG, **LDS4, "GEMM_PREFETCH": 1},
@@ -26,17 +26,8 @@ def test_every_gemm_core_stage_declares_the_switch():
 def test_lds4_matches_reference_with_guards(ctx, op, stage, setting):
     """The grid's cases the stage runs itself, spread over the grid: about 5 with the default
     tiles, 2 with each other setting."""
-    defines = SETTINGS[setting]
-    cases = [(label, args) for label, args in op_cases(op)
-             if helpers.runner.path_of(op, stage, ctx=ctx, defines=defines, **args) != "fallback"]
-    want = 5 if setting == "default" else 2          # each case is a compile: CI's time
-    cases = cases[(setting != "default")::max(1, len(cases) // want)] if len(cases) > want else cases
-    assert len(cases) >= 2, f"{op} {stage}: too few grid cases run the stage itself"
-    for label, args in cases:
-        try:
-            helpers.check_stage(op, stage, ctx=ctx, guard=True, defines=defines, **args)
-        except (AssertionError, helpers.GuardViolation) as err:
-            raise AssertionError(f"{op} {stage} with {defines} failed on {label}:\n{err}") from None
+    check_spread(ctx, op, stage, SETTINGS[setting], want=5 if setting == "default" else 2,
+                 offset=int(setting != "default"))
 
 
 def test_blocks_that_are_not_float4_runs_are_refused(ctx):

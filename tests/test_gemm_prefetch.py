@@ -79,11 +79,16 @@ def test_every_gemm_core_stage_declares_the_switch():
 def test_prefetch_matches_reference_with_guards(ctx, op, stage, tiles):
     """The grid's cases the stage runs itself (a fallback stage does not read the switch), spread
     over the grid: about 12 with the default tiles, about 4 others with the big and the uneven tiles."""
-    defines = {**TILES[tiles], **PREFETCH}
+    check_spread(ctx, op, stage, {**TILES[tiles], **PREFETCH}, want=12 if tiles == "default" else 4,
+                 offset=int(tiles != "default"))
+
+
+def check_spread(ctx, op, stage, defines, want, offset):
+    """About ``want`` of the op's grid cases that the stage runs itself with ``defines`` (spread
+    over the grid, from ``offset``; each case is a compile: CI's time), checked with guards."""
     cases = [(label, args) for label, args in op_cases(op)
              if path_of(op, stage, ctx=ctx, defines=defines, **args) != "fallback"]
-    want = 12 if tiles == "default" else 4          # each case is a compile: CI's time
-    cases = cases[(tiles != "default")::max(1, len(cases) // want)] if len(cases) > want else cases
+    cases = cases[offset::max(1, len(cases) // want)] if len(cases) > want else cases
     assert len(cases) >= 2, f"{op} {stage}: too few grid cases run the stage itself"
     for label, args in cases:
         try:
