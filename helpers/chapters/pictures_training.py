@@ -2,6 +2,8 @@
 loss curves of the course and PyTorch."""
 from __future__ import annotations
 
+import re
+
 import numpy as np
 
 OP_ORDER = ("conv_forward", "batchnorm_forward", "relu_pool", "pool_backward", "batchnorm_backward", "conv_wgrad",
@@ -148,4 +150,8 @@ def wgrad_recorded(run: dict) -> str:
         lines.append(f"{layer:<14}{r4['ran']:<14}{r2['x_first']:>11.2f}{r3['x_vendor']:>11.2f}{r4['x_vendor']:>11.2f}"
                      f"{r4['pct_fma_peak']:>10.1f}{v['gflops'] / 1e3:>15.1f}{100 * v['gflops'] / peak:>8.1f}"
                      f"  {_vendor_algorithm(v.get('kernel_names', []))}")
+    lines.append("the kernels cuDNN launched per call (PyTorch's profiler):")
+    for layer, v in vendor.items():
+        names = dict.fromkeys(re.sub(r"^void |[<(].*$|_tilesize.*$", "", n).strip() for n in v.get("kernel_names", []))
+        lines.append(f"  {layer:<14}{', '.join(names)}")
     return "\n".join(lines)
