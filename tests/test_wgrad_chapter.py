@@ -104,3 +104,24 @@ def test_recorded_claims_of_section_8():
     kernels = sum(o["median_ms"] for o in device)
     host = sum(o["median_ms"] for o in c["ops"] if o["where"] == "host")
     assert wall - kernels - host > max(kernels, host)
+
+
+def test_igemm_launch_exercise_check(capsys):
+    from helpers.chapters.exercises import check_igemm_launch
+
+    def right(lay, tm, tn, slice_len):
+        oh = (lay["h"] + 2 * lay["padding"] - lay["kernel"]) // lay["stride"] + 1
+        taps = lay["c"] * lay["kernel"] ** 2
+        slices = -(-(lay["n"] * oh * oh) // slice_len)
+        return -(-lay["k"] // tm) * -(-taps // tn) * slices, slices * taps * lay["k"]
+    assert check_igemm_launch(right)
+    assert capsys.readouterr().out.startswith("Correct")
+    assert not check_igemm_launch(lambda lay, tm, tn, sl: (right(lay, tm, tn, sl)[1], right(lay, tm, tn, sl)[1]))
+    assert not check_igemm_launch(lambda lay, tm, tn, sl: (right(lay, tm, tn, sl)[0], right(lay, tm, tn, sl)[1] // 9))
+    out = capsys.readouterr().out
+    assert "too small: one partial sum per weight" in out and "Not yet" in out
+
+    def unanswered(*args):
+        raise NotImplementedError()
+    assert not check_igemm_launch(unanswered)
+    assert "Not answered yet" in capsys.readouterr().out
