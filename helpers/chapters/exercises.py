@@ -421,6 +421,48 @@ def check_step_flops(answer_fn) -> bool:
 
 
 @exercise
+def check_igemm_launch(answer_fn) -> bool:
+    """Chapter 15: (layer, TM, TN, SLICE) -> (work-groups of wgrad_igemm, floats in its workspace)
+    for conv_wgrad stage 03, against its launcher (helpers/launch/wgrad.py)."""
+    from ..launch import wgrad
+    from ..ops.layers import layer
+    from ..runner import prepare
+    from ..stages import get_stage
+    stage = get_stage("conv_wgrad", "igemm")
+    layers = [layer("a", 2, 17, 13, 19), layer("b", 4, 64, 14, 64), layer("c", 1, 3, 9, 32, stride=2),
+              layer("d", 8, 32, 28, 16, kernel=1, padding=0)]
+    for lay in layers:
+        for tm, tn, sl in [(64, 64, 1024), (128, 64, 4096), (64, 128, 256)]:
+            oh = (lay["h"] + 2 * lay["padding"] - lay["kernel"]) // lay["stride"] + 1
+            x = np.zeros((lay["n"], lay["c"], lay["h"], lay["w"]), np.float32)
+            p = prepare("conv_wgrad", input=x, grad_output=np.zeros((lay["n"], lay["k"], oh, oh), np.float32),
+                        weight_shape=(lay["c"], lay["k"], lay["kernel"], lay["kernel"]), stride=lay["stride"],
+                        padding=lay["padding"])
+            d = {**stage.defines, "TM": tm, "TN": tn, "SLICE": sl}
+            first = wgrad.steps(stage, p, d)[0]                 # wgrad_igemm; then wgrad_sum
+            groups = int(np.prod([a // b for a, b in zip(first.global_size, first.local_size)]))
+            want = (groups, wgrad.workspace(stage, p, d)["partials"].count)
+            got = tuple(answer_fn(lay, tm, tn, sl))
+            if got == want:
+                continue
+            case = f"for {p.label} with TM={tm}, TN={tn}, SLICE={sl}: "
+            if got[0] != want[0]:
+                rows, cols, sl_count = -(-lay["k"] // tm), -(-lay["c"] * lay["kernel"] ** 2 // tn), want[0] // (
+                    -(-lay["k"] // tm) * -(-lay["c"] * lay["kernel"] ** 2 // tn))
+                why = ("the slices are missing: each slice of the reduction has its own work-groups"
+                       if got[0] == rows * cols else
+                       "the result's columns are the taps C*R*S, not the channels C"
+                       if got[0] == rows * -(-lay["c"] // tn) * sl_count else
+                       "a partial tile or a partial slice still needs its work-group: round up"
+                       if got[0] < want[0] else f"{_compare(got[0], want[0])}")
+                return _verdict(False, "", case + f"you give {got[0]:,} work-groups: {why}")
+            return _verdict(False, "", case + f"you give {got[1]:,} floats of workspace, "
+                            f"{_compare(got[1], want[1])}: one partial sum per weight (C*K*R*S) and slice")
+    return _verdict(True, "tiles of the K x C*R*S result times the slices of the N*OH*OW reduction, "
+                    "and one partial sum per weight and slice, as the launcher computes them", "")
+
+
+@exercise
 def check_tile_reuse(answer_fn) -> bool:
     """Chapter 09: (TX, TY, CB, KH, KW) -> how many times 09_local_tile's work-group reads each dy
     value it copied into local memory, on average (reads from local memory / values copied)."""

@@ -1,6 +1,9 @@
-"""Chapter 15's tables and charts: the chooser's stages per layer, where a step's time goes, the
-loss curves of the course and PyTorch."""
+"""Chapter 15's tables and charts: the weight gradient's ladder (its GEMM view, one Winograd tile,
+the recorded run against cuDNN), the chooser's stages per layer, where a step's time goes, the loss
+curves of the course and PyTorch."""
 from __future__ import annotations
+
+import re
 
 import numpy as np
 
@@ -79,3 +82,77 @@ def plot_losses(course: dict, twin: dict | None, title: str, twin_label: str = "
     fig.suptitle(title, fontsize=10)
     fig.tight_layout()
     return fig
+
+
+# The weight gradient's ladder (section 1): its GEMM view, one Winograd tile, the recorded run.
+
+def wgrad_gemm_view(layers) -> str:
+    """Per layer: the outputs and the terms behind each, for the weight gradient and the input
+    gradient (on average: K*R*S*OH*OW / (H*W), fewer with a stride); the weight gradient as one GEMM (M = K, N = C*R*S, reduction N*OH*OW) and how many
+    of stage 03's tiles (registry defaults) it has, before and after its reduction is split."""
+    from ..ops.reference import output_size
+    from ..stages import get_stage
+    d = get_stage("conv_wgrad", "igemm").defines
+    tm, tn, sl = d["TM"], d["TN"], d["SLICE"]
+    lines = [f"{'layer':<14}{'dw outputs':>11}{'terms each':>12}{'dx outputs':>12}{'terms each':>11}"
+             f"{'GEMM M=K':>10}{'N=C*R*S':>9}{'reduction':>11}{f'{tm}x{tn} tiles':>12}{'+ split':>9}"]
+    for lay in layers:
+        n, c, k, r = lay["n"], lay["c"], lay["k"], lay["kernel"]
+        oh = output_size(lay["h"], r, lay["stride"], lay["padding"])
+        ow = output_size(lay["w"], r, lay["stride"], lay["padding"])
+        depth = n * oh * ow
+        tiles = -(-k // tm) * -(-(c * r * r) // tn)
+        lines.append(f"{lay['name']:<14}{c * k * r * r:>11,}{depth:>12,}{n * c * lay['h'] * lay['w']:>12,}"
+                     f"{round(k * r * r * oh * ow / (lay['h'] * lay['w'])):>11,}{k:>10,}{c * r * r:>9,}{depth:>11,}{tiles:>12,}{tiles * -(-depth // sl):>9,}")
+    lines.append(f"(+ split: work-groups once the reduction is cut into slices of SLICE = {sl:,} positions, "
+                 f"stage 03's default)")
+    return "\n".join(lines)
+
+
+def draw_wgrad_tile(h: int = 8, w: int = 8, tile: tuple = (1, 0)):
+    """One tile's contribution to dw[c][k]: the 6x6 patch of x (channel c, padding 1) under the
+    4x4 tile of dy' (channel k), and the 3x3 taps they add to (chapter 12's tile picture, m = 4)."""
+    import matplotlib.pyplot as plt
+    from matplotlib.patches import Rectangle
+    from .pictures_winograd import draw_tiles
+    fig, (a, b) = plt.subplots(1, 2, figsize=(10, 3.8), gridspec_kw={"width_ratios": [4, 1]})
+    draw_tiles(a, h=h, w=w, padding=1, tile=tile, m=4, names=("x, channel c,", "dy', channel k,"))
+    for i in range(3):
+        for j in range(3):
+            b.add_patch(Rectangle((j, i), 1, 1, fc="tab:green", alpha=0.35, ec="k", lw=1))
+    b.text(1.5, -0.4, "dw[c][k]: 3x3 taps", ha="center", va="bottom", fontsize=8)
+    b.text(1.5, 3.4, "from this tile:\n9 x 16 = 144 products direct,\n6 x 6 = 36 through Winograd",
+           ha="center", va="top", fontsize=8)
+    b.set_xlim(-0.8, 3.8)
+    b.set_ylim(5.2, -1.6)
+    b.set_aspect("equal")
+    b.axis("off")
+    fig.tight_layout()
+    return fig
+
+
+def _vendor_algorithm(names) -> str:
+    """cuDNN's algorithm, read from the names of the kernels it launched."""
+    text = " ".join(names).lower()
+    return "Winograd 4x4" if "winograd" in text else "FFT" if "fft" in text else "direct or GEMM"
+
+
+def wgrad_recorded(run: dict) -> str:
+    """A recorded conv_wgrad run per layer: what stage 04 ran, stages 03 and 04 against cuDNN, and
+    cuDNN's own rate counted as a direct convolution against the measured FMA peak."""
+    peak = run["roofline"]["fma_gflops"]
+    rows = {(r["layer"], r["key"]): r for r in run["rows"]}
+    vendor = {v["layer"]: v for v in run["vendor"]}
+    lines = [f"measured FMA peak {peak / 1e3:.1f} TFLOP/s; rates count 2*N*K*OH*OW*C*R*S flops (a direct convolution)",
+             f"{'layer':<14}{'04 ran':<14}{'02 x naive':>11}{'03 x cuDNN':>11}{'04 x cuDNN':>11}{'04 % peak':>10}"
+             f"{'cuDNN TFLOP/s':>15}{'% peak':>8}  cuDNN's kernels"]
+    for layer, v in vendor.items():
+        r2, r3, r4 = rows[(layer, "02_split_reduction")], rows[(layer, "03_igemm")], rows[(layer, "04_winograd")]
+        lines.append(f"{layer:<14}{r4['ran']:<14}{r2['x_first']:>11.2f}{r3['x_vendor']:>11.2f}{r4['x_vendor']:>11.2f}"
+                     f"{r4['pct_fma_peak']:>10.1f}{v['gflops'] / 1e3:>15.1f}{100 * v['gflops'] / peak:>8.1f}"
+                     f"  {_vendor_algorithm(v.get('kernel_names', []))}")
+    lines.append("the kernels cuDNN launched per call (PyTorch's profiler):")
+    for layer, v in vendor.items():
+        names = dict.fromkeys(re.sub(r"^void |[<(].*$|_tilesize.*$", "", n).strip() for n in v.get("kernel_names", []))
+        lines.append(f"  {layer:<14}{', '.join(names)}")
+    return "\n".join(lines)

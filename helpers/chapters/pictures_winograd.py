@@ -109,11 +109,13 @@ def conflict_table(ts: int = 16) -> list[tuple]:
     return rows
 
 
-def draw_tiles(ax, h: int = 7, w: int = 7, padding: int = 1, tile: tuple = (1, 2)):
-    """The input (with its zero padding) and the 2x2 output tiles; one tile's 4x4 input window.
+def draw_tiles(ax, h: int = 7, w: int = 7, padding: int = 1, tile: tuple = (1, 2), m: int = 2,
+               names: tuple = ("input", "output")):
+    """The input (with its zero padding) and the mxm output tiles; one tile's (m+2)x(m+2) input window.
 
-    Output tile (th, tw) covers outputs (2th..2th+1, 2tw..2tw+1) and reads padded input rows
-    2th..2th+3 and columns 2tw..2tw+3: windows of neighbouring tiles overlap by 2.
+    Output tile (th, tw) covers outputs (m*th..m*th+m-1, m*tw..m*tw+m-1) and reads padded input rows
+    m*th..m*th+m+1 and columns m*tw..m*tw+m+1: windows of neighbouring tiles overlap by 2. ``names``
+    labels the two grids (chapter 15: x and the 4x4 tiles of dy' in the weight gradient).
     """
     from matplotlib.patches import Rectangle
     hp, wp = h + 2 * padding, w + 2 * padding
@@ -123,21 +125,22 @@ def draw_tiles(ax, h: int = 7, w: int = 7, padding: int = 1, tile: tuple = (1, 2
             inside = padding <= i < padding + h and padding <= j < padding + w
             ax.add_patch(Rectangle((j, i), 1, 1, fc="white" if inside else "0.85", ec="0.6", lw=0.5))
     th, tw = tile
-    ax.add_patch(Rectangle((2 * tw, 2 * th), 4, 4, fc="tab:blue", alpha=0.25, ec="tab:blue", lw=2))
+    ax.add_patch(Rectangle((m * tw, m * th), m + 2, m + 2, fc="tab:blue", alpha=0.25, ec="tab:blue", lw=2))
     off = wp + 1.5
-    th_all, tw_all = oh + oh % 2, ow + ow % 2            # the tiles cover an even number of outputs
+    th_all, tw_all = -(-oh // m) * m, -(-ow // m) * m     # the tiles cover a multiple of m outputs
     for i in range(th_all):
         for j in range(tw_all):
             dropped = i >= oh or j >= ow                  # computed by a partial tile, never stored
             ax.add_patch(Rectangle((off + j, i), 1, 1, fc="0.93" if dropped else "white", ec="0.6", lw=0.5,
                                    hatch="///" if dropped else None))
-    for a in range(0, oh, 2):
-        for b in range(0, ow, 2):
-            ax.add_patch(Rectangle((off + b, a), 2, 2, fill=False, ec="k", lw=1.2))
-    ax.add_patch(Rectangle((off + 2 * tw, 2 * th), 2, 2, fc="tab:orange", alpha=0.5, ec="tab:orange", lw=2))
-    ax.text(wp / 2, -0.6, f"padded input {h}x{w}\n(grey: padding {padding})", ha="center", va="bottom", fontsize=8)
-    partial = "\n(the last ones partial: their extra\noutputs, hatched, are dropped)" if oh % 2 or ow % 2 else ""
-    ax.text(off + tw_all / 2, -0.6, f"output {oh}x{ow} in 2x2 tiles{partial}", ha="center", va="bottom", fontsize=8)
+    for a in range(0, oh, m):
+        for b in range(0, ow, m):
+            ax.add_patch(Rectangle((off + b, a), m, m, fill=False, ec="k", lw=1.2))
+    ax.add_patch(Rectangle((off + m * tw, m * th), m, m, fc="tab:orange", alpha=0.5, ec="tab:orange", lw=2))
+    ax.text(wp / 2, -0.6, f"padded {names[0]} {h}x{w}\n(grey: padding {padding})", ha="center", va="bottom", fontsize=8)
+    partial = "\n(the last ones partial: their extra\noutputs, hatched, are dropped)" if oh % m or ow % m else ""
+    ax.text(off + tw_all / 2, -0.6, f"{names[1]} {oh}x{ow} in {m}x{m} tiles{partial}", ha="center", va="bottom",
+            fontsize=8)
     ax.set_xlim(-0.5, off + tw_all + 0.5)
     ax.set_ylim(max(hp, th_all) + 0.5, -3.2)
     ax.set_aspect("equal")
