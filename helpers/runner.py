@@ -23,7 +23,7 @@ from . import chooser
 from .engine.check import CheckResult, check_close, tolerance_stored
 from .engine.devices import DeviceLimitError, get_context, get_queue
 from .engine.tensor import STORAGE, DeviceTensor, Tensor
-from .engine.timing import time_plan
+from .engine.timing import time_enqueue, time_plan
 from .launch import Step, family, hook
 from .ops import op_module
 from .ops.problem import Problem
@@ -250,9 +250,9 @@ class BasePlan:
 
     def _check_backend(self, name: str, t: Tensor) -> None:
         if t.backend != self.backend:
-            raise TypeError(f"{name}: stage {self.requested.key} runs on {BACKEND_NAMES[self.backend]}, "
-                            f"got a {BACKEND_NAMES.get(t.backend, t.backend)} device tensor "
-                            f"({type(t).__name__}); pass a NumPy array or a {self.tensor_class.__name__}")
+            raise TypeError(f"{name}: stage {self.requested.key} runs on {BACKEND_NAMES[self.backend]}, but "
+                            f"the {type(t).__name__} given lives on {BACKEND_NAMES.get(t.backend, t.backend)}; "
+                            f"pass a NumPy array or a {self.tensor_class.__name__}")
 
     def _given(self, name: str, t: Tensor, dtype: str) -> Tensor:
         """A caller's device tensor for ``name``, checked against what the stage reads or writes."""
@@ -380,6 +380,11 @@ class ClPlan(BasePlan):
         """Launch every kernel of the stage once; the events carry the profiling times."""
         return [cl.enqueue_nd_range_kernel(self.queue, k, g, l) for k, g, l in self._bound]
 
+    def time(self, **kwargs) -> list:
+        """Milliseconds per repetition, by profiling events (engine/timing.py); use time_plan,
+        which checks the plan first."""
+        return time_enqueue(self.enqueue, self.queue, **kwargs).times_ms
+
 
 class CudaPlan(BasePlan):
     """A CUDA stage bound to a problem on CuPy's current device: the same contract as ClPlan
@@ -439,6 +444,8 @@ class CudaPlan(BasePlan):
         return []
 
     def time(self, **kwargs) -> list:
+        """Milliseconds per repetition, by CUDA events (backends/cuda.py); use time_plan, which
+        checks the plan first."""
         return cuda.time_launches(self.enqueue, **kwargs)
 
 
