@@ -292,6 +292,8 @@ def test_gpu_cuda_tensor_round_trip(dtype):
                 "bfloat16": from_bfloat16(to_bfloat16(x)).reshape(x.shape)}[dtype]
     assert np.array_equal(t.read(), expected) and t.check_guards() is None
     assert t.buffer.size == x.size and t.parent.size == x.size + 2 * t.pad
+    t.write(-x)                       # into the guarded buffer's body, the guards untouched
+    assert np.array_equal(t.read(), -expected) and t.check_guards() is None
 
 
 @gpu
