@@ -145,11 +145,14 @@ class Tensor:
         self._transfer(dest, src)
 
     def write(self, array: np.ndarray) -> None:
-        """Overwrite the tensor's values from the host (one counted upload; same element count)."""
+        """Overwrite the tensor's values from the host (one counted upload; same element count);
+        with guards, an input's contents are then checked against these values."""
         body = to_storage(array, self.dtype).ravel()
         if body.size != self.size:
             raise ValueError(f"{self.name}: {body.size} values for a tensor of shape {self.shape}")
         self._copy(self.buffer, body, "upload")
+        if self.parent is not None:
+            self.initial[self.pad:self.pad + self.size] = body
 
     def read(self) -> np.ndarray:
         """The tensor's values on the host (after the work queued before): float32, or float16 for
@@ -172,10 +175,10 @@ class Tensor:
         for zone in zones:
             changed = np.flatnonzero(whole[zone].view(bits) != self.initial[zone].view(bits))
             if changed.size:
-                where = "inside the input" if zone.start == self.pad and zone.stop is not None else (
-                    "before" if zone.start == 0 else "after")
+                where = "inside the input tensor" if zone.start == self.pad and zone.stop is not None else (
+                    "before the tensor" if zone.start == 0 else "after the tensor")
                 first = changed[0] + (zone.start or 0) - self.pad
-                return (f"{self.name}: {changed.size} value(s) changed {where} the tensor "
+                return (f"{self.name}: {changed.size} value(s) changed {where} "
                         f"(first at element offset {first})")
         return None
 
