@@ -2,7 +2,9 @@
 
 Layers, each importing only from itself and the ones above it in this list (helpers/LAYOUT.md):
     engine/     devices (choosing an OpenCL device), build (-D JIT parameters, build errors with
-                source lines), check (the one checker), timing (profiling events, median, spread)
+                source lines), check (the one checker), timing (profiling events, median, spread),
+                tensor (device tensors: dtype, shape, layout, guards; DeviceTensor on OpenCL),
+                backends/ (cuda.py: CUDA stages and CudaTensor, DeviceTensor's twin; nvrtc.py: PTX)
     ops/        each operation's argument checks (Problem), NumPy references, layer sets,
                 vendor (cuDNN / PyTorch) and vendor_clblast (CLBlast SGEMM) timings
     launch/     one launcher per kernel family (direct, local, winograd, batchnorm, gemm): grids,
@@ -37,6 +39,7 @@ _PUBLIC = {
     "CheckResult": "engine.check", "MismatchError": "engine.check", "check_close": "engine.check",
     "DeviceLimitError": "engine.devices", "NoDeviceError": "engine.devices", "device_info": "engine.devices", "get_context": "engine.devices",
     "get_queue": "engine.devices", "list_devices": "engine.devices", "short_name": "engine.devices",
+    "DeviceTensor": "engine.tensor", "CudaTensor": "engine.backends.cuda",
     "GuardViolation": "runner", "plan_stage": "runner", "prepare": "runner", "run_stage": "runner",
     "REGISTRY": "stages", "get_stage": "stages", "stage_names": "stages",
 }
@@ -51,7 +54,7 @@ def __getattr__(name: str):
 
 
 __all__ = [
-    "REGISTRY", "CheckResult", "DeviceLimitError", "GuardViolation", "KernelBuildError", "MismatchError", "NoDeviceError",
+    "REGISTRY", "CheckResult", "CudaTensor", "DeviceLimitError", "DeviceTensor", "GuardViolation", "KernelBuildError", "MismatchError", "NoDeviceError",
     "build", "check_close", "check_stage", "device_info", "get_context", "get_queue", "get_stage",
     "kernel", "kernel_source", "list_devices", "plan_stage", "prepare", "run_stage", "short_name",
     "stage_names",

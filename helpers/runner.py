@@ -22,8 +22,8 @@ from .engine.build import build
 from . import chooser
 from .engine.check import CheckResult, check_close, tolerance_stored
 from .engine.devices import DeviceLimitError, get_context, get_queue
-from .engine.tensor import STORAGE, DeviceTensor
-from .engine.timing import time_plan
+from .engine.tensor import STORAGE, DeviceTensor, Tensor
+from .engine.timing import time_enqueue, time_plan
 from .launch import Step, family, hook
 from .ops import op_module
 from .ops.problem import Problem
@@ -167,15 +167,15 @@ def check_plan(plan, expected: tuple | None = None) -> CheckResult:
                        max(r.max_error for r in results), max(r.worst_ratio for r in results), plan.path)
 
 
-def step_values(plan, step: Step, handle) -> tuple:
-    """A step's kernel arguments: tensors by name (``handle`` gives the backend's handle of a
-    tensor), the problem's int32 scalars by name, typed literals as they are."""
+def step_values(plan, step: Step) -> tuple:
+    """A step's kernel arguments: tensors by name (their ``buffer``: an OpenCL buffer or a CuPy
+    array), the problem's int32 scalars by name, typed literals as they are."""
     values = []
     for a in step.args:
         if not isinstance(a, str):
             values.append(a)
         elif a in plan.arrays:
-            values.append(handle(plan.arrays[a]))
+            values.append(plan.arrays[a].buffer)
         elif a in plan.problem.scalars:
             values.append(np.int32(plan.problem.scalars[a]))
         else:
@@ -198,141 +198,103 @@ def out_dtype(p: Problem, dtype: str):
     return np.float16 if given16 and dtype == "float16" else np.float32
 
 
-class Checked:
-    """What both plans share: nothing is timed before it was checked once."""
+BACKEND_NAMES = {"opencl": "OpenCL", "cuda": "CUDA"}
+
+
+class BasePlan:
+    """What the plans of both backends share: the stage resolved with its steps and workspaces,
+    one device tensor per input, output and workspace (a caller's tensors used where they are),
+    ``tensor`` and ``bind``, outputs read back, guard checks; nothing is timed before it was
+    checked once. A backend's plan adds its memory limits, the build, the tensor class
+    (``tensor_class``, ``_new``) and how kernel arguments are set (``_bind``, ``_rebind``)."""
+    backend = ""
+    tensor_class = Tensor
     checked = False
 
-    def ensure_checked(self) -> None:
-        """Run once and check against the reference, unless that was done already (time_plan
-        calls it, so every configuration that is timed was checked first)."""
-        if not self.checked:
-            self.enqueue()
-            check_plan(self)
-
-
-class ClPlan(Checked):
-    """A stage bound to a problem on a device: buffers uploaded, program built, ready to enqueue."""
-
-    def __init__(self, op: str, stage, problem: Problem, ctx: cl.Context, defines: dict | None, guard: bool,
-                 workspace_limit: int | None = None):
+    def _plan(self, op: str, stage, problem: Problem, ctx, defines: dict | None, guard: bool,
+              workspace_limit: int | None) -> None:
+        """Everything before the build: tensors given on the device checked, stage resolved."""
         self.op, self.problem, self.ctx, self.guard = op, problem, ctx, guard
         self.requested = get_stage(op, stage)
+        given = {name: a for name, a in problem.inputs.items() if isinstance(a, Tensor)}
+        for name, t in given.items():
+            self._check_backend(name, t)
         self.stage, self.defines = resolve(op, stage, problem, ctx, defines, workspace_limit)
-        given = [t for t in problem.inputs.values() if isinstance(t, DeviceTensor)]
-        self.queue = given[0].queue if given else get_queue(ctx)   # a chain runs on one in-order queue
-        self.dtype = STORAGE[self.stage.precision]
+        s = self.stage
+        self.dtype = STORAGE[s.precision]      # tensors stored in the stage's precision (tf32: float32)
         for name, a in problem.inputs.items():
-            if isinstance(a, DeviceTensor):
-                self._given(name, a)
+            if name in given:
+                self._given(name, a, self.dtype)
             else:
-                check_array_dtype(op, self.stage, name, a)
-        dev = ctx.devices[0]
-        s, p = self.stage, problem
-        jit = jit_defines(s, p, self.defines)
-        self.jit_defines = jit
+                check_array_dtype(op, s, name, a)
+        self.jit_defines = jit = jit_defines(s, problem, self.defines)
         self.path = path_taken(self.requested, s, jit)
-        self.steps = family(s.family).steps(s, p, self.defines)
-        self.workspace = family(s.family).workspace(s, p, self.defines)
+        self.steps = family(s.family).steps(s, problem, self.defines)
+        self.workspace = family(s.family).workspace(s, problem, self.defines)
         check_workspace(s, self.workspace, workspace_limit)
-        for name, w in self.workspace.items():
-            if np.dtype(w.dtype) != np.float32:
-                raise NotImplementedError(f"stage {s.key}: workspace {name} of {w.dtype}; the OpenCL "
-                                          f"path allocates float32 workspaces only")
-        scratch = {name: w.count for name, w in self.workspace.items()}
-        sizes = {name: a.nbytes for name, a in p.inputs.items() if name not in p.aliases}
-        sizes.update({name: 4 * int(np.prod(shape)) for name, shape in p.outputs.items()})  # an upper bound
-        sizes.update({name: 4 * int(n) for name, n in scratch.items()})
-        for name, nbytes in sizes.items():
-            if nbytes > dev.max_mem_alloc_size:
-                raise ValueError(f"{name} needs {nbytes / 2**20:,.0f} MiB but {dev.name.strip()} allocates at "
-                                 f"most {dev.max_mem_alloc_size / 2**20:,.0f} MiB in one buffer; use a smaller "
-                                 f"batch or size")
-        if sum(sizes.values()) > dev.global_mem_size:
-            raise ValueError(f"the tensors need {sum(sizes.values()) / 2**30:.2f} GiB, more than the "
-                             f"{dev.global_mem_size / 2**30:.2f} GiB of {dev.name.strip()}; use a smaller batch")
 
-        source = stage_source(s, jit)
-        self.program = build(ctx, s.kernel, jit, source=source)
-
-        self.arrays: dict[str, DeviceTensor] = {}
-        for name, arr in p.inputs.items():
-            if name in p.aliases:
-                continue
-            if isinstance(arr, DeviceTensor):    # already on the device: nothing to upload
-                self.arrays[name] = self._given(name, arr)
-            else:                                # converted to the stage's storage on upload
-                self.arrays[name] = DeviceTensor(ctx, self.queue, name, arr.shape, arr, guard, True, self.dtype)
+    def _make_tensors(self) -> None:
+        """A caller's device tensors as they are, NumPy inputs uploaded (converted to the stage's
+        storage), outputs and workspaces allocated; an alias shares its target's tensor."""
+        p = self.problem
+        self.arrays = {}
+        for name, a in p.inputs.items():
+            if name not in p.aliases:
+                self.arrays[name] = a if isinstance(a, Tensor) else self._new(name, a.shape, a, True, self.dtype)
         for name, shape in p.outputs.items():
-            self.arrays[name] = DeviceTensor(ctx, self.queue, name, shape, None, guard, False, self.dtype)
-        for name, n in scratch.items():
-            self.arrays[name] = DeviceTensor(ctx, self.queue, name, (int(n),), None, guard, False)
+            self.arrays[name] = self._new(name, shape, None, False, self.dtype)
+        for name, w in self.workspace.items():
+            self.arrays[name] = self._new(name, (int(w.count),), None, False, w.dtype)
         for name, target in p.aliases.items():
             self.arrays[name] = self.arrays[target]
 
-        self.out_dtype = out_dtype(p, self.dtype)
-        self._bound = [self._bind(step, dev) for step in self.steps]
+    def _check_backend(self, name: str, t: Tensor) -> None:
+        if t.backend != self.backend:
+            raise TypeError(f"{name}: stage {self.requested.key} runs on {BACKEND_NAMES[self.backend]}, but "
+                            f"the {type(t).__name__} given lives on {BACKEND_NAMES.get(t.backend, t.backend)}; "
+                            f"pass a NumPy array or a {self.tensor_class.__name__}")
 
-    def _given(self, name: str, t: DeviceTensor) -> DeviceTensor:
-        """A caller's device tensor for input ``name``, checked against what the stage reads."""
-        if t.ctx != self.ctx:
-            raise ValueError(f"{name}: the device tensor lives on another context than the stage's")
-        if t.dtype != self.dtype:
-            raise TypeError(f"{name}: stage {self.stage.key} reads {self.dtype} tensors, got a {t.dtype} "
-                            f"device tensor; pass a NumPy array (converted on upload) or a {self.dtype} tensor")
+    def _given(self, name: str, t: Tensor, dtype: str) -> Tensor:
+        """A caller's device tensor for ``name``, checked against what the stage reads or writes."""
+        self._check_backend(name, t)
+        self._check_device(name, t)
+        if t.dtype != dtype:
+            raise TypeError(f"{name}: stage {self.stage.key} reads {dtype} tensors, got a {t.dtype} "
+                            f"device tensor; pass a NumPy array (converted on upload) or a {dtype} tensor")
         return t
 
-    def tensor(self, name: str) -> DeviceTensor:
+    def tensor(self, name: str) -> Tensor:
         """The device tensor bound to ``name`` (an input, output or workspace): stays on the device,
         so another plan can take it as an input without a host copy."""
         if name not in self.arrays:
             raise KeyError(f"stage {self.stage.key} has no tensor {name!r}; it has {', '.join(self.arrays)}")
         return self.arrays[name]
 
-    def bind(self, **tensors: DeviceTensor) -> None:
-        """Re-bind inputs or outputs to other device tensors of the same dtype and shape, resetting
-        those kernel arguments (nothing is rebuilt or copied); the plan must be checked again."""
+    def bind(self, **tensors: Tensor) -> None:
+        """Re-bind inputs or outputs to other device tensors of the same backend, dtype, shape and
+        layout, resetting those kernel arguments (nothing is rebuilt or copied); an input that
+        another one shares (an alias) follows it; the plan must be checked again."""
         for name, t in tensors.items():
             old = self.tensor(name)
-            if not isinstance(t, DeviceTensor):
-                raise TypeError(f"bind: {name} must be a DeviceTensor, got {type(t).__name__}")
+            if name in self.problem.aliases:
+                raise ValueError(f"bind: {name} is unused in this problem and shares "
+                                 f"{self.problem.aliases[name]}'s tensor; bind {self.problem.aliases[name]}")
+            if not isinstance(t, Tensor):
+                raise TypeError(f"bind: {name} must be a {self.tensor_class.__name__}, got {type(t).__name__}")
+            t = self._given(name, t, old.dtype)
             if t.shape != old.shape or t.layout != old.layout:
                 raise ValueError(f"bind: {name} must have shape {old.shape} ({old.layout}), got {t.shape} ({t.layout})")
-            t = self._given(name, t)
             names = {name} | {a for a, target in self.problem.aliases.items() if target == name}
             for n in names:
                 self.arrays[n] = t
                 if n in self.problem.inputs:
                     self.problem.inputs[n] = t
-            for k, args in self._args:
-                for i, a in enumerate(args):
-                    if a in names:
-                        k.set_arg(i, t.buffer)
+            self._rebind(names, t)
         self.checked = False
 
-    def _bind(self, step: Step, dev) -> tuple:
-        # a kernel object of this plan's own: kernel arguments live in the object, so two plans of
-        # one program (the same stage on two layers) sharing one would overwrite each other's
-        k = cl.Kernel(self.program, step.kernel)
-        self._args = getattr(self, "_args", []) + [(k, step.args)]
-        if step.local_size is not None:
-            wg = int(np.prod(step.local_size))
-            limit = k.get_work_group_info(cl.kernel_work_group_info.WORK_GROUP_SIZE, dev)
-            if wg > limit:
-                raise DeviceLimitError(f"stage {self.stage.key}: work-group of {wg} work-items, but kernel "
-                                 f"{step.kernel} allows at most {limit} on {dev.name.strip()}; lower WG")
-            for g, l in zip(step.global_size, step.local_size):
-                if g % l:
-                    raise RuntimeError(f"registry bug: global size {step.global_size} is not a multiple "
-                                       f"of the work-group {step.local_size}")
-        k.set_args(*step_values(self, step, lambda t: t.buffer))
-        return k, step.global_size, step.local_size
-
-    def enqueue(self) -> list:
-        """Launch every kernel of the stage once; the events carry the profiling times."""
-        return [cl.enqueue_nd_range_kernel(self.queue, k, g, l) for k, g, l in self._bound]
-
     def outputs(self) -> dict:
-        return {name: self.arrays[name].read().astype(self.out_dtype, copy=False) for name in self.problem.outputs}
+        to = out_dtype(self.problem, self.dtype)
+        return {name: self.arrays[name].read().astype(to, copy=False) for name in self.problem.outputs}
 
     def check_guards(self) -> None:
         for name, arr in self.arrays.items():
@@ -348,52 +310,115 @@ class ClPlan(Checked):
             self.check_guards()
         return self.problem.result(self.outputs())
 
+    def ensure_checked(self) -> None:
+        """Run once and check against the reference, unless that was done already (time_plan
+        calls it, so every configuration that is timed was checked first)."""
+        if not self.checked:
+            self.enqueue()
+            check_plan(self)
 
-class CudaPlan(Checked):
-    """A CUDA stage bound to a problem: the same contract as ClPlan (enqueue, outputs,
-    check_guards, result, queue.finish), on CuPy's current device."""
+
+class ClPlan(BasePlan):
+    """A stage bound to a problem on an OpenCL device: buffers uploaded, program built, ready to enqueue."""
+    backend, tensor_class = "opencl", DeviceTensor
+
+    def __init__(self, op: str, stage, problem: Problem, ctx: cl.Context, defines: dict | None, guard: bool,
+                 workspace_limit: int | None = None):
+        given = [t for t in problem.inputs.values() if isinstance(t, DeviceTensor)]
+        self.queue = given[0].queue if given else get_queue(ctx)   # a chain runs on one in-order queue
+        self._plan(op, stage, problem, ctx, defines, guard, workspace_limit)
+        dev = ctx.devices[0]
+        s, p = self.stage, problem
+        sizes = {name: a.nbytes for name, a in p.inputs.items() if name not in p.aliases}
+        sizes.update({name: 4 * int(np.prod(shape)) for name, shape in p.outputs.items()})  # an upper bound
+        sizes.update({name: w.nbytes for name, w in self.workspace.items()})
+        for name, nbytes in sizes.items():
+            if nbytes > dev.max_mem_alloc_size:
+                raise ValueError(f"{name} needs {nbytes / 2**20:,.0f} MiB but {dev.name.strip()} allocates at "
+                                 f"most {dev.max_mem_alloc_size / 2**20:,.0f} MiB in one buffer; use a smaller "
+                                 f"batch or size")
+        if sum(sizes.values()) > dev.global_mem_size:
+            raise ValueError(f"the tensors need {sum(sizes.values()) / 2**30:.2f} GiB, more than the "
+                             f"{dev.global_mem_size / 2**30:.2f} GiB of {dev.name.strip()}; use a smaller batch")
+        self.program = build(ctx, s.kernel, self.jit_defines, source=stage_source(s, self.jit_defines))
+        self._make_tensors()
+        self._args = []
+        self._bound = [self._bind(step, dev) for step in self.steps]
+
+    def _new(self, name: str, shape: tuple, host, is_input: bool, dtype: str) -> DeviceTensor:
+        return DeviceTensor(self.ctx, self.queue, name, shape, host, self.guard, is_input, dtype)
+
+    def _check_device(self, name: str, t: DeviceTensor) -> None:
+        if t.ctx != self.ctx:
+            raise ValueError(f"{name}: the device tensor lives on another context than the stage's")
+
+    def _bind(self, step: Step, dev) -> tuple:
+        # a kernel object of this plan's own: kernel arguments live in the object, so two plans of
+        # one program (the same stage on two layers) sharing one would overwrite each other's
+        k = cl.Kernel(self.program, step.kernel)
+        self._args.append((k, step.args))
+        if step.local_size is not None:
+            wg = int(np.prod(step.local_size))
+            limit = k.get_work_group_info(cl.kernel_work_group_info.WORK_GROUP_SIZE, dev)
+            if wg > limit:
+                raise DeviceLimitError(f"stage {self.stage.key}: work-group of {wg} work-items, but kernel "
+                                 f"{step.kernel} allows at most {limit} on {dev.name.strip()}; lower WG")
+            for g, l in zip(step.global_size, step.local_size):
+                if g % l:
+                    raise RuntimeError(f"registry bug: global size {step.global_size} is not a multiple "
+                                       f"of the work-group {step.local_size}")
+        k.set_args(*step_values(self, step))
+        return k, step.global_size, step.local_size
+
+    def _rebind(self, names: set, t: DeviceTensor) -> None:
+        for k, args in self._args:
+            for i, a in enumerate(args):
+                if a in names:
+                    k.set_arg(i, t.buffer)
+
+    def enqueue(self) -> list:
+        """Launch every kernel of the stage once; the events carry the profiling times."""
+        return [cl.enqueue_nd_range_kernel(self.queue, k, g, l) for k, g, l in self._bound]
+
+    def time(self, **kwargs) -> list:
+        """Milliseconds per repetition, by profiling events (engine/timing.py); use time_plan,
+        which checks the plan first."""
+        return time_enqueue(self.enqueue, self.queue, **kwargs).times_ms
+
+
+class CudaPlan(BasePlan):
+    """A CUDA stage bound to a problem on CuPy's current device: the same contract as ClPlan
+    (enqueue, tensor, bind, outputs, check_guards, result, queue.finish); launches go to CuPy's
+    current stream, in order, so plans chain as on one OpenCL queue."""
+    backend, tensor_class = "cuda", cuda.CudaTensor
 
     class _Queue:
         finish = staticmethod(cuda.synchronize)
 
     def __init__(self, op: str, stage, problem: Problem, ctx, defines: dict | None, guard: bool,
                  workspace_limit: int | None = None):
-        self.op, self.problem, self.ctx, self.guard = op, problem, ctx, guard
         self.queue = self._Queue()
-        self.requested = get_stage(op, stage)
-        self.stage, self.defines = resolve(op, stage, problem, ctx, defines, workspace_limit)
+        self._plan(op, stage, problem, ctx, defines, guard, workspace_limit)
         s, p = self.stage, problem
         dev = cuda.device()
-        self.jit_defines = jit = jit_defines(s, p, self.defines)
-        self.path = path_taken(self.requested, s, jit)
-        self.steps = family(s.family).steps(s, p, self.defines)
-        self.workspace = family(s.family).workspace(s, p, self.defines)
-        check_workspace(s, self.workspace, workspace_limit)
-        if any(isinstance(a, DeviceTensor) for a in p.inputs.values()):
-            raise TypeError(f"stage {s.key}: CUDA stages take NumPy arrays, not OpenCL device tensors")
-        # tensors stored in the stage's precision (tf32: float32), converted once on upload
-        self.dtype = STORAGE[s.precision]
-        for name, a in p.inputs.items():
-            check_array_dtype(op, s, name, a)
         item = 2 if self.dtype != "float32" else 4
-        need = sum(item * a.size for n, a in p.inputs.items() if n not in p.aliases)
+        need = sum(item * a.size for n, a in p.inputs.items() if n not in p.aliases and not isinstance(a, Tensor))
         need += sum(item * int(np.prod(shape)) for shape in p.outputs.values())
         need += sum(w.nbytes for w in self.workspace.values())
         if need > dev["total_memory"]:
             raise ValueError(f"the tensors need {need / 2**30:.2f} GiB, more than the "
                              f"{dev['total_memory'] / 2**30:.2f} GiB of {dev['name']}; use a smaller batch")
-        self.module = cuda.build(s.kernel, jit, source=stage_source(s, jit))
-        self.arrays = {}
-        for name, arr in p.inputs.items():
-            if name not in p.aliases:
-                self.arrays[name] = cuda.Tensor(name, arr.shape, arr, guard, True, self.dtype)
-        for name, shape in p.outputs.items():
-            self.arrays[name] = cuda.Tensor(name, shape, None, guard, False, self.dtype)
-        for name, w in self.workspace.items():
-            self.arrays[name] = cuda.Tensor(name, (int(w.count),), None, guard, False, dtype=w.dtype)
-        for name, target in p.aliases.items():
-            self.arrays[name] = self.arrays[target]
+        self.module = cuda.build(s.kernel, self.jit_defines, source=stage_source(s, self.jit_defines))
+        self._make_tensors()
         self._bound = [self._bind(step, dev) for step in self.steps]
+
+    def _new(self, name: str, shape: tuple, host, is_input: bool, dtype: str) -> cuda.CudaTensor:
+        return cuda.CudaTensor(name, shape, host, self.guard, is_input, dtype)
+
+    def _check_device(self, name: str, t: cuda.CudaTensor) -> None:
+        if t.device != cuda.device()["id"]:
+            raise ValueError(f"{name}: the device tensor lives on CUDA device {t.device}, the stage "
+                             f"runs on device {cuda.device()['id']}")
 
     def _bind(self, step: Step, dev: dict) -> tuple:
         k = self.module.get_function(step.kernel)
@@ -406,7 +431,11 @@ class CudaPlan(Checked):
             if g % l:
                 raise RuntimeError(f"registry bug: global size {step.global_size} is not a multiple "
                                    f"of the block {step.local_size}")
-        return k, step.global_size, step.local_size, step_values(self, step, lambda t: t.array)
+        return k, step.global_size, step.local_size, step_values(self, step)
+
+    def _rebind(self, names: set, t: cuda.CudaTensor) -> None:
+        """A launch's arguments are a tuple of this plan's: rebuilt from the tensors now bound."""
+        self._bound = [(k, g, l, step_values(self, step)) for (k, g, l, _), step in zip(self._bound, self.steps)]
 
     def enqueue(self) -> list:
         """Launch every kernel of the stage once (asynchronously)."""
@@ -415,25 +444,9 @@ class CudaPlan(Checked):
         return []
 
     def time(self, **kwargs) -> list:
+        """Milliseconds per repetition, by CUDA events (backends/cuda.py); use time_plan, which
+        checks the plan first."""
         return cuda.time_launches(self.enqueue, **kwargs)
-
-    def outputs(self) -> dict:
-        cuda.synchronize()
-        to = out_dtype(self.problem, self.dtype)
-        return {name: self.arrays[name].read().astype(to, copy=False) for name in self.problem.outputs}
-
-    def check_guards(self) -> None:
-        for name, arr in self.arrays.items():
-            if name not in self.problem.aliases:
-                bad = arr.changed_guards()
-                if bad:
-                    raise GuardViolation(bad)
-
-    def result(self):
-        cuda.synchronize()
-        if self.guard:
-            self.check_guards()
-        return self.problem.result(self.outputs())
 
 
 def Plan(op: str, stage, problem: Problem, ctx, defines: dict | None, guard: bool,
@@ -470,8 +483,8 @@ def run_stage(op: str, stage, *, ctx=None, defines: dict | None = None, guard: b
     before any allocation beyond it). The other keyword arguments are the operation's (see
     helpers/ops/<op>.py).
 
-    Tensors are NumPy arrays or DeviceTensors (helpers/engine/tensor.py: used where they are, no
-    upload). A reduced-precision stage (precision "fp16") stores its tensors in float16: float32
+    Tensors are NumPy arrays or device tensors of the stage's backend (DeviceTensor for OpenCL,
+    CudaTensor for CUDA; helpers/engine/tensor.py: used where they are, no upload). A reduced-precision stage (precision "fp16") stores its tensors in float16: float32
     arrays are rounded to float16 on upload and the result comes back as float32 holding the
     float16 values; given float16 arrays or float16 device tensors, it comes back as float16.
     """

@@ -1,13 +1,16 @@
-"""Device tensors of the OpenCL backend: dtype, shape, layout, optional guard zones.
+"""Device tensors: dtype, shape, layout, optional guard zones; one interface on both backends.
 
-    t = DeviceTensor.from_array(ctx, x, dtype="float16")    # one upload
+    t = DeviceTensor.from_array(ctx, x, dtype="float16")    # OpenCL: one upload
+    t = CudaTensor.from_array(x, dtype="float16")           # CUDA (backends/cuda.py): the same
     first = plan_stage(op, stage, ctx=ctx, grad_output=t, ...)
     second = plan_stage(op2, stage2, ctx=ctx, x=first.tensor("grad_input"), ...)   # no copy
 
-A DeviceTensor stays on the device between launches: a Plan holds one per tensor, hands it out
+A device tensor stays on the device between launches: a Plan holds one per tensor, hands it out
 (``plan.tensor(name)``) and takes one wherever an array is accepted, so stages chain without a
-host round trip. Every host transfer of a tensor (the upload when it is made, ``read``, the
-guard check) goes through one method that counts it in TRANSFERS (what the chaining test reads).
+host round trip; a stage takes tensors of its own backend only. Every host transfer of a tensor
+(the upload when it is made, ``write``, ``read``, the guard check) goes through one method that
+counts it in TRANSFERS (what the chaining tests read). ``Tensor`` holds all of this once; each
+backend's class says only how it allocates and copies.
 
 dtypes: float32; float16 (OpenCL's ``half``: stored in 16 bits, read and written with
 vload_half / vstore_half, which every device has without cl_khr_fp16; arithmetic stays float);
@@ -91,13 +94,23 @@ def storage_count(shape: tuple, layout: str) -> int:
     return int(np.prod(shape))
 
 
-class DeviceTensor:
-    """A tensor on the device, optionally inside guard zones (NaN around and, for outputs, in it;
-    canaries around outputs), on one context and the in-order queue its launches use."""
+def default_dtype(array: np.ndarray) -> str:
+    """The dtype a tensor made from ``array`` gets unless told: float16 for float16, else float32."""
+    return "float16" if array.dtype == np.float16 else "float32"
 
-    def __init__(self, ctx, queue, name: str, shape: tuple, host: np.ndarray | None = None,
-                 guard: bool = False, is_input: bool = False, dtype: str = "float32", layout: str = "NCHW"):
-        self.ctx, self.queue = ctx, queue
+
+class Tensor:
+    """What a device tensor is on either backend (DeviceTensor: OpenCL; CudaTensor in
+    backends/cuda.py): dtype, shape, layout, optional guard zones (NaN around and, for outputs, in
+    it; canaries around outputs), counted transfers. A backend supplies where the values live:
+    ``_allocate(count)`` (a buffer of ``count`` stored elements), ``_view(parent, offset, count)``
+    (the tensor's part of a guarded buffer) and ``_transfer(dest, src)`` (one copy between a
+    device buffer and a host array, either way)."""
+    backend = ""            # "opencl" or "cuda": the stages that can read it (helpers/stages.py)
+
+    def _lay_out(self, name: str, shape: tuple, host: np.ndarray | None, guard: bool, is_input: bool,
+                 dtype: str, layout: str, align: int = 1) -> None:
+        """Allocate (inside guard zones of at least ``align`` bytes when ``guard``) and upload."""
         self.name, self.shape, self.is_input, self.guard = name, tuple(int(d) for d in shape), is_input, guard
         self.dtype, self.layout = check_dtype(dtype), check_layout(layout)
         self.storage, canary = DTYPES[dtype]
@@ -108,14 +121,12 @@ class DeviceTensor:
                 else np.full(self.size, nan, dtype=self.storage) if guard else None)
         if body is not None and body.size != self.size:
             raise ValueError(f"{name}: {body.size} values for a {layout} tensor of shape {self.shape}")
-        mf = cl.mem_flags
         if not guard:
-            self.parent = None
-            self.buffer = cl.Buffer(ctx, mf.READ_WRITE, self.nbytes)
+            self.parent, self.pad = None, 0
+            self.buffer = self._allocate(self.size)
             if body is not None:
                 self._copy(self.buffer, body, "upload")
             return
-        align = max(ctx.devices[0].mem_base_addr_align // 8, self.storage.itemsize)
         self.pad = max(GUARD_BYTES, align) // self.storage.itemsize     # elements in each guard zone
         whole = np.empty(self.size + 2 * self.pad, dtype=self.storage)
         fill = nan if is_input else canary.view(self.storage)
@@ -123,34 +134,29 @@ class DeviceTensor:
         whole[self.pad + self.size:] = fill
         whole[self.pad:self.pad + self.size] = body
         self.initial = whole
-        # Allocate, then upload: NVIDIA's driver was seen to keep a sub-buffer's out-of-range writes
-        # out of a parent created with COPY_HOST_PTR, which would hide exactly what guards look for.
-        self.parent = cl.Buffer(ctx, mf.READ_WRITE, whole.nbytes)
+        # Allocate, then upload: NVIDIA's OpenCL driver was seen to keep a sub-buffer's out-of-range
+        # writes out of a parent created with COPY_HOST_PTR, which would hide what guards look for.
+        self.parent = self._allocate(whole.size)
         self._copy(self.parent, whole, "upload")
-        self.buffer = self.parent.get_sub_region(self.storage.itemsize * self.pad, self.nbytes)
-
-    @classmethod
-    def from_array(cls, ctx, array: np.ndarray, dtype: str | None = None, layout: str = "NCHW",
-                   guard: bool = False, name: str = "tensor", queue=None) -> "DeviceTensor":
-        """Upload ``array`` (converted to ``dtype``; default: its own, float32 or float16)."""
-        from .devices import get_queue
-        dtype = dtype or ("float16" if array.dtype == np.float16 else "float32")
-        return cls(ctx, queue or get_queue(ctx), name, array.shape, array, guard, True, dtype, layout)
+        self.buffer = self._view(self.parent, self.pad, self.size)
 
     def _copy(self, dest, src, kind: str) -> None:
         TRANSFERS[kind] += 1
-        cl.enqueue_copy(self.queue, dest, src)
+        self._transfer(dest, src)
 
     def write(self, array: np.ndarray) -> None:
-        """Overwrite the tensor's values from the host (one counted upload; same element count)."""
+        """Overwrite the tensor's values from the host (one counted upload; same element count);
+        with guards, an input's contents are then checked against these values."""
         body = to_storage(array, self.dtype).ravel()
         if body.size != self.size:
             raise ValueError(f"{self.name}: {body.size} values for a tensor of shape {self.shape}")
         self._copy(self.buffer, body, "upload")
+        if self.parent is not None:
+            self.initial[self.pad:self.pad + self.size] = body
 
     def read(self) -> np.ndarray:
-        """The tensor's values on the host (after the queue's work): float32, or float16 for a
-        float16 tensor; stored layout, logical shape for NCHW and NHWC."""
+        """The tensor's values on the host (after the work queued before): float32, or float16 for
+        a float16 tensor; stored layout, logical shape for NCHW and NHWC."""
         out = np.empty(self.size, dtype=self.storage)
         self._copy(out, self.buffer, "read")
         out = from_storage(out, self.dtype)
@@ -169,12 +175,40 @@ class DeviceTensor:
         for zone in zones:
             changed = np.flatnonzero(whole[zone].view(bits) != self.initial[zone].view(bits))
             if changed.size:
-                where = "inside the input" if zone.start == self.pad and zone.stop is not None else (
-                    "before" if zone.start == 0 else "after")
+                where = "inside the input tensor" if zone.start == self.pad and zone.stop is not None else (
+                    "before the tensor" if zone.start == 0 else "after the tensor")
                 first = changed[0] + (zone.start or 0) - self.pad
-                return (f"{self.name}: {changed.size} value(s) changed {where} the tensor "
+                return (f"{self.name}: {changed.size} value(s) changed {where} "
                         f"(first at element offset {first})")
         return None
 
     def __repr__(self) -> str:
-        return f"DeviceTensor({self.name!r}, {self.dtype}, {self.shape}, {self.layout})"
+        return f"{type(self).__name__}({self.name!r}, {self.dtype}, {self.shape}, {self.layout})"
+
+
+class DeviceTensor(Tensor):
+    """A tensor on an OpenCL device, on one context and the in-order queue its launches use."""
+    backend = "opencl"
+
+    def __init__(self, ctx, queue, name: str, shape: tuple, host: np.ndarray | None = None,
+                 guard: bool = False, is_input: bool = False, dtype: str = "float32", layout: str = "NCHW"):
+        self.ctx, self.queue = ctx, queue
+        self._lay_out(name, shape, host, guard, is_input, dtype, layout,
+                      align=ctx.devices[0].mem_base_addr_align // 8)
+
+    @classmethod
+    def from_array(cls, ctx, array: np.ndarray, dtype: str | None = None, layout: str = "NCHW",
+                   guard: bool = False, name: str = "tensor", queue=None) -> "DeviceTensor":
+        """Upload ``array`` (converted to ``dtype``; default: its own, float32 or float16)."""
+        from .devices import get_queue
+        return cls(ctx, queue or get_queue(ctx), name, array.shape, array, guard, True,
+                   dtype or default_dtype(array), layout)
+
+    def _allocate(self, count: int):
+        return cl.Buffer(self.ctx, cl.mem_flags.READ_WRITE, count * self.storage.itemsize)
+
+    def _view(self, parent, offset: int, count: int):
+        return parent.get_sub_region(offset * self.storage.itemsize, count * self.storage.itemsize)
+
+    def _transfer(self, dest, src) -> None:
+        cl.enqueue_copy(self.queue, dest, src)

@@ -99,14 +99,15 @@ def time_enqueue(enqueue, queue: cl.CommandQueue, *, warmup: int = 3, repeats: i
 
 
 def time_plan(plan, **kwargs) -> Timing:
-    """Time a Plan (helpers.plan_stage): time_enqueue for OpenCL; a CUDA plan times itself
-    with CUDA events (helpers/engine/backends/cuda.py), with the same warm-up and cache flush.
-    A plan not checked yet is checked first (runner.check_plan): nothing wrong is ever timed."""
+    """Time a Plan (helpers.plan_stage) with its backend's events (``plan.time``: time_enqueue on
+    OpenCL; CUDA events in helpers/engine/backends/cuda.py), with the same warm-up and cache
+    flush. A plan not checked yet is checked first (runner.check_plan): nothing wrong is ever
+    timed, and a re-bound plan is checked again."""
+    if kwargs.get("repeats", 20) < 3:
+        raise ValueError("repeats must be >= 3 to report a median and a spread")
     if hasattr(plan, "ensure_checked"):
         plan.ensure_checked()
     if hasattr(plan, "time"):
-        if kwargs.get("repeats", 20) < 3:
-            raise ValueError("repeats must be >= 3 to report a median and a spread")
         return Timing(plan.time(**kwargs))
     return time_enqueue(plan.enqueue, plan.queue, **kwargs)
 

@@ -12,7 +12,7 @@ from typing import Callable
 
 import numpy as np
 
-from ..engine.tensor import STORAGE, DeviceTensor, from_storage, to_storage, to_tf32
+from ..engine.tensor import STORAGE, Tensor, from_storage, to_storage, to_tf32
 
 INT32_MAX = 2**31 - 1
 
@@ -21,7 +21,7 @@ INT32_MAX = 2**31 - 1
 class Problem:
     op: str
     inputs: dict[str, np.ndarray]              # read-only tensors (float32 or float16 arrays, or
-                                               # DeviceTensors), kernel arguments in order
+                                               # device tensors), kernel arguments in order
     outputs: dict[str, tuple]                  # name -> shape of each float32 result, in order
     scalars: dict[str, int]                    # int32 kernel arguments, in order
     defines: dict = field(default_factory=dict)  # structural JIT parameters every stage is built with
@@ -41,7 +41,7 @@ class Problem:
         a tensor-core stage rounds to TF32 as mma operands (chapter 13; the others it reads in
         float32)."""
         def host(name, a):
-            if isinstance(a, DeviceTensor):
+            if isinstance(a, Tensor):
                 a = a.read().astype(np.float32)
             else:
                 a = from_storage(to_storage(a, dtype), dtype).astype(np.float32, copy=False)
@@ -72,17 +72,18 @@ def reject_unknown(op: str, kwargs: dict, allowed) -> None:
 
 def tensor(op: str, name: str, value, ndim: int | None = None, layout: str = "NCHW"):
     """A float32 (or float16), C-contiguous, non-empty array of ``ndim`` dimensions, or a
-    DeviceTensor of that shape in ``layout`` (left on the device), or a clear error."""
+    device tensor (DeviceTensor, CudaTensor) of that shape in ``layout`` (left on the device), or
+    a clear error."""
     if value is None:
         raise TypeError(f"{op}: argument {name} is required")
-    if isinstance(value, DeviceTensor):
+    if isinstance(value, Tensor):
         if ndim is not None and len(value.shape) != ndim:
             raise ValueError(f"{op}: {name} must have {ndim} dimensions, got device tensor shape {value.shape}")
         if ndim == 4 and value.layout != layout:
             raise ValueError(f"{op}: {name} must be a {layout} tensor, got a {value.layout} device tensor")
         return value
     if not isinstance(value, np.ndarray):
-        raise TypeError(f"{op}: {name} must be a NumPy array or a DeviceTensor, got {type(value).__name__}")
+        raise TypeError(f"{op}: {name} must be a NumPy array or a device tensor, got {type(value).__name__}")
     if value.dtype not in (np.float32, np.float16):
         raise TypeError(f"{op}: {name} must be float32, got {value.dtype}; "
                         f"convert with {name}.astype(np.float32)")

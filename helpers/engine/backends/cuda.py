@@ -1,9 +1,9 @@
 """The CUDA backend: CuPy's RawModule with NVRTC on an NVIDIA GPU.
 
 The same services as the OpenCL path (helpers/engine/build.py, devices.py, timing.py): build a
-kernel file with -D defines and the kernels/common include path, allocate and upload tensors
-(optionally inside guard zones), launch on a grid of blocks, time with CUDA events after
-overwriting a buffer larger than the L2 cache, read back.
+kernel file with -D defines and the kernels/common include path, device tensors (CudaTensor:
+DeviceTensor's interface, guard zones included), launch on a grid of blocks, time with CUDA
+events after overwriting a buffer larger than the L2 cache.
 """
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ import functools
 import numpy as np
 
 from ..build import KERNELS, kernel_source
-from ..tensor import DTYPES, GUARD_BYTES, check_dtype, from_storage, to_storage
+from ..tensor import Tensor, default_dtype
 from . import require
 
 
@@ -48,59 +48,35 @@ def build(relpath: str, defines: dict, source: str | None = None):
     return _module(text, options(defines))
 
 
-class Tensor:
-    """A device array of ``dtype`` (float32, float16 or bfloat16, as helpers/engine/tensor.py
-    stores them: a host array is converted once, on upload) and ``shape``, optionally between
-    guard zones (as the OpenCL path: NaN around inputs, canaries around outputs, outputs
-    pre-filled with NaN)."""
+class CudaTensor(Tensor):
+    """A tensor on the current CUDA device (CuPy's), with DeviceTensor's interface and guard zones
+    (helpers/engine/tensor.py): ``buffer`` is a flat CuPy array of the stored values, a view into
+    the guarded allocation when there are guards (a kernel gets its address)."""
+    backend = "cuda"
 
-    def __init__(self, name: str, shape: tuple, host: np.ndarray | None, guard: bool, is_input: bool,
-                 dtype: str = "float32"):
-        import cupy
-        self.name, self.shape, self.is_input, self.guard = name, tuple(shape), is_input, guard
-        self.dtype = check_dtype(str(np.dtype(dtype)) if dtype != "bfloat16" else dtype)
-        self.storage, canary = DTYPES[self.dtype]
-        self.size = int(np.prod(shape))
-        self.nbytes = self.size * self.storage.itemsize
-        self.pad = GUARD_BYTES // self.storage.itemsize if guard else 0
-        body = to_storage(host, self.dtype).ravel() if host is not None else None
-        if not guard:
-            self.whole = None
-            self.array = cupy.asarray(body) if body is not None else cupy.empty(self.size, dtype=self.storage)
-            return
-        nan = to_storage(np.float32(np.nan), self.dtype)
-        whole = np.empty(self.size + 2 * self.pad, dtype=self.storage)
-        fill = nan if is_input else canary.view(self.storage)
-        whole[:self.pad] = fill
-        whole[self.pad + self.size:] = fill
-        whole[self.pad:self.pad + self.size] = body if body is not None else nan
-        self.initial = whole
-        self.whole = cupy.asarray(whole)
-        self.array = self.whole[self.pad:self.pad + self.size]   # a view: the kernel gets its address
+    def __init__(self, name: str, shape: tuple, host: np.ndarray | None = None, guard: bool = False,
+                 is_input: bool = False, dtype: str = "float32", layout: str = "NCHW"):
+        self.device = device()["id"]
+        self._lay_out(name, shape, host, guard, is_input, dtype, layout)
 
-    def read(self) -> np.ndarray:
-        """float32 (float32 and bfloat16 tensors) or float16, in the tensor's shape."""
-        import cupy
-        return from_storage(cupy.asnumpy(self.array), self.dtype).reshape(self.shape)
+    @classmethod
+    def from_array(cls, array: np.ndarray, dtype: str | None = None, layout: str = "NCHW",
+                   guard: bool = False, name: str = "tensor") -> "CudaTensor":
+        """Upload ``array`` (converted to ``dtype``; default: its own, float32 or float16)."""
+        return cls(name, array.shape, array, guard, True, dtype or default_dtype(array), layout)
 
-    def changed_guards(self) -> str | None:
-        """None when the guard zones (and an input's contents) are as uploaded, else what changed."""
-        if self.whole is None:
-            return None
+    def _allocate(self, count: int):
         import cupy
-        bits = np.dtype(f"uint{8 * self.storage.itemsize}")
-        whole = cupy.asnumpy(self.whole).view(bits)
-        initial = self.initial.view(bits)
-        zones = [("before", slice(0, self.pad)), ("after", slice(self.pad + self.size, None))]
-        if self.is_input:
-            zones.append(("inside the input", slice(self.pad, self.pad + self.size)))
-        for where, zone in zones:
-            changed = np.flatnonzero(whole[zone] != initial[zone])
-            if changed.size:
-                first = changed[0] + (zone.start or 0) - self.pad
-                return (f"{self.name}: {changed.size} value(s) changed {where} the tensor "
-                        f"(first at element offset {first})")
-        return None
+        return cupy.empty(count, dtype=self.storage)
+
+    def _view(self, parent, offset: int, count: int):
+        return parent[offset:offset + count]
+
+    def _transfer(self, dest, src) -> None:
+        if isinstance(dest, np.ndarray):
+            src.get(out=dest)        # waits for the kernels queued before on the stream
+        else:
+            dest.set(src)
 
 
 def launch(kernel, global_size: tuple, local_size: tuple, args: tuple) -> None:
