@@ -170,9 +170,9 @@ def _bn_stages(op: str) -> list:
               defines={"WG": 256, "ITEMS": 4, "REVERSE": 1, "EARLY_LOADS": 1}, tune={"WG": [128, 256, 512], "ITEMS": [1, 2, 4, 8]}),
         Stage(op, 6, "one_pass", "batchnorm/06_one_pass.cl",
               "channels that fit one work-group's registers: one launch, each tensor read once, "
-              "two-pass statistics over registers; larger channels run stage 05",
+              "two-pass statistics over registers (TWO_PASS_STATS=0: Welford's); larger channels run stage 05",
               family="batchnorm", launch="group_per_channel", requires="channel_fits", fallback="fused",
-              jit="one_pass_items", defines={"WG": 256}, tune={"WG": [128, 256, 512, 1024]}),
+              jit="one_pass_items", defines={"WG": 256, "TWO_PASS_STATS": 1}, tune={"WG": [128, 256, 512, 1024]}),
     ]
 
 

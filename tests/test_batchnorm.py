@@ -19,7 +19,8 @@ SHAPES = [(1, 1, 1, 2), (2, 1, 1, 1), (1, 3, 1, 1), (3, 2, 1, 1), (1, 1, 5, 7), 
           (2, 6, 14, 14), (3, 2, 9, 11), (1, 3, 33, 31)]
 # small work-groups and blocks so that trees have many levels and stage 05 many blocks
 # (stage 02's COALESCED=0: chunks of one element, of many, and work-items left with none); every
-# switch (stage 02's COALESCED and SPLIT_SUMS, stage 05's REVERSE and EARLY_LOADS) at both settings
+# switch (stage 02's COALESCED and SPLIT_SUMS, 05's REVERSE and EARLY_LOADS, 06's TWO_PASS_STATS) at
+# both settings
 DEFINES = {"naive": [{}], "local_two_pass": [{}, {"WG": 4}, {"COALESCED": 0}, {"WG": 4, "COALESCED": 0},
                                              {"SPLIT_SUMS": 0}, {"WG": 4, "COALESCED": 0, "SPLIT_SUMS": 0}],
            "welford": [{}, {"WG": 8}],
@@ -27,7 +28,7 @@ DEFINES = {"naive": [{}], "local_two_pass": [{}, {"WG": 4}, {"COALESCED": 0}, {"
            "fused": [{}, {"WG": 4, "ITEMS": 1}, {"WG": 16, "ITEMS": 3, "REVERSE": 0},
                      {"WG": 4, "ITEMS": 3, "EARLY_LOADS": 0}, {"WG": 16, "ITEMS": 1, "REVERSE": 0, "EARLY_LOADS": 0}],
            # WG 4 holds at most 64 units a channel: the larger shapes fall back to stage 05
-           "one_pass": [{}, {"WG": 4}, {"WG": 32}]}
+           "one_pass": [{}, {"WG": 4}, {"WG": 32}, {"TWO_PASS_STATS": 0}, {"WG": 4, "TWO_PASS_STATS": 0}]}
 MODES = [dict(), dict(momentum=0.1), dict(training=False)]
 OFFSETS = [(0.0, 1.0), (1000.0, 1.0), (1000.0, 0.05)]
 

@@ -52,7 +52,8 @@ def test_batch_norm_stage_02_shows_its_two_ideas_apart():
 
 
 def test_batch_norm_switches_show_one_change_each():
-    """Stage 02's SPLIT_SUMS and stage 05's EARLY_LOADS: each diff holds only its own change."""
+    """Stage 02's SPLIT_SUMS, stage 05's EARLY_LOADS and stage 06's TWO_PASS_STATS: each diff holds
+    only its own change."""
     def changed(text):
         return [ln for ln in text.splitlines() if ln[:1] in "+-" and ln[:3] not in ("+++", "---")]
 
@@ -66,3 +67,7 @@ def test_batch_norm_switches_show_one_change_each():
     assert sum("this block's loads, issued first" in ln for ln in early if ln[0] == "+") == 2     # both kernels
     assert sum("only now" in ln for ln in early if ln[0] == "-") == 2
     assert not any("#if" in ln or "get_group_id" in ln for ln in early), early
+    stats = changed(str(show_diff("batchnorm_forward", "one_pass", "one_pass", {"TWO_PASS_STATS": 0},
+                                  {"TWO_PASS_STATS": 1})))
+    assert any("wg_merge" in ln for ln in stats if ln[0] == "-") and any("DOTU(d, d)" in ln for ln in stats if ln[0] == "+")
+    assert not any("#if" in ln or "bn_backward" in ln or "STOREU" in ln for ln in stats), stats
