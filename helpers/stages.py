@@ -157,22 +157,22 @@ def _bn_stages(op: str) -> list:
               family="batchnorm", launch="per_channel", defines={"WG": 64}, tune={"WG": [32, 64, 128]}),
         Stage(op, 2, "local_two_pass", "batchnorm/02_local_two_pass.cl",
               "one work-group per channel, coalesced reads (COALESCED=0: a contiguous chunk per work-item), "
-              "sums through a local-memory tree, one pass per sum",
-              **{**tree, "defines": {"WG": 256, "COALESCED": 1}}),
+              "sums through a local-memory tree, one pass per sum (SPLIT_SUMS=0: both backward sums in one pass)",
+              **{**tree, "defines": {"WG": 256, "COALESCED": 1, "SPLIT_SUMS": 1}}),
         Stage(op, 3, "welford", "batchnorm/03_welford.cl",
               "single pass for the statistics: Welford per work-item, Chan's merge in the tree", **tree),
         Stage(op, 4, "vec4", "batchnorm/04_vec4.cl",
               "float4 loads and stores on aligned addresses, a scalar head and tail per slab", **tree),
         Stage(op, 5, "fused", "batchnorm/05_fused.cl",
-              "many work-groups per channel: block partials, then merge + normalize in one kernel; "
-              "each tensor read twice",
+              "many work-groups per channel: block partials, then merge + normalize in one kernel "
+              "(EARLY_LOADS=0: the block loaded after the merge); each tensor read twice",
               family="batchnorm", launch="blocks", requires="wg_power_of_two", jit="vec4", fast={"VEC4": 1},
-              defines={"WG": 256, "ITEMS": 4, "REVERSE": 1}, tune={"WG": [128, 256, 512], "ITEMS": [1, 2, 4, 8]}),
+              defines={"WG": 256, "ITEMS": 4, "REVERSE": 1, "EARLY_LOADS": 1}, tune={"WG": [128, 256, 512], "ITEMS": [1, 2, 4, 8]}),
         Stage(op, 6, "one_pass", "batchnorm/06_one_pass.cl",
               "channels that fit one work-group's registers: one launch, each tensor read once, "
-              "two-pass statistics over registers; larger channels run stage 05",
+              "two-pass statistics over registers (TWO_PASS_STATS=0: Welford's); larger channels run stage 05",
               family="batchnorm", launch="group_per_channel", requires="channel_fits", fallback="fused",
-              jit="one_pass_items", defines={"WG": 256}, tune={"WG": [128, 256, 512, 1024]}),
+              jit="one_pass_items", defines={"WG": 256, "TWO_PASS_STATS": 1}, tune={"WG": [128, 256, 512, 1024]}),
     ]
 
 

@@ -18,12 +18,17 @@ SHAPES = [(1, 1, 1, 2), (2, 1, 1, 1), (1, 3, 1, 1), (3, 2, 1, 1), (1, 1, 5, 7), 
           (1, 4, 8, 8), (3, 5, 2, 3), (2, 2, 7, 7), (4, 3, 1, 6), (1, 2, 13, 5), (5, 1, 3, 3),
           (2, 6, 14, 14), (3, 2, 9, 11), (1, 3, 33, 31)]
 # small work-groups and blocks so that trees have many levels and stage 05 many blocks
-# (stage 02's COALESCED=0: chunks of one element, of many, and work-items left with none)
-DEFINES = {"naive": [{}], "local_two_pass": [{}, {"WG": 4}, {"COALESCED": 0}, {"WG": 4, "COALESCED": 0}],
+# (stage 02's COALESCED=0: chunks of one element, of many, and work-items left with none); every
+# switch (stage 02's COALESCED and SPLIT_SUMS, 05's REVERSE and EARLY_LOADS, 06's TWO_PASS_STATS) at
+# both settings
+DEFINES = {"naive": [{}], "local_two_pass": [{}, {"WG": 4}, {"COALESCED": 0}, {"WG": 4, "COALESCED": 0},
+                                             {"SPLIT_SUMS": 0}, {"WG": 4, "COALESCED": 0, "SPLIT_SUMS": 0}],
            "welford": [{}, {"WG": 8}],
-           "vec4": [{}, {"WG": 4}], "fused": [{}, {"WG": 4, "ITEMS": 1}, {"WG": 16, "ITEMS": 3, "REVERSE": 0}],
+           "vec4": [{}, {"WG": 4}],
+           "fused": [{}, {"WG": 4, "ITEMS": 1}, {"WG": 16, "ITEMS": 3, "REVERSE": 0},
+                     {"WG": 4, "ITEMS": 3, "EARLY_LOADS": 0}, {"WG": 16, "ITEMS": 1, "REVERSE": 0, "EARLY_LOADS": 0}],
            # WG 4 holds at most 64 units a channel: the larger shapes fall back to stage 05
-           "one_pass": [{}, {"WG": 4}, {"WG": 32}]}
+           "one_pass": [{}, {"WG": 4}, {"WG": 32}, {"TWO_PASS_STATS": 0}, {"WG": 4, "TWO_PASS_STATS": 0}]}
 MODES = [dict(), dict(momentum=0.1), dict(training=False)]
 OFFSETS = [(0.0, 1.0), (1000.0, 1.0), (1000.0, 0.05)]
 
@@ -34,6 +39,18 @@ def test_the_stage_list_is_shared():
     assert all(np.prod(s) >= 1 for s in SHAPES)
     assert {(n * h * w) % 4 for n, c, h, w in SHAPES} == {0, 1, 2, 3}
     assert {(h * w) % 4 for n, c, h, w in SHAPES} == {0, 1, 2, 3}
+
+
+def test_every_switch_is_tested_at_both_settings():
+    """A switch (a 0/1 define of the registry that its kernel reads with `#if NAME`) is run over the
+    grid with its default and with the other setting: a new switch must join DEFINES above."""
+    from helpers.engine.build import kernel_source
+    for stage in STAGES:
+        s = helpers.get_stage("batchnorm_forward", stage)
+        text = kernel_source(s.kernel)
+        for name, value in s.defines.items():
+            if value in (0, 1) and f"#if {name}" in text:
+                assert any(d.get(name) == 1 - value for d in DEFINES[stage]), f"{stage}: {name}={1 - value} untested"
 
 
 def _cases():

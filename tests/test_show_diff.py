@@ -49,3 +49,25 @@ def test_batch_norm_stage_02_shows_its_two_ideas_apart():
     idea2 = str(show_diff("batchnorm_forward", "local_two_pass", "local_two_pass", {"COALESCED": 0}, {"COALESCED": 1}))
     changed = [ln for ln in idea2.splitlines() if ln[:1] in "+-" and ln[:3] not in ("+++", "---")]
     assert len(changed) == 3 and any("*step = WG" in ln for ln in changed), idea2
+
+
+def test_batch_norm_switches_show_one_change_each():
+    """Stage 02's SPLIT_SUMS, stage 05's EARLY_LOADS and stage 06's TWO_PASS_STATS: each diff holds
+    only its own change."""
+    def changed(text):
+        return [ln for ln in text.splitlines() if ln[:1] in "+-" and ln[:3] not in ("+++", "---")]
+
+    split = changed(str(show_diff("batchnorm_backward", "local_two_pass", "local_two_pass",
+                                  {"COALESCED": 1, "SPLIT_SUMS": 0}, {"SPLIT_SUMS": 1})))
+    assert any("pass 2: sum of g * (x - mean)" in ln for ln in split if ln[0] == "+")
+    assert any("both sums, as stage 01" in ln for ln in split if ln[0] == "-")
+    assert not any("#if" in ln or "slab_part" in ln or "first = " in ln for ln in split), split
+    early = changed(str(show_diff("batchnorm_backward", "fused", "fused", {"VEC4": 1, "REVERSE": 0, "EARLY_LOADS": 0},
+                                  {"EARLY_LOADS": 1})))
+    assert sum("this block's loads, issued first" in ln for ln in early if ln[0] == "+") == 2     # both kernels
+    assert sum("only now" in ln for ln in early if ln[0] == "-") == 2
+    assert not any("#if" in ln or "get_group_id" in ln for ln in early), early
+    stats = changed(str(show_diff("batchnorm_forward", "one_pass", "one_pass", {"TWO_PASS_STATS": 0},
+                                  {"TWO_PASS_STATS": 1})))
+    assert any("wg_merge" in ln for ln in stats if ln[0] == "-") and any("DOTU(d, d)" in ln for ln in stats if ln[0] == "+")
+    assert not any("#if" in ln or "bn_backward" in ln or "STOREU" in ln for ln in stats), stats

@@ -1,20 +1,24 @@
 // Stage 02: one work-group per channel, sums reduced in local memory, two passes.
 //
-// Changed from stage 01, two ideas. (1) Parallelism: the WG work-items of a work-group share one
-// channel; each keeps a partial sum of the values it visits, and the work-group adds the WG
-// partials with a tree in local memory (wg_sum in batchnorm.h: log2(WG) steps with a barrier
-// between them). (2) Coalescing, the switch COALESCED: with 1 (the default) work-item l visits
-// elements l, l + WG, l + 2*WG, ... of each slab, so neighbouring work-items read neighbouring
-// floats; with 0 it walks its own contiguous chunk of ceil(HW / WG) elements, so neighbours read
-// addresses a chunk apart (the same addresses as with 1 when HW <= WG).
-// The forward pass still reads x three times: one pass for the mean, one for the squared
-// deviations from it, one to write y. The backward pass reduces its two sums in two separate
-// passes too. Measured on the recorded H200 (geometric means over the bn layers, results/):
-// x39.7 stage 01 forward with COALESCED=1; COALESCED=0 took 0.86 of its time forward and 0.85
-// backward, interleaved faster only on the two 102.8 MB tensors (chapter 14, section 5).
+// Changed from stage 01: one idea and two switches. (1) Parallelism: the WG work-items of a
+// work-group share one channel; each keeps a partial sum of the values it visits, and the
+// work-group adds the WG partials with a tree in local memory (wg_sum in batchnorm.h: log2(WG)
+// steps with a barrier between them). (2) Coalescing, the switch COALESCED: with 1 (the default)
+// work-item l visits elements l, l + WG, l + 2*WG, ... of each slab, so neighbouring work-items
+// read neighbouring floats; with 0 it walks its own contiguous chunk of ceil(HW / WG) elements,
+// so neighbours read addresses a chunk apart (the same addresses as with 1 when HW <= WG).
+// (3) The backward sums, the switch SPLIT_SUMS: with 1 (the default) the two sums take a pass
+// each, so dy (and the output) are read three times where stage 01 read them twice; with 0 one
+// pass feeds both, as in stage 01, each sum still through its own tree (stage 03 joins the trees).
+// The forward pass still reads x three times: the mean, the squared deviations, y.
+// Measured on the recorded H200 (geometric means over the bn layers, results/): x39.7 stage 01
+// forward with COALESCED=1; COALESCED=0 took 0.86 of its time forward and 0.85 backward,
+// interleaved faster only on the two 102.8 MB tensors (chapter 14, section 5). SPLIT_SUMS is not
+// recorded on a GPU yet.
 //
 // Kernels and arguments: as stage 01. NDRange: (WG * C), work-group WG.
-// JIT parameters: WG (work-group size, a power of two), COALESCED (0 or 1), UPDATE_RUNNING, ACT.
+// JIT parameters: WG (work-group size, a power of two), COALESCED (0 or 1), SPLIT_SUMS (0 or 1),
+// UPDATE_RUNNING, ACT.
 
 #include "course.h"
 #include "batchnorm.h"
@@ -24,6 +28,9 @@
 #endif
 #ifndef COALESCED
 #define COALESCED 1     // 1: interleaved (neighbours read neighbouring floats); 0: a chunk each
+#endif
+#ifndef SPLIT_SUMS
+#define SPLIT_SUMS 1    // backward: 1: one pass per sum (three reads of dy); 0: both sums in one pass
 #endif
 #ifndef UPDATE_RUNNING
 #define UPDATE_RUNNING 0
@@ -116,6 +123,7 @@ void bn_backward(__global const float* dy, __global const float* out,
     const float m = mean[c];
     const float is = inv_std[c];
 
+#if SPLIT_SUMS
     float part = 0.0f;                                 // pass 1: sum of g
     for (int n = 0; n < N; n++)
         for (int i = first; i < last; i += step) part += GRAD_IN(dy, out, (n * C + c) * HW + i);
@@ -128,8 +136,20 @@ void bn_backward(__global const float* dy, __global const float* out,
             part = fma(GRAD_IN(dy, out, e), x[e] - m, part);
         }
     const float ggamma = wg_sum(buf, part) * is;
+#else
+    float part = 0.0f, part_d = 0.0f;                  // pass 1: both sums, as stage 01
+    for (int n = 0; n < N; n++)
+        for (int i = first; i < last; i += step) {
+            const int e = (n * C + c) * HW + i;
+            const float g = GRAD_IN(dy, out, e);
+            part += g;
+            part_d = fma(g, x[e] - m, part_d);
+        }
+    const float gbeta = wg_sum(buf, part);             // then one tree per sum
+    const float ggamma = wg_sum(buf, part_d) * is;
+#endif
 
-    const float count = (float)N * (float)HW;          // pass 3: the input gradient
+    const float count = (float)N * (float)HW;          // last pass: the input gradient
     const float k = gamma[c] * is;
     const float mb = gbeta / count, mg = ggamma / count;
     for (int n = 0; n < N; n++)

@@ -5,8 +5,8 @@
 // triples with Chan's formula at every level of the same local-memory tree (wg_merge). The mean
 // and the variance come out of one read of x, so the forward pass reads x twice instead of three
 // times, and still never forms the large squares of E[x^2] - E[x]^2. The backward pass reduces
-// its two sums together (float2 lanes of one tree), so it reads dy and x twice instead of
-// dy three times.
+// its two sums in one pass, as stage 02 with SPLIT_SUMS=0 (so it reads dy and x twice instead
+// of dy three times), and through one tree of float2 lanes instead of two trees.
 //
 // Kernels and arguments: as stage 01. NDRange: (WG * C), work-group WG.
 // JIT parameters: WG (work-group size, a power of two), UPDATE_RUNNING, ACT.

@@ -14,7 +14,9 @@
 //      flight (a few hundred bytes, from cache; every work-group merges in the same order, so
 //      all agree bit for bit), then writes its block's output (y, or the input gradient with
 //      the activation's derivative fused on the read of dy). Block 0 writes the per-channel
-//      results (mean, inv_std, running statistics; grad_gamma, grad_beta).
+//      results (mean, inv_std, running statistics; grad_gamma, grad_beta). EARLY_LOADS = 0: the
+//      merge first, then each unit loaded and written in one loop (as stage 04 does), a switch
+//      to show and time the early loads alone; not recorded on a GPU yet.
 // The second kernel visits the blocks in the reverse order of the first (work-groups are
 // started roughly in the order of their ids): the blocks the first kernel read last are the ones
 // most likely still in the last-level cache, so part of the second read comes from there
@@ -29,7 +31,8 @@
 // output, x, mean -> partials; N, C, HW), then bn_backward (stage 01's arguments, then
 // partials). NDRange: (WG * B, C), work-group (WG, 1), B = ceil(N * units per slab / (WG*ITEMS)).
 // JIT parameters: WG (a power of two), ITEMS (units per work-item per block, >= 1),
-// VEC4 (1 when H*W % 4 == 0, derived from the problem), REVERSE (0 or 1), UPDATE_RUNNING, ACT.
+// VEC4 (1 when H*W % 4 == 0, derived from the problem), REVERSE (0 or 1), EARLY_LOADS (0 or 1),
+// UPDATE_RUNNING, ACT.
 
 #include "course.h"
 #include "batchnorm.h"
@@ -45,6 +48,9 @@
 #endif
 #ifndef REVERSE
 #define REVERSE 1       // 1: the second kernel visits blocks and channels in reverse (see above)
+#endif
+#ifndef EARLY_LOADS
+#define EARLY_LOADS 1   // 1: the second kernel loads its block before merging the partials (see above)
 #endif
 #ifndef UPDATE_RUNNING
 #define UPDATE_RUNNING 0
@@ -122,6 +128,7 @@ void bn_forward_train(__global const float* x, __global const float* gamma,
 #else
     const int b = get_group_id(0), c = get_group_id(1);
 #endif
+#if EARLY_LOADS
     unit_t v[ITEMS];
     int e[ITEMS];
     #pragma unroll
@@ -129,6 +136,7 @@ void bn_forward_train(__global const float* x, __global const float* gamma,
         e[k] = unit_start(b, k, c, N, C, HW);
         v[k] = e[k] >= 0 ? LOADU(x, e[k]) : (unit_t)(0.0f);
     }
+#endif
 
     float n_i = 0.0f, mean = 0.0f, m2 = 0.0f;         // level 2: merge the channel's partials
     for (int j = lid; j < nb; j += WG) {
@@ -139,9 +147,17 @@ void bn_forward_train(__global const float* x, __global const float* gamma,
     const float inv_std = 1.0f / sqrt(m2 / n_i + eps);
 
     const float scale = gamma[c] * inv_std, shift = beta[c];
+#if EARLY_LOADS
     #pragma unroll
     for (int k = 0; k < ITEMS; k++)                    // normalize this block
         if (e[k] >= 0) STOREU(y, e[k], fma(v[k] - mean, (unit_t)(scale), (unit_t)(shift)));
+#else
+    #pragma unroll
+    for (int k = 0; k < ITEMS; k++) {                  // load and normalize this block, only now
+        const int e = unit_start(b, k, c, N, C, HW);
+        if (e >= 0) STOREU(y, e, fma(LOADU(x, e) - mean, (unit_t)(scale), (unit_t)(shift)));
+    }
+#endif
     if (b == 0 && lid == 0) {
         mean_out[c] = mean;
         inv_std_out[c] = inv_std;
@@ -201,6 +217,7 @@ void bn_backward(__global const float* dy, __global const float* out,
 #else
     const int b = get_group_id(0), c = get_group_id(1);
 #endif
+#if EARLY_LOADS
     unit_t g[ITEMS], xv[ITEMS];
     int e[ITEMS];
     #pragma unroll
@@ -209,6 +226,7 @@ void bn_backward(__global const float* dy, __global const float* out,
         g[k] = e[k] >= 0 ? GRAD_INU(dy, out, e[k]) : (unit_t)(0.0f);
         xv[k] = e[k] >= 0 ? LOADU(x, e[k]) : (unit_t)(0.0f);
     }
+#endif
     float2 part = (float2)(0.0f);                      // level 2: add the channel's partials
     for (int j = lid; j < nb; j += WG) part += vload2(c * nb + j, partials);
     const float2 sums = wg_sum2(buf, part);
@@ -218,9 +236,17 @@ void bn_backward(__global const float* dy, __global const float* out,
     const float count = (float)N * (float)HW;
     const float scale = gamma[c] * is;
     const float mb = gbeta / count, mg = ggamma / count;
+#if EARLY_LOADS
     #pragma unroll
     for (int k = 0; k < ITEMS; k++)                    // the input gradient of this block
         if (e[k] >= 0) STOREU(dx, e[k], scale * (g[k] - mb - (xv[k] - m) * is * mg));
+#else
+    #pragma unroll
+    for (int k = 0; k < ITEMS; k++) {                  // load and differentiate this block, only now
+        const int e = unit_start(b, k, c, N, C, HW);
+        if (e >= 0) STOREU(dx, e, scale * (GRAD_INU(dy, out, e) - mb - (LOADU(x, e) - m) * is * mg));
+    }
+#endif
     if (b == 0 && lid == 0) {
         grad_gamma[c] = ggamma;
         grad_beta[c] = gbeta;

@@ -7,12 +7,14 @@
 // units <= WG * ITEMS, ITEMS small), B = 1: the work-group loads its channel once, reduces it,
 // and writes the result from the values it still holds. With the values in registers the
 // statistics use the plain two-pass formulas (the mean, then the squared deviations from it),
-// exact up to rounding, without a second read. Larger channels do not fit: the stage falls back
-// to stage 05 (helpers/launch/batchnorm.py: channel_fits).
+// exact up to rounding, without a second read (the switch TWO_PASS_STATS: 0 keeps stage 05's
+// Welford update and Chan's merge, to show and time the change of formula alone; not recorded on
+// a GPU yet). Larger channels do not fit: the stage falls back to stage 05
+// (helpers/launch/batchnorm.py: channel_fits).
 //
 // Kernels and arguments: as stage 01 (no partials). NDRange: (WG * C), work-group WG.
 // JIT parameters: WG (a power of two), ITEMS (units per work-item: ceil(N * units per slab / WG),
-// derived from the problem), VEC4 (1 when H*W % 4 == 0), UPDATE_RUNNING, ACT.
+// derived from the problem), VEC4 (1 when H*W % 4 == 0), TWO_PASS_STATS (0 or 1), UPDATE_RUNNING, ACT.
 
 #include "course.h"
 #include "batchnorm.h"
@@ -25,6 +27,9 @@
 #endif
 #ifndef VEC4
 #define VEC4 0          // 1 only if H*W % 4 == 0 (host side: helpers/stages.py)
+#endif
+#ifndef TWO_PASS_STATS
+#define TWO_PASS_STATS 1  // forward: 1: mean, then squared deviations, over registers; 0: Welford (as 05)
 #endif
 #ifndef UPDATE_RUNNING
 #define UPDATE_RUNNING 0
@@ -39,6 +44,7 @@ typedef float4 unit_t;
 #define GRAD_INU(dy, y, e) GRAD_IN4(dy, y, (e) / 4)
 #define SUMU(v) (((v).x + (v).y) + ((v).z + (v).w))
 #define DOTU(a, b) dot(a, b)
+#define WELFORD_U welford_add4
 #else
 #define UNIT 1
 typedef float unit_t;
@@ -47,6 +53,7 @@ typedef float unit_t;
 #define GRAD_INU(dy, y, e) GRAD_IN(dy, y, e)
 #define SUMU(v) (v)
 #define DOTU(a, b) ((a) * (b))
+#define WELFORD_U welford_add
 #endif
 
 // The element where unit k of this work-item starts (the channel's units in slab order,
@@ -67,10 +74,15 @@ void bn_forward_train(__global const float* x, __global const float* gamma,
                       __global float* running_mean_out, __global float* running_var_out,
                       const int N, const int C, const int HW, const float eps,
                       const float momentum) {
+#if TWO_PASS_STATS
     __local float buf[WG];
+#else
+    __local float bn[WG], bmean[WG], bm2[WG];
+#endif
     const int c = get_group_id(0);
     unit_t v[ITEMS];
     int e[ITEMS];
+#if TWO_PASS_STATS
     float s = 0.0f;
     #pragma unroll
     for (int k = 0; k < ITEMS; k++) {                  // the channel, loaded once
@@ -87,6 +99,17 @@ void bn_forward_train(__global const float* x, __global const float* gamma,
         q += DOTU(d, d);
     }
     const float m2 = wg_sum(buf, q);
+#else
+    float n_i = 0.0f, mean = 0.0f, m2 = 0.0f;
+    #pragma unroll
+    for (int k = 0; k < ITEMS; k++) {                  // the channel, loaded once, Welford as loaded
+        e[k] = unit_start(k, c, N, C, HW);
+        v[k] = e[k] >= 0 ? LOADU(x, e[k]) : (unit_t)(0.0f);
+        if (e[k] >= 0) WELFORD_U(&n_i, &mean, &m2, v[k]);
+    }
+    const float count = (float)N * (float)HW;
+    wg_merge(bn, bmean, bm2, &n_i, &mean, &m2);        // Chan's merge in the tree, as stage 05
+#endif
     const float inv_std = 1.0f / sqrt(m2 / count + eps);
 
     const float scale = gamma[c] * inv_std, shift = beta[c];
