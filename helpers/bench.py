@@ -75,6 +75,10 @@ def run(op: str = "conv_dgrad", stages=None, layers="ci", ctx=None, *, activatio
     for s in stages:                  # wrong JIT parameters: refused before any launch
         from .runner import check_define_values
         check_define_values(s, defines or {})
+    unknown = sorted(set(defines or {}) - {k for s in stages for k in s.defines})
+    if unknown:                       # a run tagged for a switch that no stage builds with
+        raise ValueError(f"--defines {', '.join(unknown)}: no selected stage of {op} declares "
+                         f"{'it' if len(unknown) == 1 else 'them'} (stages: {', '.join(s.name for s in stages)})")
     info = device_info(ctx)
     flush = default_flush_bytes(ctx)
     out = {"schema": 1, "kind": "bench", "op": op, "layer_set": layers if isinstance(layers, str) else "custom",

@@ -14,6 +14,7 @@ from helpers import bench
     (["--stages", "naive", "--defines", "WG=0"], "WG must be >= 1"),
     (["--stages", "naive", "--defines", "WG=-64"], "WG must be >= 1"),
     (["--stages", "naive", "--defines", "WG"], "NAME=INTEGER"),
+    (["--stages", "naive", "--defines", "SPLIT_SUMS=0"], "SPLIT_SUMS: no selected stage of conv_dgrad declares it"),
 ])
 def test_mistakes_get_one_line(capsys, monkeypatch, argv, says):
     import pyopencl as cl
