@@ -254,3 +254,30 @@ def test_c_fragment_check_accepts_the_layout_and_names_each_mistake(capsys):
         out = capsys.readouterr().out
         assert says in out and "Not yet" in out
         assert str(right(5)) not in out
+
+
+def test_tf32_product_check_accepts_the_error_and_names_each_mistake(capsys):
+    from helpers.chapters.exercises import check_tf32_products
+    from helpers.engine.tensor import to_tf32
+
+    def right(a, b):
+        exact = a.astype(np.float64) * b
+        return np.abs(to_tf32(a).astype(np.float64) * to_tf32(b) - exact) / np.abs(exact)
+    assert check_tf32_products(right)
+    assert check_tf32_products(lambda a, b: np.abs(to_tf32(a) * to_tf32(b) - a * b) / np.abs(a * b))   # float32 is fine
+    wrong = {
+        "both operands rounded": lambda a, b: np.abs(to_tf32(a).astype(np.float64) * b - a.astype(np.float64) * b)
+        / np.abs(a.astype(np.float64) * b),
+        "not the relative error": lambda a, b: np.abs(to_tf32(a).astype(np.float64) * to_tf32(b) - a.astype(np.float64) * b),
+        "one relative error per product": lambda a, b: right(a, b)[:10],
+    }
+    for says, answer in wrong.items():
+        capsys.readouterr()
+        assert not check_tf32_products(answer)
+        out = capsys.readouterr().out
+        assert says in out and "Not yet" in out
+    def unanswered(a, b):
+        raise NotImplementedError()
+    capsys.readouterr()
+    assert not check_tf32_products(unanswered)
+    assert "Not answered yet" in capsys.readouterr().out

@@ -546,3 +546,28 @@ def check_c_fragment(answer_fn) -> bool:
             bad = "with g = lane / 4 and t = lane % 4, which row and which pair of columns does the lane own?"
         return _verdict(False, "", f"lane {lane}: {bad}")
     return _verdict(True, "every lane holds 2 adjacent columns of one row, and the same 2 columns 8 rows below", "")
+
+
+@exercise
+def check_tf32_products(answer_fn, count: int = 10_000) -> bool:
+    """Chapter 13: (a, b) float32 arrays -> the relative error of each product a*b when both
+    operands are rounded to TF32 first (to_tf32), against the exact product. Checked on `count`
+    random products; when right, prints the largest error beside 2^-10."""
+    from ..engine.tensor import to_tf32
+    rng = np.random.default_rng(13)
+    a, b = rng.standard_normal((2, count)).astype(np.float32)
+    exact = a.astype(np.float64) * b
+    want = np.abs(to_tf32(a).astype(np.float64) * to_tf32(b) - exact) / np.abs(exact)
+    got = np.asarray(answer_fn(a.copy(), b.copy()), dtype=np.float64)
+    if got.shape != want.shape:
+        return _verdict(False, "", f"{got.shape} values for {count} products: one relative error per product")
+    if np.allclose(got, want, rtol=1e-2, atol=2.0**-20):
+        worst = float(want.max())
+        return _verdict(True, f"the largest relative error of {count:,} products is {worst:.3e}; "
+                        f"2^-10 = {2.0**-10:.3e} ({worst / 2.0**-10:.1%} of it)", "")
+    if float(np.abs(got).max()) <= 2.0**-11 * (1 + 1e-3):
+        bad = "no error is above 2^-11, one rounding's worth: are both operands rounded (and not the product)?"
+    else:
+        bad = ("not the relative error of the rounded operands' product: |rounded - exact| / |exact| per product, "
+               "with the exact product computed from the unrounded a and b")
+    return _verdict(False, "", bad)

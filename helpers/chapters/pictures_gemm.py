@@ -111,3 +111,56 @@ def index_ops_table(lay: dict, tiles: dict) -> list[str]:
         out.append(f"{stage:<16} {f:14,d} {f * ops['div/rem by constants']:14,d} {f * ops['div/rem by stride'] * by_stride:15,d} "
                    f"{f * ops['div/rem at run time']:16,d} {f * ops['table reads']:12,d}")
     return out
+
+
+def c_rows(lds4: int, tm: int, tiles: int, wm: int) -> list[int]:
+    """The rows of a tile of C (`tiles` rows) that work-item `tm` of a column holds in acc[i][.]:
+    gemm_core.h's GEMM_ROW (the same formula gives the columns, with TN and WN)."""
+    r = tiles // wm                              # work-items along the tile
+    if lds4:
+        return [4 * tm + (i // 4) * 4 * r + i % 4 for i in range(wm)]
+    return [tm + i * r for i in range(wm)]
+
+
+def lds4_reads(tm: int = 128, tn: int = 128, wm: int = 8, wn: int = 8) -> list[dict]:
+    """Per GEMM_LDS4 setting: one warp's local-memory reads for one k of the tile loop (a rank-1
+    update of WM x WN multiply-adds per work-item): read instructions per work-item, and the
+    passes of chapter 10's bank model for the warp (work-items 0-31 of the work-group; the words
+    of the A and B tiles at one k, numbered from the start of that k's row)."""
+    from .pictures_winograd import WARP, passes
+    lanes = [(tid // (tn // wn), tid % (tn // wn)) for tid in range(WARP)]   # (tm, tn) of each
+    rows = []
+    for lds4, width in ((0, 1), (1, 4)):
+        reads = [[c_rows(lds4, m, tm, wm)[i:i + width] for m, _ in lanes] for i in range(0, wm, width)]
+        reads += [[c_rows(lds4, n, tn, wn)[j:j + width] for _, n in lanes] for j in range(0, wn, width)]
+        rows.append({"lds4": lds4, "width": width, "reads": len(reads), "fmas": wm * wn,
+                     "passes": sum(passes(access) for access in reads)})
+    return rows
+
+
+def draw_c_owners(axes, tm: int = 32, tn: int = 32, wm: int = 8, wn: int = 8):
+    """One panel per GEMM_LDS4 setting: a TM x TN block of C (the work-group's), the WM x WN
+    elements held by two neighbouring work-items coloured, the rest grey."""
+    import matplotlib.patches as mpatches
+    owners = [(0, 0), (0, 1)]                                            # (tm, tn)
+    for ax, lds4 in zip(axes, (0, 1)):
+        ax.add_patch(mpatches.Rectangle((0, 0), tn, tm, color="#EEEEEE"))
+        for o, (m, n) in enumerate(owners):
+            colour = PHASE_COLOURS[o]
+            rows, cols = c_rows(lds4, m, tm, wm), c_rows(lds4, n, tn, wn)
+            for r in rows:
+                for c in cols:
+                    ax.add_patch(mpatches.Rectangle((c, tm - 1 - r), 0.9, 0.9, color=colour))
+        ax.set_xlim(0, tn)
+        ax.set_ylim(0, tm)
+        ax.set_aspect("equal")
+        ax.set_xticks([])
+        ax.set_yticks([])
+        runs = "runs of 4: one float4 read per run" if lds4 else f"rows {tm // wm} apart, columns {tn // wn} apart"
+        ax.set_title(f"GEMM_LDS4 = {lds4}: {runs}\n{wm // (4 if lds4 else 1) + wn // (4 if lds4 else 1)} "
+                     f"local reads per k for {wm * wn} multiply-adds", fontsize=9)
+        ax.set_xlabel(f"columns n of the work-group's {tm} x {tn} block of C", fontsize=8)
+        ax.set_ylabel("rows m", fontsize=8)
+    handles = [mpatches.Patch(color=PHASE_COLOURS[o], label=f"work-item tm={m}, tn={n}")
+               for o, (m, n) in enumerate(owners)]
+    axes[-1].legend(handles=handles, loc="center left", bbox_to_anchor=(1.02, 0.5), fontsize=8)

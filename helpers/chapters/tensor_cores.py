@@ -55,17 +55,17 @@ def draw_fragments(axes=None):
         _, axes = plt.subplots(1, 3, figsize=(13, 6.5), gridspec_kw={"height_ratios": [1]})
     cmap = plt.get_cmap("tab20")
     for ax, (op, (rows, cols, title)) in zip(axes, shapes.items()):
+        top = (16 + rows) / 2                     # an 8-row operand centred beside the 16-row ones
         for r in range(rows):
             for c in range(cols):
                 lane, reg = fragment_owner(op, r, c)
-                ax.add_patch(plt.Rectangle((c, rows - 1 - r), 1, 1, color=cmap(lane % 20), alpha=0.35 + 0.4 * (lane // 20 % 2)))
-                ax.text(c + 0.5, rows - 0.5 - r, f"{lane}\n{op.lower()}{reg}", ha="center", va="center", fontsize=6.5)
+                ax.add_patch(plt.Rectangle((c, top - 1 - r), 1, 1, color=cmap(lane % 20), alpha=0.35 + 0.4 * (lane // 20 % 2)))
+                ax.text(c + 0.5, top - 0.5 - r, f"{lane}\n{op.lower()}{reg}", ha="center", va="center", fontsize=6.5)
         ax.set_xlim(0, cols)
         ax.set_ylim(0, 16)
         ax.set_aspect("equal")
-        ax.set_xticks([])
-        ax.set_yticks([])
-        ax.set_title(title, fontsize=9)
+        ax.axis("off")
+        ax.set_title(title, fontsize=9, y=top / 16)
     return axes
 
 
