@@ -72,15 +72,15 @@
 // epilogue writes acc[i][j] to row m0 + GEMM_ROW(i), column n0 + GEMM_COL(j).
 //
 // GEMM_LDS4 = 0: rows tm + i*(TM/WM), columns tn + j*(TN/WN). A step's rank-1 update reads WM
-// words of the A tile and WN of the B tile, one word per read: for the default 8 x 8 blocks 16
-// local-memory reads feed 64 multiply-adds, and on GPUs whose local memory delivers one word per
-// lane per cycle those reads take as long as the arithmetic (the loop runs at best at half the
-// FMA peak, the ceiling chapter 11 measures).
+// words of the A tile and WN of the B tile, one word per read instruction: for 8 x 8 blocks, 16
+// local-memory read instructions beside 64 multiply-adds.
 // GEMM_LDS4 = 1 (WM and WN multiples of 4): a work-item holds runs of 4 consecutive rows and 4
 // consecutive columns, rows 4*tm + (i/4)*4*(TM/WM) + i%4, so each run is one float4 read of a tile:
-// 4 reads per 64 multiply-adds. Neighbouring work-items still read neighbouring float4s of B and
-// the same float4 of A (a broadcast). The A tile's rows are padded by 4 words instead of 1, to
-// keep every run 16-byte aligned, and the tiles are declared 16-byte aligned.
+// 4 read instructions per 64 multiply-adds, for the same bytes. Neighbouring work-items still read
+// neighbouring float4s of B and the same float4 of A (a broadcast). What falls is the number of
+// instructions the compute unit issues besides the multiply-adds; what that is worth on a GPU is
+// measured, not modelled (chapter 11 prints the recorded pair). The A tile's rows are padded by 4
+// words instead of 1, to keep every run 16-byte aligned, and the tiles are declared 16-byte aligned.
 #if GEMM_LDS4
 #define GEMM_ROW(i) (4 * get_local_id(1) + ((i) / 4) * (4 * GEMM_RM) + (i) % 4)
 #define GEMM_COL(j) (4 * get_local_id(0) + ((j) / 4) * (4 * GEMM_RN) + (j) % 4)
