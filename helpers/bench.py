@@ -30,11 +30,11 @@ from .analysis.summary import geomean, summary, vendor_name
 from .engine.backends import require
 from .engine.devices import device_info, get_context
 from .engine.tensor import STORAGE
-from .engine.timing import default_flush_bytes, time_plan
+from .engine.timing import default_flush_bytes, time_plan, time_steps
 from .ops import op_module
 from .ops.layers import layer_set
 from .peak import roofline
-from .runner import Plan, check_plan, prepare
+from .runner import Plan, check_plan, hook, prepare, reference_for, resolve
 from .stages import get_stage, stage_names
 from .tuning import TUNED
 
@@ -98,18 +98,18 @@ def run(op: str = "conv_dgrad", stages=None, layers="ci", ctx=None, *, activatio
     for lay in lays:
         args = mod.layer_args(lay, activation=activation)
         problem = prepare(op, **args)
-        expected = None
+        expected = {}                  # per precision: the reference of what the stage reads
         for s in stages:
             bar.set_description(f"{lay['name']} {s.key}")
             given = {k: v for k, v in (defines or {}).items() if k in s.defines}
             chosen = {**(out["tuned"].get(s.key, {}).get("defines") or {}), **given} or None
             plan = Plan(op, s.name, problem, ctx, chosen, guard=False)
             plan.enqueue()
-            if expected is None:
-                expected = mod.reference(problem)
-            verdict = _check(plan, expected)                      # before timing ...
+            if plan.stage.precision not in expected:
+                expected[plan.stage.precision] = reference_for(plan)
+            verdict = _check(plan, expected[plan.stage.precision])            # before timing ...
             timing = time_plan(plan, warmup=warmup, repeats=repeats, flush_bytes=flush)
-            verdict_after = _check(plan, expected)                # ... and after
+            verdict_after = _check(plan, expected[plan.stage.precision])      # ... and after
             sec = timing.median_ms * 1e-3
             row = {"layer": lay["name"], "shape": lay, "problem": problem.label, "stage": s.name,
                    "key": s.key, "number": s.number, "ran": plan.stage.key,
@@ -118,6 +118,9 @@ def run(op: str = "conv_dgrad", stages=None, layers="ci", ctx=None, *, activatio
                    "gflops": problem.flops / sec / 1e9, "gbps": problem.bytes_moved(plan.stage.precision) / sec / 1e9,
                    "flops": problem.flops, "min_bytes": problem.bytes_moved(plan.stage.precision),
                    "verified": verdict and verdict_after}
+            if len(plan.steps) > 1:          # which kernel of the stage takes the time
+                row["steps_ms"] = [[name, t.median_ms] for name, t in
+                                   time_steps(plan, warmup=1, repeats=max(3, repeats // 2), flush_bytes=flush)]
             if peak:
                 row["pct_fma_peak"] = 100 * row["gflops"] / out["roofline"]["fma_gflops"]
                 row["pct_copy"] = 100 * row["gbps"] / out["roofline"]["copy_gbps"]
@@ -186,6 +189,9 @@ def search(op, stage, lays, ctx, activation, warmup, repeats, bar=None) -> dict:
     names = sorted(stage.tune)
     tried = []
     problems = [prepare(op, **mod.layer_args(lay, activation=activation)) for lay in lays]
+    # the layers the stage runs itself with its defaults: there a candidate that falls back to
+    # another stage (a ring too big for shared memory, say) is refused, not timed under its name
+    own = [resolve(op, stage.name, p, ctx, None)[0].key == stage.key for p in problems]
     expected = {}
     for values in itertools.product(*(stage.tune[n] for n in names)):
         defines = dict(zip(names, values))
@@ -193,10 +199,14 @@ def search(op, stage, lays, ctx, activation, warmup, repeats, bar=None) -> dict:
         try:
             for i, problem in enumerate(problems):
                 plan = Plan(op, stage.name, problem, ctx, defines, guard=False)
+                if own[i] and plan.stage.key != stage.key:
+                    need = hook(stage, "requires")(problem, {**stage.defines, **defines})
+                    raise ValueError(f"falls back to {plan.stage.key} on {problem.label}: {need}")
                 plan.enqueue()
-                if i not in expected:
-                    expected[i] = mod.reference(problem)
-                check_plan(plan, expected[i])             # a wrong candidate is never timed
+                key = (i, plan.stage.precision)
+                if key not in expected:
+                    expected[key] = reference_for(plan)
+                check_plan(plan, expected[key])           # a wrong candidate is never timed
                 times.append(time_plan(plan, warmup=warmup, repeats=max(5, repeats // 4)).median_ms)
         except Exception as err:  # a combination the device cannot run (too many registers, ...)
             tried.append({"defines": defines, "error": str(err).splitlines()[0]})

@@ -14,6 +14,8 @@ fails loudly (GuardViolation, or NaN in the result).
 """
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 import pyopencl as cl
 
@@ -146,16 +148,24 @@ def check_workspace(s: Stage, workspace: dict, limit: int | None) -> None:
                          f"budget of {limit:,} bytes; raise workspace_limit or choose another stage")
 
 
-def check_plan(plan, expected: tuple | None = None) -> CheckResult:
-    """The one check: a plan's current outputs against its operation's reference (every output,
-    the op's tolerance scaled by magnitude); raises MismatchError. ``expected``: the reference's
-    (expected, magnitude), when the caller already has it. Marks the plan as checked."""
+def reference_for(plan) -> tuple:
+    """The reference's (expected, magnitude) for what the plan's stage reads: its inputs rounded
+    to the stage's precision (a reduced-precision stage's reference starts from the rounded inputs;
+    a TF32 stage's from its mma operands rounded to TF32)."""
     mod = op_module(plan.op)
     precision = plan.stage.precision
-    if expected is None or precision != "fp32":   # reduced precision: from the rounded inputs
-        tf32 = mod.mma_operands(plan.problem) if precision == "tf32" else ()   # what a TF32 stage rounds
-        expected = mod.reference(plan.problem.on_host(STORAGE[precision], tf32=tf32))
-    expected, magnitude = expected
+    tf32 = mod.mma_operands(plan.problem) if precision == "tf32" else ()   # what a TF32 stage rounds
+    return mod.reference(plan.problem.on_host(STORAGE[precision], tf32=tf32))
+
+
+def check_plan(plan, expected: tuple | None = None) -> CheckResult:
+    """The one check: a plan's current outputs against its operation's reference (every output,
+    the op's tolerance scaled by magnitude); raises MismatchError. ``expected``: reference_for(plan)
+    (or a plan's of the same problem and precision), when the caller already has it. Marks the
+    plan as checked."""
+    mod = op_module(plan.op)
+    precision = plan.stage.precision
+    expected, magnitude = reference_for(plan) if expected is None else expected
     got = plan.outputs()
     op_rtol = mod.rtol(plan.problem, mma=precision) if plan.stage.tensor_cores else mod.rtol(plan.problem)
     rtol, atol = tolerance_stored(op_rtol, precision)
@@ -443,10 +453,18 @@ class CudaPlan(BasePlan):
             cuda.launch(k, g, l, args)
         return []
 
+    def _launches(self) -> list:
+        return [functools.partial(cuda.launch, k, g, l, args) for k, g, l, args in self._bound]
+
     def time(self, **kwargs) -> list:
         """Milliseconds per repetition, by CUDA events (backends/cuda.py); use time_plan, which
         checks the plan first."""
-        return cuda.time_launches(self.enqueue, **kwargs)
+        return cuda.time_launches(self._launches(), **kwargs)
+
+    def time_steps(self, **kwargs) -> list:
+        """Milliseconds per repetition of each launch alone (a list per step); use
+        engine/timing.py: time_steps, which checks the plan first."""
+        return cuda.time_launches(self._launches(), each=True, **kwargs)
 
 
 def Plan(op: str, stage, problem: Problem, ctx, defines: dict | None, guard: bool,

@@ -299,6 +299,21 @@ CONV_DGRAD += [
           precision="fp16", jit="fp16_operands", defines={"STAGES": 3}, tune={"STAGES": [2, 3, 4]},
           requires="mma_pipe_requires", fallback="tc_fp16_ldm", **TC),
 ]
+# the same product on channel-last copies of dy' and w (reduction order r, s, k): both operands by
+# cp.async, 16 bytes per copy; one file for the three precisions (13_tc_nhwc.cu: TF32, BF16)
+NHWC_TC = dict(family="gemm", backend="cuda", defines={"BN": 64, "STAGES": 3, "CH": 4},
+               tune={"BN": [64, 128], "STAGES": [2, 3], "CH": [4, 8]})
+CONV_DGRAD += [
+    Stage("conv_dgrad", 13, name, "conv_dgrad/13_tc_nhwc.cu", title, precision=precision, jit=jit,
+          launch=launch, requires=requires, fallback=fallback, **NHWC_TC)
+    for name, precision, jit, launch, requires, fallback, title in (
+        ("tc_fp16_nhwc", "fp16", "fp16_operands", "mma_nhwc", "mma_nhwc_requires", "tc_fp16_pipe",
+         "dy' and w copied channel-last, the reduction in (r, s, k) order: both operands by cp.async, "
+         "16 bytes per copy, into a ring of STAGES buffers (K % 8 == 0)"),
+        ("tc_bf16_nhwc", "bf16", "bf16_operands", "mma_nhwc", "mma_nhwc_requires", "tc_bf16",
+         "tc_fp16_nhwc on bfloat16 tensors (K % 8 == 0)"),
+        ("tc_tf32_nhwc", "tf32", "tf32_operands", "mma_nhwc_tf32", "mma_nhwc_tf32_requires", "tc_tf32",
+         "tc_fp16_nhwc with TF32 operands rounded in the copies and mma.sync m16n8k8 (K % 4 == 0)"))]
 
 # conv_dgrad's algorithm chooser (chapter 11): times the other registered stages once per device
 # and layer shape within the caller's workspace budget (workspace_limit), caches the winner, runs it.

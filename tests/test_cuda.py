@@ -3,13 +3,15 @@ registered define combinations (NVRTC from pip: no GPU needed), the tensor-core 
 the instructions each is about (mma.sync, ldmatrix, cp.async), and where CuPy sees an NVIDIA
 GPU, every CUDA stage matches the reference on the grid with guard zones and each twin agrees with
 its OpenCL stage. Without CUDA, asking for a CUDA stage is refused with a clear error."""
+import itertools
+
 import numpy as np
 import pytest
 
 import helpers
 from helpers.engine.backends import BackendUnavailable, cuda_missing, nvrtc
 from helpers.ops.conv_dgrad import random_problem_args
-from helpers.runner import jit_defines, path_of, prepare, stage_source
+from helpers.runner import hook, jit_defines, path_of, prepare, stage_source
 from helpers.stages import REGISTRY
 
 from shapes import case_id, conv_grid
@@ -25,6 +27,12 @@ PTX_HOLDS = {
     "tc_fp16_ldm": ["mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32", "ldmatrix.sync.aligned.m8n8.x4"],
     "tc_fp16_pipe": ["mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32", "ldmatrix.sync.aligned.m8n8.x4",
                      "cp.async.cg.shared.global", "cp.async.wait_group"],
+    "tc_fp16_nhwc": ["mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32", "ldmatrix.sync.aligned.m8n8.x4",
+                     "cp.async.cg.shared.global", "cp.async.wait_group"],
+    "tc_bf16_nhwc": ["mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32", "ldmatrix.sync.aligned.m8n8.x4",
+                     "cp.async.cg.shared.global"],
+    "tc_tf32_nhwc": ["mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32", "ldmatrix.sync.aligned.m8n8.x4",
+                     "cp.async.cg.shared.global", "cvt.rna.tf32.f32"],
 }
 ARCHS = ("compute_80", "compute_90")
 NO_NVRTC = nvrtc.missing()
@@ -127,6 +135,26 @@ def test_pipelined_stage_takes_both_paths():
     assert paths.count("only") >= 12 and paths.count("fallback") >= 12, paths
 
 
+@pytest.mark.parametrize("stage", ["tc_fp16_nhwc", "tc_bf16_nhwc", "tc_tf32_nhwc"])
+def test_channel_last_stages_take_both_paths(stage):
+    """The channel-last stages run their own kernels where K is a multiple of a 16-byte copy and
+    fall back elsewhere: both cases are in the grid (decided on the host by the stage's
+    requirement, no GPU needed); K = 20 suits TF32's copies (4 values) but not the 16-bit ones (8);
+    a ring beyond the static shared memory is refused with the numbers."""
+    s = helpers.get_stage("conv_dgrad", stage)
+    requires = hook(s, "requires")
+    needs = [requires(prepare("conv_dgrad", **_args(c)), s.defines) for c in conv_grid()]
+    assert needs.count(None) >= 12 and len(needs) - needs.count(None) >= 6, needs
+    k20 = requires(prepare("conv_dgrad", **_args(dict(PROBLEMS[0], k=20))), s.defines)
+    assert (k20 is None) == (stage == "tc_tf32_nhwc"), k20
+    big = requires(prepare("conv_dgrad", **_args(PROBLEMS[1])), {**s.defines, "BN": 128, "STAGES": 4})
+    assert "65,536 bytes of shared memory" in big
+    # the tuning candidates: those whose ring does not fit are refused (the search skips them)
+    needs = [requires(prepare("conv_dgrad", **_args(PROBLEMS[1])), dict(zip(s.tune, values)))
+             for values in itertools.product(*s.tune.values())]
+    assert needs.count(None) >= 4 and all("bytes of shared memory" in n for n in needs if n), needs
+
+
 @pytest.mark.skipif(NO_CUDA is not None, reason=f"{NO_CUDA}")
 @pytest.mark.parametrize("stage", ["tc_fp16", "tc_bf16"])
 def test_tensor_core_stage_takes_float16_arrays(stage):
@@ -155,3 +183,23 @@ def test_cuda_twin_agrees_with_opencl(ctx, stage):
     assert got.shape == ref.shape and got.dtype == np.float32
     helpers.check_stage("conv_dgrad", stage, **args)
     np.testing.assert_allclose(got, ref, rtol=1e-5, atol=1e-5 * float(np.abs(ref).max()))
+
+
+@pytest.mark.skipif(NO_CUDA is not None, reason=f"{NO_CUDA}")
+@pytest.mark.parametrize("stage", [s.name for s in CUDA_STAGES if s.tune], ids=str)
+def test_cuda_tune_candidates_match_with_guards(stage):
+    """Each tuning candidate the search may pick, on a shape that runs the stage itself and one
+    that does not, with guard zones; a candidate whose ring does not fit is refused by the search
+    (it would fall back and be timed under the stage's name)."""
+    from helpers.bench import search
+    s = helpers.get_stage("conv_dgrad", stage)
+    shapes = [dict(n=2, c=17, h=7, w=5, k=16, kernel=3, stride=1, padding=1, activation="relu"),
+              dict(n=1, c=24, h=9, w=8, k=32, kernel=3, stride=2, padding=1, activation="tanh")]
+    tried = search("conv_dgrad", s, [dict(c, name=case_id(c)) for c in shapes], None, "none", 1, 4)["tried"]
+    for t in tried:
+        if "error" in t:
+            assert "falls back" in t["error"] and "bytes of shared memory" in t["error"], t
+            continue
+        for i, c in enumerate(shapes):
+            helpers.check_stage("conv_dgrad", stage, guard=True, defines=t["defines"], **_args(c, seed=i))
+    assert sum("error" not in t for t in tried) >= 2, tried

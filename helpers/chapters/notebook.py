@@ -135,29 +135,17 @@ def resolve_switches(text: str, switches: dict) -> str:
 
 def step_times(plan, repeats: int = 10, warmup: int = 2) -> dict:
     """Median and interquartile range (ms) of each kernel of a multi-kernel stage, from its own
-    profiling events: which of a stage's kernels a change sped up. The plan is checked against
-    the reference first (the one checker, as before every timing), and the last-level cache is
-    flushed before each repetition, as the engine's timings do (a kernel that profits from what
-    the one before it left in the cache, REVERSE's lesson, still does). Keys: kernel names, with
-    " (2)", " (3)" ... where a stage launches one kernel more than once."""
-    import numpy as np
-    from ..engine.timing import default_flush_bytes, flush_cache
-    plan.ensure_checked()
-    flush = default_flush_bytes(plan.queue.context)
-    for _ in range(warmup):
-        plan.enqueue()
-    plan.queue.finish()
-    per = [[] for _ in plan.steps]
-    for _ in range(max(3, repeats)):
-        flush_cache(plan.queue, flush)
-        events = plan.enqueue()
-        plan.queue.finish()
-        for i, e in enumerate(events):
-            per[i].append((e.profile.end - e.profile.start) * 1e-6)
-    names = [s.kernel for s in plan.steps]
+    events (OpenCL profiling events, or CUDA events around each launch): which of a stage's
+    kernels a change sped up. The plan is checked against the reference first (the one checker,
+    as before every timing), and the last-level cache is flushed before each repetition, as the
+    engine's timings do (a kernel that profits from what the one before it left in the cache,
+    REVERSE's lesson, still does). Keys: kernel names, with " (2)", " (3)" ... where a stage
+    launches one kernel more than once."""
+    from ..engine.timing import time_steps
+    per = time_steps(plan, warmup=warmup, repeats=max(3, repeats))
+    names = [name for name, _ in per]
     keys = [n if names[:i].count(n) == 0 else f"{n} ({names[:i].count(n) + 1})" for i, n in enumerate(names)]
-    return {key: {"median_ms": float(np.median(t)), "q1_ms": float(np.percentile(t, 25)),
-                  "q3_ms": float(np.percentile(t, 75))} for key, t in zip(keys, per)}
+    return {key: {"median_ms": t.median_ms, "q1_ms": t.q1_ms, "q3_ms": t.q3_ms} for key, (_, t) in zip(keys, per)}
 
 
 def switch_times(op: str, stage, name: str, ctx, values=(0, 1), repeats: int = 10, **args) -> dict:

@@ -117,9 +117,16 @@ def as_dict(timing: Timing) -> dict:
 
 
 def time_steps(plan, *, warmup: int = 3, repeats: int = 20, flush_bytes: int | None = None) -> list:
-    """Median milliseconds of each kernel launch of a Plan: [(kernel name, Timing), ...]."""
+    """Each kernel launch of a Plan timed alone, by its backend's events, after the same warm-up
+    and with the last-level cache flushed before each repetition: [(kernel name, Timing), ...].
+    A plan not checked yet is checked first, as time_plan does."""
     if repeats < 3:
         raise ValueError("repeats must be >= 3 to report a median and a spread")
+    if hasattr(plan, "ensure_checked"):
+        plan.ensure_checked()
+    if hasattr(plan, "time_steps"):               # CUDA: events around each launch (backends/cuda.py)
+        per_step = plan.time_steps(warmup=warmup, repeats=repeats, flush_bytes=flush_bytes)
+        return [(step.kernel, Timing(times)) for step, times in zip(plan.steps, per_step)]
     queue = plan.queue
     if flush_bytes is None:
         flush_bytes = default_flush_bytes(queue.context)
@@ -130,7 +137,7 @@ def time_steps(plan, *, warmup: int = 3, repeats: int = 20, flush_bytes: int | N
     for _ in range(repeats):
         flush_cache(queue, flush_bytes)
         events = plan.enqueue()
-        cl.wait_for_events(events)
+        queue.finish()
         for times, ev in zip(per_step, events):
             times.append(time_events([ev]))
     return [(step.kernel, Timing(times)) for step, times in zip(plan.steps, per_step)]

@@ -244,12 +244,68 @@ def mma_pipe_requires(p: Problem, d: dict):
     return None
 
 
+# -- tensor cores on channel-last copies (13_tc_nhwc.cu): dy' and w copied, then the product ---
+
+NHWC_SHARED = 48 * 1024       # bytes of shared memory a block may declare statically
+
+
+def mma_nhwc_scratch(p: Problem, d: dict, dtype: str = "float16") -> dict:
+    """dy' (N, OH, OW, K) and w (C, KH, KW, K) in the mma's input type (16-bit stages: 2 bytes
+    per value, float16 storage holding fp16 or bf16 bits)."""
+    q = p.dims
+    return {"dyp_nhwc": Workspace(dtype, q["N"] * q["OH"] * q["OW"] * q["K"]),
+            "w_crsk": Workspace(dtype, q["C"] * q["KH"] * q["KW"] * q["K"])}
+
+
+def mma_nhwc_requires(p: Problem, d: dict, chunk: int = 8):
+    """A 16-byte copy (``chunk`` values) must not straddle two taps; the ring must fit the
+    static shared memory."""
+    if d["STAGES"] < 2:
+        return f"STAGES = {d['STAGES']}: the ring needs at least 2 buffers"
+    if d["BN"] not in (64, 128):
+        return f"BN = {d['BN']}: a block holds 64 or 128 channels (warps of 64 x 32)"
+    if d["CH"] not in (4, 8):
+        return f"CH = {d['CH']}: a shared row holds 4 or 8 chunks of 16 bytes"
+    shared = d["STAGES"] * (MMA_TILE[0] + d["BN"]) * 16 * d["CH"]
+    if shared > NHWC_SHARED:
+        return (f"STAGES * (128 + BN) * 16 * CH = {shared:,} bytes of shared memory, more than the "
+                f"{NHWC_SHARED:,} a block declares statically; lower STAGES, BN or CH")
+    if p.dims["K"] % chunk:
+        return f"K = {p.dims['K']} is not a multiple of {chunk} (dy' is copied {chunk} channels at a time)"
+    return None
+
+
+def mma_nhwc_tf32_requires(p: Problem, d: dict):
+    return mma_nhwc_requires(p, d, chunk=4)
+
+
+def mma_nhwc_tf32_scratch(p: Problem, d: dict) -> dict:
+    return mma_nhwc_scratch(p, d, "float32")
+
+
+def mma_nhwc_steps(p: Problem, d: dict) -> list:
+    """dy' to (N, OH, OW, K) through 32 x 32 tiles, w to (C, KH, KW, K), then the product into dx."""
+    q = p.dims
+    threads = 2 * d["BN"]
+    taps = q["C"] * q["KH"] * q["KW"] * q["K"]
+    return [Step("dy_to_nhwc", (cdiv(q["OH"] * q["OW"], 32) * 32, cdiv(q["K"], 32) * 8, q["N"]), (32, 8, 1),
+                 ("grad_output", "output", "dyp_nhwc", "K", "OH", "OW")),
+            Step("w_to_crsk", (round_up(taps, 256),), (256,), ("weight", "w_crsk", "C", "K")),
+            Step("conv_dgrad", (cdiv(q["N"] * q["H"] * q["W"], MMA_TILE[0]) * threads, cdiv(q["C"], d["BN"])),
+                 (threads, 1), ("dyp_nhwc", "w_crsk", "grad_input", *p.scalars))]
+
+
+def tf32_operands(p: Problem, d: dict) -> dict:
+    return {"TF32": 1}
+
+
 # -- the family's interface (helpers/launch/__init__.py) -----------------------------------
 
 ONE_KERNEL = {"gemm_naive": gemm_naive, "gemm_local": gemm_local, "gemm_blocked": gemm_blocked,
               "igemm": igemm_geometry, "phases": phases_geometry, "mma": mma_geometry}
 SEVERAL = {"delta": (delta_steps, delta_scratch), "col2im": (col2im_steps, cols_scratch),
            "im2col": (im2col_steps, cols_scratch), "nhwc": (nhwc_steps, nhwc_scratch),
+           "mma_nhwc": (mma_nhwc_steps, mma_nhwc_scratch), "mma_nhwc_tf32": (mma_nhwc_steps, mma_nhwc_tf32_scratch),
            "vol2col": (vol2col_steps, vol_scratch)}
 
 

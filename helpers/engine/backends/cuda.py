@@ -98,25 +98,41 @@ def default_flush_bytes() -> int:
 _flush: dict = {}
 
 
-def time_launches(enqueue, *, warmup: int = 3, repeats: int = 20, flush_bytes: int | None = None) -> list:
-    """Milliseconds of ``enqueue()`` per repetition, by CUDA events around it, after warm-up; the
-    L2 cache is overwritten before each repetition."""
+def flush_cache(flush_bytes: int | None) -> None:
+    """Overwrite a buffer of ``flush_bytes`` (default: default_flush_bytes) on the stream."""
     import cupy
     if flush_bytes is None:
         flush_bytes = default_flush_bytes()
     if flush_bytes and flush_bytes not in _flush:
         _flush[flush_bytes] = cupy.empty(flush_bytes // 4, dtype=cupy.uint32)
+    if flush_bytes:
+        _flush[flush_bytes].fill(0)
+
+
+def time_launches(launches: list, *, warmup: int = 3, repeats: int = 20, flush_bytes: int | None = None,
+                  each: bool = False) -> list:
+    """Milliseconds per repetition of the ``launches`` (functions that launch one kernel each) in
+    order, by CUDA events, after warm-up; the L2 cache is overwritten before each repetition.
+    ``each``: one list of times per launch (events around each), else one list for all of them."""
+    import cupy
     for _ in range(warmup):
-        enqueue()
+        for launch_one in launches:
+            launch_one()
     synchronize()
-    start, end = cupy.cuda.Event(), cupy.cuda.Event()
-    times = []
+    events = [cupy.cuda.Event() for _ in range(len(launches) + 1)]
+    times = [[] for _ in launches] if each else []
     for _ in range(repeats):
-        if flush_bytes:
-            _flush[flush_bytes].fill(0)
-        start.record()
-        enqueue()
-        end.record()
-        end.synchronize()
-        times.append(float(cupy.cuda.get_elapsed_time(start, end)))
+        flush_cache(flush_bytes)
+        events[0].record()
+        for i, launch_one in enumerate(launches):
+            launch_one()
+            if each:
+                events[i + 1].record()
+        events[-1].record()
+        events[-1].synchronize()
+        if each:
+            for i, t in enumerate(times):
+                t.append(float(cupy.cuda.get_elapsed_time(events[i], events[i + 1])))
+        else:
+            times.append(float(cupy.cuda.get_elapsed_time(events[0], events[-1])))
     return times

@@ -1,0 +1,201 @@
+// Stage 13 tc_fp16_nhwc (and tc_bf16_nhwc, tc_tf32_nhwc): the implicit GEMM on channel-last
+// copies, both operands copied by cp.async into a ring of STAGES shared buffers.
+//
+// What changed since tc_fp16_pipe: the order of the reduction and the layout it reads.
+//  - There, A (dy') was gathered one 2-byte value at a time: in NCHW the values a position needs
+//    for the reduction index (k, r, s) lie OH*OW apart, so every value cost its own load and its
+//    own index arithmetic, and the gather, not the tensor cores, set the pace.
+//  - Here the reduction runs in the order (r, s, k), k fastest, over channel-last copies: dy' as
+//    (N, OH, OW, K) and w as (C, KH, KW, K). For one position and one tap (r, s), a chunk of
+//    the reduction is 32 fp16 (16 tf32) values that lie side by side in memory: 64 bytes, four
+//    16-byte cp.async copies, zero-filled where the tap misses dy. The index arithmetic is done
+//    once per 16 bytes instead of once per value, and A travels as B does: global to shared
+//    memory without registers, STAGES - 1 chunks ahead of the mma.
+//  - The copies are two small kernels before the product (dy_to_nhwc, w_to_crsk below). The
+//    first fuses the activation's derivative and the rounding to the mma's input type, so the
+//    product reads operands ready to use. Their cost is part of the stage's time.
+// Layout in shared memory: a row (one position of A, one channel of B) is CH 16-byte chunks (64 or
+// 128 bytes), XOR-swizzled as in tc_fp16_ldm, so ldmatrix and the cp.async stores are conflict-free.
+// Viewed in 16-byte chunks the fragments of m16n8k16 (fp16, bf16) and m16n8k8 (tf32) are the
+// same (a k-step is two chunks in both), so one kernel serves the three precisions; TF32 picks
+// the element type and the instruction.
+// Tiles: a block owns 128 positions x BN channels, warps of 64 x 32 (BN = 64: 4 warps, 128: 8).
+// dx is written in NCHW by store_dx (tc.cuh), as every stage of the chapter.
+// Requirements (helpers/launch/gemm.py: mma_nhwc_requires): K a multiple of 8 (fp16, bf16) or 4
+// (tf32), so that a 16-byte chunk never straddles two taps; shared memory STAGES * (128 + BN) *
+// 16 * CH bytes within the 48 KiB a block may declare statically.
+// JIT parameters: KH, KW, STRIDE, ACT, TF32, BF16, BN, STAGES, CH.
+
+#include "tc.cuh"
+
+#ifndef TF32
+#define TF32 0                // 1: float tensors, tf32 operands, m16n8k8; 0: 16-bit, m16n8k16
+#endif
+#ifndef BN
+#define BN 64                 // channels per block: 64 (4 warps) or 128 (8 warps)
+#endif
+#ifndef STAGES
+#define STAGES 3              // shared buffers of A and B (2 or more)
+#endif
+#ifndef CH
+#define CH 4                  // 16-byte chunks per shared row (4 or 8): the reduction's step
+#endif
+#define BM 128                // positions per block
+#define THREADS (2 * BN)      // warps: 2 along the positions x BN/32 along the channels
+#define ROW (16 * CH)         // bytes per shared row
+
+#if TF32
+typedef float elem;
+#define EPC 4                 // elements per 16-byte chunk
+__device__ __forceinline__ elem operand(float v) { return __uint_as_float(tf32_bits(v)); }
+__device__ __forceinline__ void mma_step(float c[4], const unsigned a[4], const unsigned b[2]) { mma_tf32(c, a, b); }
+#else
+typedef h16 elem;
+#define EPC 8
+__device__ __forceinline__ elem operand(float v) { return to_h16(v); }
+__device__ __forceinline__ void mma_step(float c[4], const unsigned a[4], const unsigned b[2]) { mma_16(c, a, b); }
+#endif
+#define BK (CH * EPC)         // reduction indices per step of the ring: one shared row
+// byte offset of chunk j of row r: the chunk index XOR-ed with the row's place in a 128-byte line
+// group, so the 8 rows an ldmatrix reads (and the rows a warp's copies write) hit 8 different
+// 16-byte bank groups
+#if CH == 4
+#define SWZ(r, j) ((r) * ROW + ((((j) ^ (((r) >> 1) & 3))) << 4))
+#else
+#define SWZ(r, j) ((r) * ROW + ((((j) ^ ((r) & 7))) << 4))
+#endif
+
+// -- dy' = dy * act'(y) to channel-last, rounded to the mma's input type ------------------------
+// A 32 x 32 tile of (k, p) through shared memory, p = oh*OW + ow: coalesced reads along p, writes
+// along k. Block (32, 8); grid (ceil(OH*OW / 32), ceil(K / 32), N).
+extern "C" __global__ void __launch_bounds__(256)
+dy_to_nhwc(const elem* __restrict__ dy, const elem* __restrict__ y, elem* __restrict__ out, int K, int OH, int OW) {
+    __shared__ elem tile[32][33];
+    const int P = OH * OW, n = blockIdx.z;
+    const int p0 = blockIdx.x * 32, k0 = blockIdx.y * 32;
+    const long base = (long)n * K * P;
+    for (int i = threadIdx.y; i < 32; i += 8) {
+        const int k = k0 + i, p = p0 + threadIdx.x;
+        if (k < K && p < P) {
+            const long o = base + (long)k * P + p;
+#if ACT == ACT_NONE
+            tile[i][threadIdx.x] = dy[o];             // the bits as they are: already the input type
+#else
+            tile[i][threadIdx.x] = operand(value(dy[o]) * act_derivative(value(y[o])));
+#endif
+        }
+    }
+    __syncthreads();
+    for (int i = threadIdx.y; i < 32; i += 8) {
+        const int p = p0 + i, k = k0 + threadIdx.x;
+        if (k < K && p < P) {
+#if TF32 && ACT == ACT_NONE
+            out[base + (long)p * K + k] = operand(tile[threadIdx.x][i]);
+#else
+            out[base + (long)p * K + k] = tile[threadIdx.x][i];
+#endif
+        }
+    }
+}
+
+// -- w (C, K, KH, KW) to (C, KH, KW, K), rounded to the mma's input type: one thread per value ----
+extern "C" __global__ void __launch_bounds__(256)
+w_to_crsk(const elem* __restrict__ w, elem* __restrict__ out, int C, int K) {
+    const int i = blockIdx.x * blockDim.x + threadIdx.x;      // index into out
+    if (i >= C * KH * KW * K) return;
+    const int k = i % K, rs = i / K % (KH * KW), c = i / (K * KH * KW);
+#if TF32
+    out[i] = operand(w[(c * K + k) * KH * KW + rs]);
+#else
+    out[i] = w[(c * K + k) * KH * KW + rs];
+#endif
+}
+
+// -- the product: dx (N*H*W x C, stored NCHW) = A (N*H*W x KH*KW*K) . B (KH*KW*K x C) ------------
+extern "C" __global__ void __launch_bounds__(THREADS)
+conv_dgrad(const elem* __restrict__ dyp, const elem* __restrict__ wp, elem* __restrict__ dx,
+                int N, int C, int H, int W, int K, int OH, int OW, int PAD) {
+    __shared__ __align__(128) unsigned char As[STAGES][BM * ROW];
+    __shared__ __align__(128) unsigned char Bs[STAGES][BN * ROW];
+    const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
+    const int g = lane >> 2, t = lane & 3;
+    const int NP = N * H * W, HW = H * W, KC = (K + BK - 1) / BK, RSK = KH * KW * K;
+    const int chunks = KH * KW * KC;
+    const int m0 = blockIdx.x * BM, c0 = blockIdx.y * BN;
+    const int warp_m = (warp & 1) * 64, warp_n = (warp >> 1) * 32;
+
+    // this thread copies chunk j of the A and B rows arow + e * THREADS/CH
+    const int j = tid % CH, arow = tid / CH;
+    constexpr int STEP = THREADS / CH, AROWS = BM / STEP, BROWS = BN / STEP;
+    int a_base[AROWS], a_h[AROWS], a_w[AROWS];       // per row: image offset, h + PAD, w + PAD
+#pragma unroll
+    for (int e = 0; e < AROWS; e++) {
+        const int pos = m0 + arow + e * STEP;
+        const int img = pos / HW, h = pos % HW / W, x = pos % W;
+        a_base[e] = img * OH * OW;
+        a_h[e] = pos < NP ? h + PAD : -(1 << 20);    // a position past N*H*W misses every tap
+        a_w[e] = x + PAD;
+    }
+
+    auto copy_chunk = [&](int i) {
+        const int rs = i / KC, k = (i % KC) * BK + j * EPC;
+        const int r = rs / KW, s = rs % KW;
+        unsigned char* a_slot = As[i % STAGES];
+        unsigned char* b_slot = Bs[i % STAGES];
+#pragma unroll
+        for (int e = 0; e < AROWS; e++) {
+            const int oh_s = a_h[e] - r, ow_s = a_w[e] - s;
+            const int oh = oh_s / STRIDE, ow = ow_s / STRIDE;
+            const bool ok = k < K && oh_s >= 0 && ow_s >= 0 && oh_s % STRIDE == 0 && ow_s % STRIDE == 0
+                         && oh < OH && ow < OW;
+            const elem* src = ok ? dyp + (long)(a_base[e] + oh * OW + ow) * K + k : dyp;
+            cp_async16(smem_addr(a_slot + SWZ(arow + e * STEP, j)), src, ok ? 16 : 0);
+        }
+#pragma unroll
+        for (int e = 0; e < BROWS; e++) {
+            const int c = c0 + arow + e * STEP;
+            const bool ok = c < C && k < K;
+            cp_async16(smem_addr(b_slot + SWZ(arow + e * STEP, j)), ok ? wp + (long)c * RSK + rs * K + k : wp,
+                       ok ? 16 : 0);
+        }
+    };
+
+    float acc[4][4][4];
+    zero_acc(acc);
+
+#pragma unroll
+    for (int s = 0; s < STAGES - 1; s++) {
+        if (s < chunks) copy_chunk(s);
+        cp_async_commit();
+    }
+    for (int i = 0; i < chunks; i++) {
+        cp_async_wait<STAGES - 2>();      // this thread's copies of chunk i have landed
+        __syncthreads();                  // everyone's; and chunk i-1's buffers are no longer read
+        if (i + STAGES - 1 < chunks) copy_chunk(i + STAGES - 1);
+        cp_async_commit();                // (an empty group near the end keeps the count)
+        const unsigned as = smem_addr(As[i % STAGES]), bs = smem_addr(Bs[i % STAGES]);
+#pragma unroll
+        for (int kc = 0; kc < CH; kc += 2) {            // k-steps of two chunks each
+            unsigned a[4][4], b[4][2];
+#pragma unroll
+            for (int mt = 0; mt < 4; mt++)
+                ldmatrix_x4(a[mt], as + SWZ(warp_m + mt * 16 + (lane & 15), kc + (lane >> 4)));
+#pragma unroll
+            for (int np = 0; np < 2; np++) {
+                unsigned r[4];
+                ldmatrix_x4(r, bs + SWZ(warp_n + np * 16 + ((lane >> 4) << 3) + (lane & 7), kc + ((lane >> 3) & 1)));
+                b[2 * np][0] = r[0];
+                b[2 * np][1] = r[1];
+                b[2 * np + 1][0] = r[2];
+                b[2 * np + 1][1] = r[3];
+            }
+#pragma unroll
+            for (int mt = 0; mt < 4; mt++)
+#pragma unroll
+                for (int nt = 0; nt < 4; nt++) mma_step(acc[mt][nt], a[mt], b[nt]);
+        }
+    }
+    cp_async_wait<0>();
+
+    store_dx(dx, acc, m0 + warp_m, c0 + warp_n, g, t, NP, C, HW);
+}
