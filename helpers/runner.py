@@ -25,7 +25,7 @@ from . import chooser
 from .engine.check import CheckResult, check_close, tolerance_stored
 from .engine.devices import DeviceLimitError, get_context, get_queue
 from .engine.tensor import STORAGE, DeviceTensor, Tensor
-from .engine.timing import time_enqueue, time_plan
+from .engine.timing import time_enqueue, time_enqueue_steps, time_plan
 from .launch import Step, family, hook
 from .ops import op_module
 from .ops.problem import Problem
@@ -394,6 +394,11 @@ class ClPlan(BasePlan):
         """Milliseconds per repetition, by profiling events (engine/timing.py); use time_plan,
         which checks the plan first."""
         return time_enqueue(self.enqueue, self.queue, **kwargs).times_ms
+
+    def time_steps(self, **kwargs) -> list:
+        """Milliseconds per repetition of each launch alone (a list per step); use
+        engine/timing.py: time_steps, which checks the plan first."""
+        return time_enqueue_steps(self.enqueue, self.queue, **kwargs)
 
 
 class CudaPlan(BasePlan):

@@ -190,15 +190,24 @@ def test_cuda_twin_agrees_with_opencl(ctx, stage):
 def test_cuda_tune_candidates_match_with_guards(stage):
     """Each tuning candidate the search may pick, on a shape that runs the stage itself and one
     that does not, with guard zones; a candidate whose ring does not fit is refused by the search
-    (it would fall back and be timed under the stage's name)."""
+    (it would fall back and be timed under the stage's name), as is one the device cannot launch."""
     from helpers.bench import search
     s = helpers.get_stage("conv_dgrad", stage)
     shapes = [dict(n=2, c=17, h=7, w=5, k=16, kernel=3, stride=1, padding=1, activation="relu"),
               dict(n=1, c=24, h=9, w=8, k=32, kernel=3, stride=2, padding=1, activation="tanh")]
     tried = search("conv_dgrad", s, [dict(c, name=case_id(c)) for c in shapes], None, "none", 1, 4)["tried"]
     for t in tried:
-        if "error" in t:
-            assert "falls back" in t["error"] and "bytes of shared memory" in t["error"], t
+        if "error" in t:      # refused, not timed: it falls back, or it cannot be built or launched
+            if "falls back" in t["error"]:
+                assert "fallback" in [path_of("conv_dgrad", stage, defines=t["defines"], **_args(c)) for c in shapes], t
+            else:
+                refusals = []
+                for c in shapes:
+                    try:
+                        helpers.check_stage("conv_dgrad", stage, defines=t["defines"], **_args(c))
+                    except ValueError as err:       # DeviceLimitError is one
+                        refusals.append(str(err))
+                assert any(t["error"] in r for r in refusals), (t, refusals)
             continue
         for i, c in enumerate(shapes):
             helpers.check_stage("conv_dgrad", stage, guard=True, defines=t["defines"], **_args(c, seed=i))

@@ -69,7 +69,7 @@ def test_the_tensor_classes_have_one_interface(ctx, host_cuda):
 
 def test_the_plan_classes_have_one_interface():
     assert public(ClPlan) == public(CudaPlan)
-    assert {"tensor", "bind", "enqueue", "time", "outputs", "check_guards", "result",
+    assert {"tensor", "bind", "enqueue", "time", "time_steps", "outputs", "check_guards", "result",
             "ensure_checked"} <= public(CudaPlan)
     for name in ("tensor", "bind"):      # one implementation, not two that can drift
         assert getattr(ClPlan, name) is getattr(CudaPlan, name)

@@ -116,28 +116,34 @@ def as_dict(timing: Timing) -> dict:
     return {**timing.summary(), "times_ms": list(timing.times_ms)} if timing.times_ms else asdict(timing)
 
 
+def time_enqueue_steps(enqueue, queue: cl.CommandQueue, *, warmup: int = 3, repeats: int = 20,
+                       flush_bytes: int | None = None) -> list:
+    """Milliseconds of each event ``enqueue()`` returns, per repetition (one list per launch), after
+    warm-up, the cache flushed before each repetition (OpenCL profiling events)."""
+    if flush_bytes is None:
+        flush_bytes = default_flush_bytes(queue.context)
+    for _ in range(warmup):
+        enqueue()
+    queue.finish()
+    per_step = None
+    for _ in range(repeats):
+        flush_cache(queue, flush_bytes)
+        events = enqueue()
+        queue.finish()
+        per_step = per_step or [[] for _ in events]
+        for times, ev in zip(per_step, events):
+            times.append(time_events([ev]))
+    return per_step
+
+
 def time_steps(plan, *, warmup: int = 3, repeats: int = 20, flush_bytes: int | None = None) -> list:
-    """Each kernel launch of a Plan timed alone, by its backend's events, after the same warm-up
-    and with the last-level cache flushed before each repetition: [(kernel name, Timing), ...].
-    A plan not checked yet is checked first, as time_plan does."""
+    """Each kernel launch of a Plan timed alone by its backend's events (``plan.time_steps``), after
+    the same warm-up and with the last-level cache flushed before each repetition:
+    [(kernel name, Timing), ...]. A plan not checked yet is checked first, as time_plan does."""
     if repeats < 3:
         raise ValueError("repeats must be >= 3 to report a median and a spread")
     if hasattr(plan, "ensure_checked"):
         plan.ensure_checked()
-    if hasattr(plan, "time_steps"):               # CUDA: events around each launch (backends/cuda.py)
-        per_step = plan.time_steps(warmup=warmup, repeats=repeats, flush_bytes=flush_bytes)
-        return [(step.kernel, Timing(times)) for step, times in zip(plan.steps, per_step)]
-    queue = plan.queue
-    if flush_bytes is None:
-        flush_bytes = default_flush_bytes(queue.context)
-    for _ in range(warmup):
-        plan.enqueue()
-    queue.finish()
-    per_step = [[] for _ in plan.steps]
-    for _ in range(repeats):
-        flush_cache(queue, flush_bytes)
-        events = plan.enqueue()
-        queue.finish()
-        for times, ev in zip(per_step, events):
-            times.append(time_events([ev]))
+    kw = dict(warmup=warmup, repeats=repeats, flush_bytes=flush_bytes)
+    per_step = plan.time_steps(**kw) if hasattr(plan, "time_steps") else time_enqueue_steps(plan.enqueue, plan.queue, **kw)
     return [(step.kernel, Timing(times)) for step, times in zip(plan.steps, per_step)]

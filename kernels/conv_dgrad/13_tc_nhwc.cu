@@ -66,49 +66,90 @@ __device__ __forceinline__ void mma_step(float c[4], const unsigned a[4], const 
 #endif
 
 // -- dy' = dy * act'(y) to channel-last, rounded to the mma's input type ------------------------
-// A 32 x 32 tile of (k, p) through shared memory, p = oh*OW + ow: coalesced reads along p, writes
-// along k. Block (32, 8); grid (ceil(OH*OW / 32), ceil(K / 32), N).
+// A TILE x TILE block of (k, p), p = oh*OW + ow, through shared memory: reads along p and writes
+// along k, both coalesced. 16-bit values travel in pairs (one 32-bit word per thread and access,
+// so a warp moves 128 bytes per row); an odd OH*OW has no aligned pairs along p and is read one
+// value at a time. Block (32, 8); grid (ceil(OH*OW / TILE), ceil(K / TILE), N).
+#if TF32
+#define TILE 32
+#define TILE_PAD 1            // rows of 33 words: a column's 32 values in 32 banks
+#else
+#define TILE 64
+#define TILE_PAD 2            // rows of 33 words, so a pair of values is one aligned word
+#endif
+
+__device__ __forceinline__ elem fused(const elem* dy, const elem* y, long o) {
+#if ACT == ACT_NONE
+    return dy[o];                                   // the bits as they are: already the input type
+#else
+    return operand(value(dy[o]) * act_derivative(value(y[o])));
+#endif
+}
+
 extern "C" __global__ void __launch_bounds__(256)
 dy_to_nhwc(const elem* __restrict__ dy, const elem* __restrict__ y, elem* __restrict__ out, int K, int OH, int OW) {
-    __shared__ elem tile[32][33];
-    const int P = OH * OW, n = blockIdx.z;
-    const int p0 = blockIdx.x * 32, k0 = blockIdx.y * 32;
+    __shared__ __align__(16) elem tile[TILE][TILE + TILE_PAD];     // [k][p]
+    const int P = OH * OW, n = blockIdx.z, tx = threadIdx.x;
+    const int p0 = blockIdx.x * TILE, k0 = blockIdx.y * TILE;
     const long base = (long)n * K * P;
-    for (int i = threadIdx.y; i < 32; i += 8) {
-        const int k = k0 + i, p = p0 + threadIdx.x;
-        if (k < K && p < P) {
-            const long o = base + (long)k * P + p;
-#if ACT == ACT_NONE
-            tile[i][threadIdx.x] = dy[o];             // the bits as they are: already the input type
+#if TF32
+    for (int i = threadIdx.y; i < TILE; i += 8) {
+        const int k = k0 + i, p = p0 + tx;
+        if (k < K && p < P) tile[i][tx] = operand(fused(dy, y, base + (long)k * P + p));
+    }
+    __syncthreads();
+    for (int i = threadIdx.y; i < TILE; i += 8) {
+        const int p = p0 + i, k = k0 + tx;
+        if (k < K && p < P) out[base + (long)p * K + k] = tile[tx][i];
+    }
 #else
-            tile[i][threadIdx.x] = operand(value(dy[o]) * act_derivative(value(y[o])));
+    for (int i = threadIdx.y; i < TILE; i += 8) {
+        const int k = k0 + i, p = p0 + 2 * tx;
+        if (k >= K) break;
+        const long o = base + (long)k * P + p;
+        if (P % 2 == 0) {                               // the same branch for the whole grid
+            if (p < P) {
+#if ACT == ACT_NONE
+                *(unsigned*)&tile[i][2 * tx] = *(const unsigned*)&dy[o];
+#else
+                tile[i][2 * tx] = fused(dy, y, o);
+                tile[i][2 * tx + 1] = fused(dy, y, o + 1);
 #endif
+            }
+        } else {
+            if (p < P) tile[i][2 * tx] = fused(dy, y, o);
+            if (p + 1 < P) tile[i][2 * tx + 1] = fused(dy, y, o + 1);
         }
     }
     __syncthreads();
-    for (int i = threadIdx.y; i < 32; i += 8) {
-        const int p = p0 + i, k = k0 + threadIdx.x;
-        if (k < K && p < P) {
-#if TF32 && ACT == ACT_NONE
-            out[base + (long)p * K + k] = operand(tile[threadIdx.x][i]);
+    for (int i = threadIdx.y; i < TILE; i += 8) {       // K is a multiple of 8: pairs along k
+        const int p = p0 + i, k = k0 + 2 * tx;
+        if (p < P && k < K)
+            *(unsigned*)&out[base + (long)p * K + k] = pack2(tile[2 * tx][i], tile[2 * tx + 1][i]);
+    }
+#endif
+}
+
+// -- w (C, K, KH, KW) to (C, KH, KW, K), rounded to the mma's input type ---------------------------
+// Per channel c, the K x (KH*KW) block is transposed through shared memory, 32 values of k at a
+// time: read as one contiguous run, written as KH*KW runs of 32. Block 256; grid (ceil(K/32), C).
+extern "C" __global__ void __launch_bounds__(256)
+w_to_crsk(const elem* __restrict__ w, elem* __restrict__ out, int C, int K) {
+    __shared__ elem t[32 * KH * KW];
+    const int c = blockIdx.y, k0 = blockIdx.x * 32, kn = min(32, K - k0);
+    const elem* src = w + ((long)c * K + k0) * KH * KW;
+    for (int i = threadIdx.x; i < kn * KH * KW; i += blockDim.x) t[i] = src[i];
+    __syncthreads();
+    for (int i = threadIdx.x; i < 32 * KH * KW; i += blockDim.x) {
+        const int rs = i / 32, kx = i % 32;
+        if (kx < kn) {
+#if TF32
+            out[((long)c * KH * KW + rs) * K + k0 + kx] = operand(t[kx * KH * KW + rs]);
 #else
-            out[base + (long)p * K + k] = tile[threadIdx.x][i];
+            out[((long)c * KH * KW + rs) * K + k0 + kx] = t[kx * KH * KW + rs];
 #endif
         }
     }
-}
-
-// -- w (C, K, KH, KW) to (C, KH, KW, K), rounded to the mma's input type: one thread per value ----
-extern "C" __global__ void __launch_bounds__(256)
-w_to_crsk(const elem* __restrict__ w, elem* __restrict__ out, int C, int K) {
-    const int i = blockIdx.x * blockDim.x + threadIdx.x;      // index into out
-    if (i >= C * KH * KW * K) return;
-    const int k = i % K, rs = i / K % (KH * KW), c = i / (K * KH * KW);
-#if TF32
-    out[i] = operand(w[(c * K + k) * KH * KW + rs]);
-#else
-    out[i] = w[(c * K + k) * KH * KW + rs];
-#endif
 }
 
 // -- the product: dx (N*H*W x C, stored NCHW) = A (N*H*W x KH*KW*K) . B (KH*KW*K x C) ------------
