@@ -26,7 +26,9 @@ from ..runner import plan_stage
 from ..stages import get_stage
 
 STAGES = ("memoized_bounds_cuda", "tc_tf32", "tc_fp16", "tc_bf16")   # fp32 first: the float32 result
-TC_STAGES = ("tc_tf32", "tc_fp16", "tc_bf16", "tc_fp16_ldm", "tc_fp16_pipe")
+TC_STAGES = ("tc_tf32", "tc_fp16", "tc_bf16", "tc_fp16_ldm", "tc_fp16_pipe", "tc_fp16_nhwc", "tc_bf16_nhwc",
+             "tc_tf32_nhwc")
+NHWC_STAGES = ("tc_fp16_nhwc", "tc_bf16_nhwc", "tc_tf32_nhwc")      # step 5: one file, three precisions
 BK = 32          # reduction indices per shared row (kernels/conv_dgrad/13_*.cu)
 
 
@@ -146,6 +148,54 @@ def recorded_rows(run: dict) -> list[dict]:
                     "cudnn_ms": v["median_ms"] if v else float("nan"),
                     "cudnn_tflops": v["gflops"] / 1e3 if v else float("nan"),
                     "x_cudnn": r.get("x_vendor", float("nan"))})
+    return out
+
+
+def step_rows(run: dict, stages=NHWC_STAGES) -> list[dict]:
+    """Per (layer, stage) of a recorded run: each kernel's median time alone (the bench records
+    them for multi-kernel stages) and the share of the layout copies in their sum."""
+    out = []
+    for r in run["rows"]:
+        if r["stage"] in stages and "steps_ms" in r:
+            t = dict(r["steps_ms"])
+            copies = sum(v for k, v in t.items() if k != "conv_dgrad")
+            out.append({"layer": r["layer"], "stage": r["stage"], "dy_ms": t["dy_to_nhwc"], "w_ms": t["w_to_crsk"],
+                        "product_ms": t["conv_dgrad"], "stage_ms": r["median_ms"],
+                        "copy_share": copies / (copies + t["conv_dgrad"])})
+    return out
+
+
+def best_fp32(layer: str, layer_set: str = "resnet50", device: str = "NVIDIA H200") -> dict:
+    """The fastest float32 row on ``layer`` over every recorded conv_dgrad run of the layer set on
+    that device (the ladder and the tagged runs, OpenCL and CUDA twins): the course's best fp32."""
+    from ..analysis import results
+    rows = [dict(r, file=run["file"]) for run in results.load() if run.get("kind") == "bench"
+            and run.get("op") == "conv_dgrad" and run.get("layer_set") == layer_set
+            and run["device"]["name"].strip() == device
+            for r in run["rows"] if r["layer"] == layer and r.get("precision", "fp32") == "fp32"]
+    return min(rows, key=lambda r: r["median_ms"])
+
+
+NCU_METRICS = ("Duration", "Compute (SM) Throughput", "Memory Throughput", "Registers Per Thread",
+               "Static Shared Memory Per Block", "Block Limit Registers", "Block Limit Shared Mem",
+               "Theoretical Occupancy", "Achieved Occupancy", "Waves Per SM")
+
+
+def ncu_summary(path: str = "tc/ncu_nhwc_nvidia-h200.txt") -> dict:
+    """{stage: {metric: (value, unit)}} from a recorded Nsight Compute text report under results/
+    ("== stage" lines separate the stages; the metrics named in NCU_METRICS)."""
+    from ..analysis.results import RESULTS
+    out, stage = {}, None
+    for line in (RESULTS / path).read_text().splitlines():
+        if line.startswith("== "):
+            stage = line[3:].strip()
+            out[stage] = {}
+            continue
+        for name in NCU_METRICS:
+            if stage and line.strip().startswith(name + " "):
+                parts = line.split()
+                unit = " ".join(parts[len(name.split()):-1])
+                out[stage][name] = (float(parts[-1].replace(",", "")), unit)
     return out
 
 
