@@ -38,15 +38,15 @@ class GuardViolation(AssertionError):
 
 
 def check_define_values(s: Stage, defines: dict) -> None:
-    """A caller's JIT parameters, before anything is built: integers, >= 1 (0 or 1 for flags
-    whose default is 0 or 1)."""
+    """A caller's JIT parameters, before anything is built: integers, >= 1 (0 or 1 for flags: a
+    default of 0 or 1 whose tuning candidates, if any, are 0 and 1 too)."""
     for name, v in defines.items():
         if name not in s.defines:
             continue
         if isinstance(v, bool) or not isinstance(v, (int, np.integer)):
             raise ValueError(f"{name}={v!r} for stage {s.key}: JIT parameters are integers "
                              f"(e.g. {name}={s.defines[name]}; candidates {s.tune.get(name, [s.defines[name]])})")
-        low = 0 if s.defines[name] in (0, 1) else 1
+        low = 0 if s.defines[name] in (0, 1) and set(s.tune.get(name, ())) <= {0, 1} else 1
         if v < low or (low == 0 and v > 1):
             accepted = "0 or 1" if low == 0 else ">= 1 (a positive integer)"
             raise ValueError(f"{name}={v} for stage {s.key}: {name} must be {accepted} "
