@@ -295,10 +295,8 @@ def mma_nhwc_steps(p: Problem, d: dict, tile: int = 64) -> list:
     return [Step("dy_to_nhwc", (cdiv(q["OH"] * q["OW"], tile) * 32, cdiv(q["K"], tile) * 8, q["N"]), (32, 8, 1),
                  ("grad_output", "output", "dyp_nhwc", "K", "OH", "OW")),
             Step("w_to_crsk", (cdiv(q["K"], 32) * 256, q["C"]), (256, 1), ("weight", "w_crsk", "C", "K")),
-            # one grid layer per phase (STRIDE**2), each as large as the largest phase (0, 0)
-            Step("conv_dgrad", (cdiv(q["N"] * cdiv(q["H"], q["stride"]) * cdiv(q["W"], q["stride"]), MMA_TILE[0]) * threads,
-                                cdiv(q["C"], d["BN"]), q["stride"] ** 2),
-                 (threads, 1, 1), ("dyp_nhwc", "w_crsk", "grad_input", *p.scalars))]
+            Step("conv_dgrad", (cdiv(q["N"] * q["H"] * q["W"], MMA_TILE[0]) * threads, cdiv(q["C"], d["BN"])),
+                 (threads, 1), ("dyp_nhwc", "w_crsk", "grad_input", *p.scalars))]
 
 
 def tf32_operands(p: Problem, d: dict) -> dict:

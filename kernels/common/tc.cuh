@@ -94,13 +94,12 @@ __device__ __forceinline__ void zero_acc(float acc[4][4][4]) {
 __device__ __forceinline__ void put(float* p, float v) { *p = v; }
 __device__ __forceinline__ void put(h16* p, float v) { *p = to_h16(v); }   // rounded once, at the end
 
-// The warp's sums into dx (NCHW), from row m_warp and channel c_warp on: c0, c1 hold row g,
-// channels 2t, 2t+1; c2, c3 row g + 8 (the fragment layout above). ``row(m)``: the offset in dx
-// of row m's position in channel 0 (its channels lie HW apart). Rows past NP and channels past
-// C are not written.
-template <typename T, typename Row>
-__device__ __forceinline__ void store_dx_rows(T* dx, const float acc[4][4][4], int m_warp, int c_warp, int g,
-                                              int t, int NP, int C, int HW, Row row) {
+// The warp's sums into dx (NCHW; m = (n, h, w)), from position m_warp and channel c_warp on:
+// c0, c1 hold position g, channels 2t, 2t+1; c2, c3 position g + 8 (the fragment layout above).
+// Positions past NP and channels past C are not written.
+template <typename T>
+__device__ __forceinline__ void store_dx(T* dx, const float acc[4][4][4], int m_warp, int c_warp, int g, int t,
+                                         int NP, int C, int HW) {
 #pragma unroll
     for (int mt = 0; mt < 4; mt++)
 #pragma unroll
@@ -109,15 +108,8 @@ __device__ __forceinline__ void store_dx_rows(T* dx, const float acc[4][4][4], i
             for (int e = 0; e < 4; e++) {
                 const int m = m_warp + mt * 16 + g + (e >> 1) * 8;
                 const int c = c_warp + nt * 8 + 2 * t + (e & 1);
-                if (m < NP && c < C) put(&dx[row(m) + c * HW], acc[mt][nt][e]);
+                if (m < NP && c < C) put(&dx[m / HW * C * HW + c * HW + m % HW], acc[mt][nt][e]);
             }
-}
-
-// ... where row m is position m = (n, h, w) of dx, in order
-template <typename T>
-__device__ __forceinline__ void store_dx(T* dx, const float acc[4][4][4], int m_warp, int c_warp, int g, int t,
-                                         int NP, int C, int HW) {
-    store_dx_rows(dx, acc, m_warp, c_warp, g, t, NP, C, HW, [=](int m) { return m / HW * C * HW + m % HW; });
 }
 
 // -- shared-memory addresses, ldmatrix, cp.async -------------------------------------------

@@ -164,16 +164,9 @@ conv_dgrad(const elem* __restrict__ dyp, const elem* __restrict__ wp, elem* __re
     __shared__ __align__(128) unsigned char Bs[STAGES][BN * ROW];
     const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
     const int g = lane >> 2, t = lane & 3;
-    // the phase of this block: the positions (ph + STRIDE*i, pw + STRIDE*j), which only the taps
-    // r = r0 + STRIDE*a, s = s0 + STRIDE*b reach (chapter 11's phase split); stride 1: one phase
-    const int ph = blockIdx.z / STRIDE, pw = blockIdx.z % STRIDE;
-    const int HP = (H - ph + STRIDE - 1) / STRIDE, WP = (W - pw + STRIDE - 1) / STRIDE;
-    const int r0 = (ph + PAD) % STRIDE, s0 = (pw + PAD) % STRIDE;
-    const int TR = r0 < KH ? (KH - r0 + STRIDE - 1) / STRIDE : 0, TS = s0 < KW ? (KW - s0 + STRIDE - 1) / STRIDE : 0;
-    const int NP = N * HP * WP, HW = H * W, KC = (K + BK - 1) / BK, RSK = KH * KW * K;
-    const int chunks = TR * TS * KC;                  // 0 where no tap reaches the phase: dx = 0
+    const int NP = N * H * W, HW = H * W, KC = (K + BK - 1) / BK, RSK = KH * KW * K;
+    const int chunks = KH * KW * KC;
     const int m0 = blockIdx.x * BM, c0 = blockIdx.y * BN;
-    if (m0 >= NP) return;                             // a smaller phase than the grid's: the whole block
     const int warp_m = (warp & 1) * 64, warp_n = (warp >> 1) * 32;
 
     // this thread copies chunk j of the A and B rows arow + e * THREADS/CH
@@ -183,22 +176,23 @@ conv_dgrad(const elem* __restrict__ dyp, const elem* __restrict__ wp, elem* __re
 #pragma unroll
     for (int e = 0; e < AROWS; e++) {
         const int pos = m0 + arow + e * STEP;
-        const int img = pos / (HP * WP), h = ph + pos % (HP * WP) / WP * STRIDE, x = pw + pos % WP * STRIDE;
+        const int img = pos / HW, h = pos % HW / W, x = pos % W;
         a_base[e] = img * OH * OW;
-        a_h[e] = pos < NP ? h + PAD : -(1 << 20);    // a position past the phase misses every tap
+        a_h[e] = pos < NP ? h + PAD : -(1 << 20);    // a position past N*H*W misses every tap
         a_w[e] = x + PAD;
     }
 
     auto copy_chunk = [&](int i) {
-        const int tap = i / KC, k = (i % KC) * BK + j * EPC;
-        const int r = r0 + tap / TS * STRIDE, s = s0 + tap % TS * STRIDE;
+        const int rs = i / KC, k = (i % KC) * BK + j * EPC;
+        const int r = rs / KW, s = rs % KW;
         unsigned char* a_slot = As[i % STAGES];
         unsigned char* b_slot = Bs[i % STAGES];
 #pragma unroll
         for (int e = 0; e < AROWS; e++) {
-            const int oh_s = a_h[e] - r, ow_s = a_w[e] - s;       // multiples of STRIDE: the phase's taps
+            const int oh_s = a_h[e] - r, ow_s = a_w[e] - s;
             const int oh = oh_s / STRIDE, ow = ow_s / STRIDE;
-            const bool ok = k < K && oh_s >= 0 && ow_s >= 0 && oh < OH && ow < OW;
+            const bool ok = k < K && oh_s >= 0 && ow_s >= 0 && oh_s % STRIDE == 0 && ow_s % STRIDE == 0
+                         && oh < OH && ow < OW;
             const elem* src = ok ? dyp + (long)(a_base[e] + oh * OW + ow) * K + k : dyp;
             cp_async16(smem_addr(a_slot + SWZ(arow + e * STEP, j)), src, ok ? 16 : 0);
         }
@@ -206,8 +200,8 @@ conv_dgrad(const elem* __restrict__ dyp, const elem* __restrict__ wp, elem* __re
         for (int e = 0; e < BROWS; e++) {
             const int c = c0 + arow + e * STEP;
             const bool ok = c < C && k < K;
-            cp_async16(smem_addr(b_slot + SWZ(arow + e * STEP, j)),
-                       ok ? wp + (long)c * RSK + (r * KW + s) * K + k : wp, ok ? 16 : 0);
+            cp_async16(smem_addr(b_slot + SWZ(arow + e * STEP, j)), ok ? wp + (long)c * RSK + rs * K + k : wp,
+                       ok ? 16 : 0);
         }
     };
 
@@ -248,8 +242,5 @@ conv_dgrad(const elem* __restrict__ dyp, const elem* __restrict__ wp, elem* __re
     }
     cp_async_wait<0>();
 
-    // row m of the phase is position (img, ph + STRIDE*i, pw + STRIDE*j) of dx
-    store_dx_rows(dx, acc, m0 + warp_m, c0 + warp_n, g, t, NP, C, HW, [&](int m) {
-        return m / (HP * WP) * C * HW + (ph + m % (HP * WP) / WP * STRIDE) * W + pw + m % WP * STRIDE;
-    });
+    store_dx(dx, acc, m0 + warp_m, c0 + warp_n, g, t, NP, C, HW);
 }
