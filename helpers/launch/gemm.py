@@ -283,18 +283,16 @@ def mma_nhwc_tf32_scratch(p: Problem, d: dict) -> dict:
     return mma_nhwc_scratch(p, d, "float32")
 
 
-def mma_nhwc_tf32_steps(p: Problem, d: dict) -> list:
-    return mma_nhwc_steps(p, d, tile=32)
-
-
-def mma_nhwc_steps(p: Problem, d: dict, tile: int = 64) -> list:
-    """dy' to (N, OH, OW, K) through tile x tile blocks (64 for 16-bit values, 32 for float32),
-    w to (C, KH, KW, K) per channel, 32 values of k at a time, then the product into dx."""
+def mma_nhwc_steps(p: Problem, d: dict) -> list:
+    """dy' to (N, OH, OW, K) through 64 x 64 blocks, w to (C, KH, KW, K) per channel, WK values of
+    k at a time (128, or 32 for kernels beyond 5x5: the shared block stays small), then the
+    product into dx."""
     q = p.dims
     threads = 2 * d["BN"]
-    return [Step("dy_to_nhwc", (cdiv(q["OH"] * q["OW"], tile) * 32, cdiv(q["K"], tile) * 8, q["N"]), (32, 8, 1),
+    wk = 128 if q["KH"] * q["KW"] <= 25 else 32       # 13_tc_nhwc.cu: WK
+    return [Step("dy_to_nhwc", (cdiv(q["OH"] * q["OW"], 64) * 32, cdiv(q["K"], 64) * 8, q["N"]), (32, 8, 1),
                  ("grad_output", "output", "dyp_nhwc", "K", "OH", "OW")),
-            Step("w_to_crsk", (cdiv(q["K"], 32) * 256, q["C"]), (256, 1), ("weight", "w_crsk", "C", "K")),
+            Step("w_to_crsk", (cdiv(q["K"], wk) * 256, q["C"]), (256, 1), ("weight", "w_crsk", "C", "K")),
             Step("conv_dgrad", (cdiv(q["N"] * q["H"] * q["W"], MMA_TILE[0]) * threads, cdiv(q["C"], d["BN"])),
                  (threads, 1), ("dyp_nhwc", "w_crsk", "grad_input", *p.scalars))]
 
@@ -309,7 +307,7 @@ ONE_KERNEL = {"gemm_naive": gemm_naive, "gemm_local": gemm_local, "gemm_blocked"
               "igemm": igemm_geometry, "phases": phases_geometry, "mma": mma_geometry}
 SEVERAL = {"delta": (delta_steps, delta_scratch), "col2im": (col2im_steps, cols_scratch),
            "im2col": (im2col_steps, cols_scratch), "nhwc": (nhwc_steps, nhwc_scratch),
-           "mma_nhwc": (mma_nhwc_steps, mma_nhwc_scratch), "mma_nhwc_tf32": (mma_nhwc_tf32_steps, mma_nhwc_tf32_scratch),
+           "mma_nhwc": (mma_nhwc_steps, mma_nhwc_scratch), "mma_nhwc_tf32": (mma_nhwc_steps, mma_nhwc_tf32_scratch),
            "vol2col": (vol2col_steps, vol_scratch)}
 
 

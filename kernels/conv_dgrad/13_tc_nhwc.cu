@@ -70,21 +70,25 @@ __device__ __forceinline__ void mma_step(float c[4], const unsigned a[4], const 
 #endif
 
 // -- dy' = dy * act'(y) to channel-last, rounded to the mma's input type ------------------------
-// A TILE x TILE block of (k, p), p = oh*OW + ow, through shared memory: reads along p and writes
-// along k, both coalesced. 16-bit values travel in pairs (one 32-bit word per thread and access,
-// so a warp moves 128 bytes per row); an odd OH*OW has no aligned pairs along p and is read one
-// value at a time. Block (32, 8); grid (ceil(OH*OW / TILE), ceil(K / TILE), N).
-#if TF32
-#define TILE 32
-#define TILE_PAD 1            // rows of 33 words: a column's 32 values in 32 banks
-#else
+// A 64 x 64 block of (k, p), p = oh*OW + ow, through shared memory: reads along p and writes along
+// k, both coalesced, values in pairs (one 4- or 8-byte access per thread: a warp moves 128 or 256
+// bytes per row). An odd OH*OW has no aligned pairs along p and is read one value at a time.
+// Block (32, 8); grid (ceil(OH*OW / 64), ceil(K / 64), N).
 #define TILE 64
+#if TF32
+#define TILE_PAD 1            // rows of 65 words
+typedef float2 pair_t;
+__device__ __forceinline__ pair_t pair_of(elem a, elem b) { return make_float2(a, b); }
+#else
 #define TILE_PAD 2            // rows of 33 words, so a pair of values is one aligned word
+typedef unsigned pair_t;
+__device__ __forceinline__ pair_t pair_of(elem a, elem b) { return pack2(a, b); }
 #endif
 
-__device__ __forceinline__ elem fused(const elem* dy, const elem* y, long o) {
+// the value of dy' at o as the mma reads it
+__device__ __forceinline__ elem ready(const elem* dy, const elem* y, long o) {
 #if ACT == ACT_NONE
-    return dy[o];                                   // the bits as they are: already the input type
+    return TF32 ? operand(value(dy[o])) : dy[o];    // 16-bit: the bits as they are
 #else
     return operand(value(dy[o]) * act_derivative(value(y[o])));
 #endif
@@ -96,63 +100,50 @@ dy_to_nhwc(const elem* __restrict__ dy, const elem* __restrict__ y, elem* __rest
     const int P = OH * OW, n = blockIdx.z, tx = threadIdx.x;
     const int p0 = blockIdx.x * TILE, k0 = blockIdx.y * TILE;
     const long base = (long)n * K * P;
-#if TF32
-    for (int i = threadIdx.y; i < TILE; i += 8) {
-        const int k = k0 + i, p = p0 + tx;
-        if (k < K && p < P) tile[i][tx] = operand(fused(dy, y, base + (long)k * P + p));
-    }
-    __syncthreads();
-    for (int i = threadIdx.y; i < TILE; i += 8) {
-        const int p = p0 + i, k = k0 + tx;
-        if (k < K && p < P) out[base + (long)p * K + k] = tile[tx][i];
-    }
-#else
     for (int i = threadIdx.y; i < TILE; i += 8) {
         const int k = k0 + i, p = p0 + 2 * tx;
         if (k >= K) break;
         const long o = base + (long)k * P + p;
         if (P % 2 == 0) {                               // the same branch for the whole grid
             if (p < P) {
-#if ACT == ACT_NONE
+#if ACT == ACT_NONE && !TF32
                 *(unsigned*)&tile[i][2 * tx] = *(const unsigned*)&dy[o];
+#elif ACT == ACT_NONE
+                const float2 v = *(const float2*)&dy[o];
+                tile[i][2 * tx] = operand(v.x);
+                tile[i][2 * tx + 1] = operand(v.y);
 #else
-                tile[i][2 * tx] = fused(dy, y, o);
-                tile[i][2 * tx + 1] = fused(dy, y, o + 1);
+                tile[i][2 * tx] = ready(dy, y, o);
+                tile[i][2 * tx + 1] = ready(dy, y, o + 1);
 #endif
             }
         } else {
-            if (p < P) tile[i][2 * tx] = fused(dy, y, o);
-            if (p + 1 < P) tile[i][2 * tx + 1] = fused(dy, y, o + 1);
+            if (p < P) tile[i][2 * tx] = ready(dy, y, o);
+            if (p + 1 < P) tile[i][2 * tx + 1] = ready(dy, y, o + 1);
         }
     }
     __syncthreads();
-    for (int i = threadIdx.y; i < TILE; i += 8) {       // K is a multiple of 8: pairs along k
+    for (int i = threadIdx.y; i < TILE; i += 8) {       // K is a multiple of 4 or 8: pairs along k
         const int p = p0 + i, k = k0 + 2 * tx;
-        if (p < P && k < K)
-            *(unsigned*)&out[base + (long)p * K + k] = pack2(tile[2 * tx][i], tile[2 * tx + 1][i]);
+        if (p < P && k < K) *(pair_t*)&out[base + (long)p * K + k] = pair_of(tile[2 * tx][i], tile[2 * tx + 1][i]);
     }
-#endif
 }
 
 // -- w (C, K, KH, KW) to (C, KH, KW, K), rounded to the mma's input type ---------------------------
-// Per channel c, the K x (KH*KW) block is transposed through shared memory, 32 values of k at a
-// time: read as one contiguous run, written as KH*KW runs of 32. Block 256; grid (ceil(K/32), C).
+// Per channel c, the K x (KH*KW) block is transposed through shared memory, WK values of k at a
+// time: read as one contiguous run, written as KH*KW runs of WK. Block 256; grid (ceil(K/WK), C).
+#define WK (KH * KW <= 25 ? 128 : 32)      // helpers/launch/gemm.py: mma_nhwc_steps uses the same
 extern "C" __global__ void __launch_bounds__(256)
 w_to_crsk(const elem* __restrict__ w, elem* __restrict__ out, int C, int K) {
-    __shared__ elem t[32 * KH * KW];
-    const int c = blockIdx.y, k0 = blockIdx.x * 32, kn = min(32, K - k0);
+    __shared__ elem t[WK * KH * KW];
+    const int c = blockIdx.y, k0 = blockIdx.x * WK, kn = min(WK, K - k0);
     const elem* src = w + ((long)c * K + k0) * KH * KW;
     for (int i = threadIdx.x; i < kn * KH * KW; i += blockDim.x) t[i] = src[i];
     __syncthreads();
-    for (int i = threadIdx.x; i < 32 * KH * KW; i += blockDim.x) {
-        const int rs = i / 32, kx = i % 32;
-        if (kx < kn) {
-#if TF32
-            out[((long)c * KH * KW + rs) * K + k0 + kx] = operand(t[kx * KH * KW + rs]);
-#else
-            out[((long)c * KH * KW + rs) * K + k0 + kx] = t[kx * KH * KW + rs];
-#endif
-        }
+    for (int i = threadIdx.x; i < WK * KH * KW; i += blockDim.x) {
+        const int rs = i / WK, kx = i % WK;
+        if (kx < kn) out[((long)c * KH * KW + rs) * K + k0 + kx] = TF32 ? operand(value(t[kx * KH * KW + rs]))
+                                                                          : t[kx * KH * KW + rs];
     }
 }
 
@@ -169,66 +160,97 @@ conv_dgrad(const elem* __restrict__ dyp, const elem* __restrict__ wp, elem* __re
     const int m0 = blockIdx.x * BM, c0 = blockIdx.y * BN;
     const int warp_m = (warp & 1) * 64, warp_n = (warp >> 1) * 32;
 
-    // this thread copies chunk j of the A and B rows arow + e * THREADS/CH
+    // this thread copies chunk j of the A and B rows arow + e * STEP. STEP is a multiple of 8, so
+    // those rows share their swizzle: their shared addresses differ by e * STEP rows.
     const int j = tid % CH, arow = tid / CH;
     constexpr int STEP = THREADS / CH, AROWS = BM / STEP, BROWS = BN / STEP;
-    int a_base[AROWS], a_h[AROWS], a_w[AROWS];       // per row: image offset, h + PAD, w + PAD
+    static_assert(STEP % 8 == 0, "the copied rows of a thread must share their swizzle");
+    // per A row: h + PAD, w + PAD and, at stride 1, the pixel of dy that tap (0, 0) reads (r and s
+    // then move it by r * OW + s); at other strides the image's first pixel
+    int a_pix[AROWS], a_h[AROWS], a_w[AROWS];
 #pragma unroll
     for (int e = 0; e < AROWS; e++) {
         const int pos = m0 + arow + e * STEP;
         const int img = pos / HW, h = pos % HW / W, x = pos % W;
-        a_base[e] = img * OH * OW;
         a_h[e] = pos < NP ? h + PAD : -(1 << 20);    // a position past N*H*W misses every tap
         a_w[e] = x + PAD;
+        a_pix[e] = STRIDE == 1 ? (img * OH + h + PAD) * OW + x + PAD : img * OH * OW;
     }
+    int b_row[BROWS];                                 // per B row: its offset in w, -1 past C
+#pragma unroll
+    for (int e = 0; e < BROWS; e++) b_row[e] = c0 + arow + e * STEP < C ? (c0 + arow + e * STEP) * RSK : -1;
 
-    auto copy_chunk = [&](int i) {
-        const int rs = i / KC, k = (i % KC) * BK + j * EPC;
-        const int r = rs / KW, s = rs % KW;
-        unsigned char* a_slot = As[i % STAGES];
-        unsigned char* b_slot = Bs[i % STAGES];
+    // the next chunk to copy, advanced by counting (no division per chunk): tap (r, s), the
+    // chunk's first channel k0, and its slot in the ring
+    int cr = 0, cs = 0, ck0 = 0, cslot = 0;
+    const unsigned a_dst = smem_addr(As[0]) + SWZ(arow, j), b_dst = smem_addr(Bs[0]) + SWZ(arow, j);
+    auto copy_next = [&]() {
+        const int k = ck0 + j * EPC;
+        const bool k_ok = k < K;
 #pragma unroll
         for (int e = 0; e < AROWS; e++) {
-            const int oh_s = a_h[e] - r, ow_s = a_w[e] - s;
+#if STRIDE == 1
+            const int oh = a_h[e] - cr, ow = a_w[e] - cs;
+            const bool ok = k_ok && (unsigned)oh < (unsigned)OH && (unsigned)ow < (unsigned)OW;
+            const long o = (long)(a_pix[e] - cr * OW - cs) * K + k;
+#else
+            const int oh_s = a_h[e] - cr, ow_s = a_w[e] - cs;
             const int oh = oh_s / STRIDE, ow = ow_s / STRIDE;
-            const bool ok = k < K && oh_s >= 0 && ow_s >= 0 && oh_s % STRIDE == 0 && ow_s % STRIDE == 0
+            const bool ok = k_ok && oh_s >= 0 && ow_s >= 0 && oh_s % STRIDE == 0 && ow_s % STRIDE == 0
                          && oh < OH && ow < OW;
-            const elem* src = ok ? dyp + (long)(a_base[e] + oh * OW + ow) * K + k : dyp;
-            cp_async16(smem_addr(a_slot + SWZ(arow + e * STEP, j)), src, ok ? 16 : 0);
+            const long o = (long)(a_pix[e] + oh * OW + ow) * K + k;
+#endif
+            cp_async16(a_dst + cslot * (BM * ROW) + e * STEP * ROW, ok ? dyp + o : dyp, ok ? 16 : 0);
         }
 #pragma unroll
         for (int e = 0; e < BROWS; e++) {
-            const int c = c0 + arow + e * STEP;
-            const bool ok = c < C && k < K;
-            cp_async16(smem_addr(b_slot + SWZ(arow + e * STEP, j)), ok ? wp + (long)c * RSK + rs * K + k : wp,
+            const bool ok = k_ok && b_row[e] >= 0;
+            cp_async16(b_dst + cslot * (BN * ROW) + e * STEP * ROW, ok ? wp + b_row[e] + (cr * KW + cs) * K + k : wp,
                        ok ? 16 : 0);
         }
+        if ((ck0 += BK) >= K) {
+            ck0 = 0;
+            if (++cs == KW) { cs = 0; ++cr; }
+        }
+        cslot = cslot + 1 == STAGES ? 0 : cslot + 1;
     };
+
+    // each lane's ldmatrix addresses within a slot, for every k-step of a chunk: fixed
+    unsigned a_ld[CH / 2][4], b_ld[CH / 2][2];
+#pragma unroll
+    for (int h = 0; h < CH / 2; h++) {
+#pragma unroll
+        for (int mt = 0; mt < 4; mt++) a_ld[h][mt] = SWZ(warp_m + mt * 16 + (lane & 15), 2 * h + (lane >> 4));
+#pragma unroll
+        for (int np = 0; np < 2; np++)
+            b_ld[h][np] = SWZ(warp_n + np * 16 + ((lane >> 4) << 3) + (lane & 7), 2 * h + ((lane >> 3) & 1));
+    }
 
     float acc[4][4][4];
     zero_acc(acc);
 
 #pragma unroll
     for (int s = 0; s < STAGES - 1; s++) {
-        if (s < chunks) copy_chunk(s);
+        if (s < chunks) copy_next();
         cp_async_commit();
     }
+    int slot = 0;
     for (int i = 0; i < chunks; i++) {
         cp_async_wait<STAGES - 2>();      // this thread's copies of chunk i have landed
         __syncthreads();                  // everyone's; and chunk i-1's buffers are no longer read
-        if (i + STAGES - 1 < chunks) copy_chunk(i + STAGES - 1);
+        if (i + STAGES - 1 < chunks) copy_next();
         cp_async_commit();                // (an empty group near the end keeps the count)
-        const unsigned as = smem_addr(As[i % STAGES]), bs = smem_addr(Bs[i % STAGES]);
+        const unsigned as = smem_addr(As[0]) + slot * (BM * ROW), bs = smem_addr(Bs[0]) + slot * (BN * ROW);
+        slot = slot + 1 == STAGES ? 0 : slot + 1;
 #pragma unroll
-        for (int kc = 0; kc < CH; kc += 2) {            // k-steps of two chunks each
+        for (int h = 0; h < CH / 2; h++) {              // k-steps of two chunks each
             unsigned a[4][4], b[4][2];
 #pragma unroll
-            for (int mt = 0; mt < 4; mt++)
-                ldmatrix_x4(a[mt], as + SWZ(warp_m + mt * 16 + (lane & 15), kc + (lane >> 4)));
+            for (int mt = 0; mt < 4; mt++) ldmatrix_x4(a[mt], as + a_ld[h][mt]);
 #pragma unroll
             for (int np = 0; np < 2; np++) {
                 unsigned r[4];
-                ldmatrix_x4(r, bs + SWZ(warp_n + np * 16 + ((lane >> 4) << 3) + (lane & 7), kc + ((lane >> 3) & 1)));
+                ldmatrix_x4(r, bs + b_ld[h][np]);
                 b[2 * np][0] = r[0];
                 b[2 * np][1] = r[1];
                 b[2 * np + 1][0] = r[2];
