@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 import sys
 
 import numpy as np
@@ -176,26 +177,33 @@ def best_fp32(layer: str, layer_set: str = "resnet50", device: str = "NVIDIA H20
     return min(rows, key=lambda r: r["median_ms"])
 
 
-NCU_METRICS = ("Duration", "Compute (SM) Throughput", "Memory Throughput", "Registers Per Thread",
-               "Static Shared Memory Per Block", "Block Limit Registers", "Block Limit Shared Mem",
-               "Theoretical Occupancy", "Achieved Occupancy", "Waves Per SM")
+NCU_METRICS = ("Duration", "Compute (SM) Throughput", "Memory Throughput", "Issue Slots Busy",
+               "Executed Ipc Active", "Eligible Warps Per Scheduler", "Registers Per Thread",
+               "Static Shared Memory Per Block", "Theoretical Occupancy", "Achieved Occupancy")
+TOP_PIPE = re.compile(r"(\S+) is the highest-utilized pipeline \(([\d.]+)%\)")
 
 
 def ncu_summary(path: str = "tc/ncu_nhwc_nvidia-h200.txt") -> dict:
-    """{stage: {metric: (value, unit)}} from a recorded Nsight Compute text report under results/
-    ("== stage" lines separate the stages; the metrics named in NCU_METRICS)."""
+    """{"stage layer": {metric: (value, unit)}} from a recorded Nsight Compute text report under
+    results/ ("== stage layer" lines separate the runs; the metrics named in NCU_METRICS, and the
+    pipeline ncu names as the most used, as "top pipeline": (percent, its name))."""
     from ..analysis.results import RESULTS
-    out, stage = {}, None
+    out, run = {}, None
     for line in (RESULTS / path).read_text().splitlines():
         if line.startswith("== "):
-            stage = line[3:].strip()
-            out[stage] = {}
+            run = line[3:].strip()
+            out[run] = {}
             continue
+        if run is None:
+            continue
+        top = TOP_PIPE.search(line)
+        if top:
+            out[run]["top pipeline"] = (float(top.group(2)), f"% ({top.group(1)})")
         for name in NCU_METRICS:
-            if stage and line.strip().startswith(name + " "):
+            if line.strip().startswith(name + " ") and name not in out[run]:   # the first: SpeedOfLight's
                 parts = line.split()
                 unit = " ".join(parts[len(name.split()):-1])
-                out[stage][name] = (float(parts[-1].replace(",", "")), unit)
+                out[run][name] = (float(parts[-1].replace(",", "")), unit)
     return out
 
 

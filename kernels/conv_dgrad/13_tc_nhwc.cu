@@ -26,9 +26,9 @@
 // 16 * CH bytes within the 48 KiB a block may declare statically.
 // JIT parameters: KH, KW, STRIDE, ACT, TF32, BF16, BN, STAGES, CH.
 // Measured (H200, ResNet-50 layers at batch 64, results/conv_dgrad_resnet50_tc_nvidia-h200.json):
-// fp16 120.3 TFLOP/s geometric mean, x2.36 tc_fp16_pipe, x0.57 cuDNN fp16; tf32 71.7 TFLOP/s, x0.53
-// cuDNN TF32. The copies take a fifth to a quarter of the stride-1 layers' time; the product is
-// limited by occupancy (123 registers, 4 blocks of 4 warps per SM: results/tc/ncu_nhwc_nvidia-h200.txt).
+// fp16 135.1 TFLOP/s geometric mean, x2.65 tc_fp16_pipe, x0.65 cuDNN fp16; tf32 82.2 TFLOP/s, x0.61
+// cuDNN TF32. Nsight Compute (results/tc/ncu_nhwc_nvidia-h200.txt): issue slots half busy, the
+// integer ALU (fp16) or shared memory (tf32) the busiest pipeline, 25 % theoretical occupancy.
 
 #include "tc.cuh"
 
