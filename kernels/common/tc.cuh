@@ -126,6 +126,18 @@ __device__ __forceinline__ void ldmatrix_x4(unsigned r[4], unsigned addr) {
                  : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3]) : "r"(addr));
 }
 
+// Two B fragments from one ldmatrix.x4: channels 0-7 (``lo``) and 8-15 (``hi``) of a group of 16,
+// each over two 16-byte chunks of k; lane l gives the address of channel (l / 16) * 8 + l % 8,
+// chunk (l / 8) % 2.
+__device__ __forceinline__ void ldmatrix_b2(unsigned lo[2], unsigned hi[2], unsigned addr) {
+    unsigned r[4];
+    ldmatrix_x4(r, addr);
+    lo[0] = r[0];
+    lo[1] = r[1];
+    hi[0] = r[2];
+    hi[1] = r[3];
+}
+
 // 16 bytes global -> shared without passing through registers; bytes = 0 writes zeros.
 __device__ __forceinline__ void cp_async16(unsigned dst, const void* src, int bytes) {
     asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;" :: "r"(dst), "l"(src), "r"(bytes));

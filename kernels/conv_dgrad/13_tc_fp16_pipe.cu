@@ -120,15 +120,9 @@ conv_dgrad(const h16* __restrict__ dy, const h16* __restrict__ y, const h16* __r
             for (int mt = 0; mt < 4; mt++)
                 ldmatrix_x4(a[mt], as + 2 * SWZ(warp_m + mt * 16 + (lane & 15), (ks >> 3) + (lane >> 4)));
 #pragma unroll
-            for (int np = 0; np < 2; np++) {
-                unsigned r[4];
-                ldmatrix_x4(r, bs + 2 * SWZ(warp_n + np * 16 + ((lane >> 4) << 3) + (lane & 7),
-                                            (ks >> 3) + ((lane >> 3) & 1)));
-                b[2 * np][0] = r[0];
-                b[2 * np][1] = r[1];
-                b[2 * np + 1][0] = r[2];
-                b[2 * np + 1][1] = r[3];
-            }
+            for (int np = 0; np < 2; np++)
+                ldmatrix_b2(b[2 * np], b[2 * np + 1],
+                            bs + 2 * SWZ(warp_n + np * 16 + ((lane >> 4) << 3) + (lane & 7), (ks >> 3) + ((lane >> 3) & 1)));
 #pragma unroll
             for (int mt = 0; mt < 4; mt++)
 #pragma unroll

@@ -248,14 +248,8 @@ conv_dgrad(const elem* __restrict__ dyp, const elem* __restrict__ wp, elem* __re
 #pragma unroll
             for (int mt = 0; mt < 4; mt++) ldmatrix_x4(a[mt], as + a_ld[h][mt]);
 #pragma unroll
-            for (int np = 0; np < 2; np++) {
-                unsigned r[4];
-                ldmatrix_x4(r, bs + b_ld[h][np]);
-                b[2 * np][0] = r[0];
-                b[2 * np][1] = r[1];
-                b[2 * np + 1][0] = r[2];
-                b[2 * np + 1][1] = r[3];
-            }
+            for (int np = 0; np < 2; np++)
+                ldmatrix_b2(b[2 * np], b[2 * np + 1], bs + b_ld[h][np]);
 #pragma unroll
             for (int mt = 0; mt < 4; mt++)
 #pragma unroll
