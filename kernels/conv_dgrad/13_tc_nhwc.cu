@@ -6,11 +6,12 @@
 //    for the reduction index (k, r, s) lie OH*OW apart, so every value cost its own load and its
 //    own index arithmetic, and the gather, not the tensor cores, set the pace.
 //  - Here the reduction runs in the order (r, s, k), k fastest, over channel-last copies: dy' as
-//    (N, OH, OW, K) and w as (C, KH, KW, K). For one position and one tap (r, s), a chunk of
-//    the reduction is 32 fp16 (16 tf32) values that lie side by side in memory: 64 bytes, four
-//    16-byte cp.async copies, zero-filled where the tap misses dy. The index arithmetic is done
-//    once per 16 bytes instead of once per value, and A travels as B does: global to shared
-//    memory without registers, STAGES - 1 chunks ahead of the mma.
+//    (N, OH, OW, K) and w as (C, KH, KW, K). For one position and one tap (r, s), a step of
+//    the reduction is CH * 16 contiguous bytes (CH = 4: 32 fp16 or 16 tf32 values), CH 16-byte
+//    cp.async copies, zero-filled where the tap misses dy. The index arithmetic is done once per
+//    16 bytes instead of once per value, and A travels as B does: global to shared memory
+//    without registers, STAGES - 1 steps ahead of the mma. What arithmetic remains stays out of
+//    the loop: (r, s, k) advance by counting, and the shared addresses are fixed beforehand.
 //  - The copies are two small kernels before the product (dy_to_nhwc, w_to_crsk below). The
 //    first fuses the activation's derivative and the rounding to the mma's input type, so the
 //    product reads operands ready to use. Their cost is part of the stage's time.
