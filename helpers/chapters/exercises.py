@@ -571,3 +571,40 @@ def check_tf32_products(answer_fn, count: int = 10_000) -> bool:
         bad = ("not the relative error of the rounded operands' product: |rounded - exact| / |exact| per product, "
                "with the exact product computed from the unrounded a and b")
     return _verdict(False, "", bad)
+
+
+@exercise
+def check_nhwc_offsets(answer_fn) -> bool:
+    """Chapter 13, step 5: (n, h, w, r, s, k, dims) -> the offset in dy' stored channel-last
+    (N, OH, OW, K) of the value that position (n, h, w) of dx reads for tap (r, s) and channel k,
+    or None where the tap misses dy. ``dims``: N, K, OH, OW, stride, pad. Checked on every
+    position, tap and channel of a stride-1 and a stride-2 layer (3x3) against the definition:
+    dy's position (oh, ow) reaches dx at (oh * stride - pad + r, ow * stride - pad + s)."""
+    for n_, k_, size, stride, pad in ((2, 8, 5, 1, 1), (1, 4, 7, 2, 1)):
+        out = (size + 2 * pad - 3) // stride + 1
+        dims = {"N": n_, "K": k_, "OH": out, "OW": out, "stride": stride, "pad": pad}
+        reads = {}                        # (n, h, w, r, s, k) -> offset of the value it reads
+        for n, oh, ow, r, s, k in np.ndindex(n_, out, out, 3, 3, k_):
+            h, w = oh * stride - pad + r, ow * stride - pad + s
+            if 0 <= h < size and 0 <= w < size:
+                reads[(n, h, w, r, s, k)] = ((n * out + oh) * out + ow) * k_ + k
+        for n, h, w, r, s, k in np.ndindex(n_, size, size, 3, 3, k_):
+            got, want = answer_fn(n, h, w, r, s, k, dict(dims)), reads.get((n, h, w, r, s, k))
+            if got == want:
+                continue
+            where = f"stride {stride}, position (n, h, w) = ({n}, {h}, {w}), tap (r, s) = ({r}, {s}), k = {k}"
+            if want is None:
+                bad = "no position of dy reaches dx there through this tap: return None (the copy is zero-filled)"
+            elif got is None:
+                bad = "this tap does reach dy there: which (oh, ow)? (h + pad - r must be a multiple of the stride)"
+            elif int(got) == ((n * k_ + k) * out + want // k_ % (out * out) // out) * out + want // k_ % out:
+                bad = "that is where the value lies in NCHW; the copy is channel-last, (N, OH, OW, K)"
+            elif int(got) // k_ == want // k_:
+                bad = "the right pixel of dy, the wrong channel: k is the innermost index of the copy"
+            elif int(got) % k_ == k:
+                bad = "the right channel, the wrong pixel: oh = (h + pad - r) / stride, ow = (w + pad - s) / stride"
+            else:
+                bad = "not the offset of the value this tap reads: which pixel (oh, ow) of image n, then which channel?"
+            return _verdict(False, "", f"{where}: {bad}")
+    return _verdict(True, "every position, tap and channel of both layers reads the right value of the "
+                    "channel-last copy, and nothing where the tap misses", "")
