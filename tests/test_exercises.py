@@ -281,3 +281,51 @@ def test_tf32_product_check_accepts_the_error_and_names_each_mistake(capsys):
     capsys.readouterr()
     assert not check_tf32_products(unanswered)
     assert "Not answered yet" in capsys.readouterr().out
+
+
+def test_nhwc_offsets_check_accepts_the_copy_and_names_each_mistake(capsys):
+    from helpers.chapters.exercises import check_nhwc_offsets
+
+    def pixel(n, h, w, r, s, d):
+        oh_s, ow_s = h + d["pad"] - r, w + d["pad"] - s
+        if oh_s < 0 or ow_s < 0 or oh_s % d["stride"] or ow_s % d["stride"]:
+            return None
+        oh, ow = oh_s // d["stride"], ow_s // d["stride"]
+        return (oh, ow) if oh < d["OH"] and ow < d["OW"] else None
+
+    def right(n, h, w, r, s, k, d):
+        p = pixel(n, h, w, r, s, d)
+        return None if p is None else ((n * d["OH"] + p[0]) * d["OW"] + p[1]) * d["K"] + k
+    assert check_nhwc_offsets(right)
+
+    def nchw(n, h, w, r, s, k, d):
+        p = pixel(n, h, w, r, s, d)
+        return None if p is None else ((n * d["K"] + k) * d["OH"] + p[0]) * d["OW"] + p[1]
+
+    def no_stride_test(n, h, w, r, s, k, d):
+        oh, ow = (h + d["pad"] - r) // d["stride"], (w + d["pad"] - s) // d["stride"]
+        ok = h + d["pad"] - r >= 0 and w + d["pad"] - s >= 0 and oh < d["OH"] and ow < d["OW"]
+        return ((n * d["OH"] + oh) * d["OW"] + ow) * d["K"] + k if ok else None
+
+    def never_none(n, h, w, r, s, k, d):
+        o = right(n, h, w, r, s, k, d)
+        return 0 if o is None else o
+    wrong = {
+        "lies in NCHW": nchw,
+        "the wrong channel": lambda *a: None if right(*a) is None else right(*a) - a[5] + (a[5] + 1) % a[6]["K"],
+        "return None": no_stride_test,
+        "zero-filled": never_none,
+        "the wrong pixel": lambda *a: None if right(*a) is None else right(*a) + a[6]["K"],
+        "which (oh, ow)": lambda *a: None,
+    }
+    for says, answer in wrong.items():
+        capsys.readouterr()
+        assert not check_nhwc_offsets(answer)
+        out = capsys.readouterr().out
+        assert says in out and "Not yet" in out, (says, out)
+
+    def unanswered(*a):
+        raise NotImplementedError()
+    capsys.readouterr()
+    assert not check_nhwc_offsets(unanswered)
+    assert "Not answered yet" in capsys.readouterr().out

@@ -28,8 +28,9 @@
 // JIT parameters: KH, KW, STRIDE, ACT, TF32, BF16, BN, STAGES, CH.
 // Measured (H200, ResNet-50 layers at batch 64, results/conv_dgrad_resnet50_tc_nvidia-h200.json):
 // fp16 135.1 TFLOP/s geometric mean, x2.65 tc_fp16_pipe, x0.65 cuDNN fp16; tf32 82.2 TFLOP/s, x0.61
-// cuDNN TF32. Nsight Compute (results/tc/ncu_nhwc_nvidia-h200.txt): issue slots half busy, the
-// integer ALU (fp16) or shared memory (tf32) the busiest pipeline, 25 % theoretical occupancy.
+// cuDNN TF32. Nsight Compute (results/tc/ncu_nhwc_nvidia-h200.txt): issue slots half busy; the
+// busiest pipeline the integer ALU (fp16) or the tensor operations (tf32: ncu's "Shared" pipeline,
+// the one FP64 and tensor units share); 25 % theoretical occupancy.
 
 #include "tc.cuh"
 
