@@ -34,9 +34,9 @@ from .engine.timing import default_flush_bytes, time_plan, time_steps
 from .ops import op_module
 from .ops.layers import layer_set
 from .peak import roofline
-from .runner import Plan, check_plan, hook, prepare, reference_for, resolve
+from .runner import Plan, check_plan, device_defines, hook, prepare, reference_for, resolve
 from .stages import get_stage, stage_names
-from .tuning import TUNED
+from .tuning import TUNED, reload as reload_tuned
 
 
 def versions() -> dict:
@@ -64,8 +64,9 @@ def _progress(total, enabled):
 def run(op: str = "conv_dgrad", stages=None, layers="ci", ctx=None, *, activation: str = "none",
         warmup: int = 3, repeats: int = 20, vendor: bool = True, peak: bool = True, tune: bool = False,
         progress: bool = True, verbose: bool = False, record_tuned: bool = False, tag: str | None = None,
-        defines: dict | None = None) -> dict:
-    """Benchmark ``stages`` (names/numbers, default all) of ``op`` over a layer set; returns a dict."""
+        defines: dict | None = None, tune_only: list | None = None) -> dict:
+    """Benchmark ``stages`` (names/numbers, default all) of ``op`` over a layer set; returns a dict.
+    ``tune_only``: parameter names; the search covers only those (implies ``tune``)."""
     ctx = get_context(ctx)
     mod = op_module(op)
     stages = [get_stage(op, s) for s in (stages or stage_names(op))]
@@ -79,6 +80,11 @@ def run(op: str = "conv_dgrad", stages=None, layers="ci", ctx=None, *, activatio
     if unknown:                       # a run tagged for a switch that no stage builds with
         raise ValueError(f"--defines {', '.join(unknown)}: no selected stage of {op} declares "
                          f"{'it' if len(unknown) == 1 else 'them'} (stages: {', '.join(s.name for s in stages)})")
+    if tune_only:
+        missing = [s.name for s in stages if s.tune and not set(tune_only) & set(s.tune)]
+        if missing:
+            raise ValueError(f"--tune-only {','.join(tune_only)}: stage(s) {', '.join(missing)} tune none of them")
+        tune = True
     info = device_info(ctx)
     flush = default_flush_bytes(ctx)
     out = {"schema": 1, "kind": "bench", "op": op, "layer_set": layers if isinstance(layers, str) else "custom",
@@ -92,7 +98,8 @@ def run(op: str = "conv_dgrad", stages=None, layers="ci", ctx=None, *, activatio
         out["roofline"] = roofline(ctx)
     bar = _progress(len(lays) * len(stages), progress)
     if tune:
-        out["tuned"] = {s.key: search(op, s, lays, ctx, activation, warmup, repeats, bar) for s in stages if s.tune}
+        out["tuned"] = {s.key: search(op, s, lays, ctx, activation, warmup, repeats, bar, tune_only)
+                        for s in stages if s.tune}
         if record_tuned:
             save_tuned(out)           # kept even if the timing below is interrupted
     for lay in lays:
@@ -182,11 +189,12 @@ def _relative(out: dict) -> None:
             r["x_vendor"] = vend[key] / r["median_ms"]
 
 
-def search(op, stage, lays, ctx, activation, warmup, repeats, bar=None) -> dict:
+def search(op, stage, lays, ctx, activation, warmup, repeats, bar=None, only=None) -> dict:
     """Try every combination of the stage's tune candidates, each checked before it is timed;
-    keep the best geometric-mean time."""
+    keep the best geometric-mean time. ``only``: search just these parameters; the others keep
+    the values recorded for this device (or the defaults), and the result holds them all."""
     mod = op_module(op)
-    names = sorted(stage.tune)
+    names = sorted(n for n in stage.tune if only is None or n in only)
     tried = []
     problems = [prepare(op, **mod.layer_args(lay, activation=activation)) for lay in lays]
     # the layers the stage runs itself with its defaults: there a candidate that falls back to
@@ -218,7 +226,10 @@ def search(op, stage, lays, ctx, activation, warmup, repeats, bar=None) -> dict:
     if not ok:
         raise RuntimeError(f"no tuning candidate of {stage.key} ran: {tried}")
     best = min(ok, key=lambda t: t["geomean_ms"])
-    return {"defines": best["defines"], "geomean_ms": best["geomean_ms"], "tried": tried}
+    kept = {} if only is None else {n: v for n, v in device_defines(op, stage, ctx).items() if n in stage.tune}
+    return {"defines": {**kept, **best["defines"]}, "geomean_ms": best["geomean_ms"], "tried": tried,
+            **({"searched": names} if only is not None else {})}
+
 
 
 def _line(row: dict, out: dict) -> str:
@@ -284,9 +295,12 @@ def save_tuned(out: dict) -> None:
     data = json.loads(TUNED.read_text()) if TUNED.is_file() else {"devices": {}}
     dev = data["devices"].setdefault(out["device"]["name"], {})
     for key, t in out["tuned"].items():
-        dev.setdefault(out["op"], {})[key] = {"defines": t["defines"], "layer_set": out["layer_set"],
-                                              "date": out["date"]}
+        entry = {"defines": t["defines"], "layer_set": out["layer_set"], "date": out["date"]}
+        if "searched" in t:      # --tune-only: these were searched here, the others kept as recorded
+            entry["searched"] = t["searched"]
+        dev.setdefault(out["op"], {})[key] = entry
     TUNED.write_text(json.dumps(data, indent=1, sort_keys=True) + "\n")
+    reload_tuned()                # stage auto, later in the same run, builds its candidates with them
 
 
 def parse_defines(text: str | None) -> dict | None:
@@ -340,6 +354,8 @@ def _main(argv=None) -> int:
     ap.add_argument("--warmup", type=int, default=3)
     ap.add_argument("--repeats", type=int, default=20)
     ap.add_argument("--tune", action="store_true", help="search the stages' JIT parameters first; record them")
+    ap.add_argument("--tune-only", default=None, help="comma-separated parameter names: --tune over just these, "
+                                                      "the others as recorded for the device")
     ap.add_argument("--no-vendor", action="store_true", help="skip the cuDNN reference timing")
     ap.add_argument("--tag", default=None, help="name a run made for one comparison (e.g. cuda_twins); "
                                                "chapters read tagged runs only where they ask for the tag")
@@ -351,9 +367,11 @@ def _main(argv=None) -> int:
     layer_set(a.layers)                                   # a wrong name: refused before any work
     for s in stages or stage_names(a.op):
         get_stage(a.op, s)
+    tune_only = a.tune_only.split(",") if a.tune_only else None
+    tune = a.tune or bool(tune_only)
     out = run(a.op, stages, a.layers, a.device, activation=a.activation, warmup=a.warmup,
-              repeats=a.repeats, vendor=not a.no_vendor, tune=a.tune, defines=defines, progress=sys.stderr.isatty(),
-              verbose=False, record_tuned=a.tune and a.out != "-", tag=a.tag)
+              repeats=a.repeats, vendor=not a.no_vendor, tune=tune, defines=defines, progress=sys.stderr.isatty(),
+              verbose=False, record_tuned=tune and a.out != "-", tag=a.tag, tune_only=tune_only)
     # the command that wrote the file: results/ is re-recorded by running it again
     out["settings"]["command"] = "python -m helpers.bench " + shlex.join(sys.argv[1:] if argv is None else argv)
     print(report(out))
@@ -366,7 +384,7 @@ def _main(argv=None) -> int:
             json.dump(out, f, indent=1)
             f.write("\n")
         print(f"wrote {path}")
-        if a.tune:
+        if tune:
             print(f"recorded the tuned parameters in {TUNED}")
     return 0
 

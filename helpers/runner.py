@@ -61,6 +61,13 @@ def choose_stage(op: str, problem: Problem, ctx, workspace_limit: int | None) ->
     return chooser.choose(problem, ctx.devices[0].name, workspace_limit, time_stage)
 
 
+def device_defines(op: str, s: Stage, ctx) -> dict:
+    """A stage's JIT parameters on this device when none are given: its defaults, then the values
+    tuned for the device (results/tuned.json)."""
+    dev = cuda.device()["name"] if s.backend == "cuda" else ctx.devices[0].name
+    return {**s.defines, **tuned_defines(op, s.key, dev)}
+
+
 def resolve(op: str, stage, problem: Problem, ctx, defines: dict | None,
             workspace_limit: int | None = None) -> tuple[Stage, dict]:
     """The stage that will actually run (following fallbacks and stage auto's choice within
@@ -70,8 +77,7 @@ def resolve(op: str, stage, problem: Problem, ctx, defines: dict | None,
     seen = []
     given = defines or {}          # for the stage asked for; a fallback runs with its own values
     while True:
-        dev = cuda.device()["name"] if s.backend == "cuda" else ctx.devices[0].name
-        d = {**s.defines, **tuned_defines(op, s.key, dev), **{k: v for k, v in given.items() if k in s.defines}}
+        d = {**device_defines(op, s, ctx), **{k: v for k, v in given.items() if k in s.defines}}
         unknown = set(defines or {}) - set(s.defines) - set(problem.defines)
         if unknown and not seen:
             raise ValueError(f"stage {s.key} of {op} has no JIT parameter {', '.join(sorted(unknown))}; "

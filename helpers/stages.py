@@ -179,11 +179,12 @@ def _bn_stages(op: str) -> list:
 BATCHNORM_FORWARD = _bn_stages("batchnorm_forward")
 BATCHNORM_BACKWARD = _bn_stages("batchnorm_backward")
 
-# The GEMM family (chapter 11): gemm_core.h's tiles (helpers/launch/gemm.py) and its switch
-# GEMM_PREFETCH and GEMM_LDS4 (default 0, as in the recorded runs; not tuned: measured with
-# --defines GEMM_PREFETCH=1 / GEMM_LDS4=1). Declared here so that run_stage and the benchmark accept them.
+# The GEMM family (chapter 11): gemm_core.h's tiles (helpers/launch/gemm.py) and its switches
+# GEMM_PREFETCH and GEMM_LDS4 (default 0: a device nobody tuned for builds the plain core; tuned
+# per device, e.g. python -m helpers.bench --tune-only GEMM_LDS4,GEMM_PREFETCH on top of the tiles)
 TILES = {"TM": 64, "TN": 64, "TK": 16, "WM": 4, "WN": 4, "GEMM_PREFETCH": 0, "GEMM_LDS4": 0}
-GEMM_FAMILY = dict(family="gemm", tune={"TM": [64, 128], "TN": [64, 128], "TK": [8, 16], "WM": [4, 8], "WN": [4, 8]})
+GEMM_FAMILY = dict(family="gemm", tune={"TM": [64, 128], "TN": [64, 128], "TK": [8, 16], "WM": [4, 8], "WN": [4, 8],
+                                        "GEMM_LDS4": [0, 1], "GEMM_PREFETCH": [0, 1]})
 
 # Winograd F(2x2,3x3) (chapter 12): four kernels per stage (helpers/launch/winograd.py)
 WINO = dict(family="winograd", requires="winograd_f23")
@@ -193,7 +194,7 @@ WINO_BLOCKED = dict(WINO, launch="blocked", defines={"WG": 64, "TM": 64, "TN": 6
 # Winograd F(4x4,3x3) (chapter 12a): 6x6 tiles, the 36 products as a batch through the course
 # GEMM (gemm_core.h): its tile parameters and tune lists
 WINO4_BLOCKED = dict(WINO, launch="blocked_f4x4", requires="winograd_f43", defines={**TILES, "WG": 64},
-                     tune=GEMM_FAMILY["tune"])
+                     tune=GEMM_FAMILY["tune"], jit="wino_vectors", fast={"WINO_VEC_OUT": 1})
 
 # conv_forward: the forward convolution (chapter 12: a direct baseline, then Winograd stages 1-5;
 # chapter 12a: stage 6, F(4x4))
@@ -314,6 +315,17 @@ CONV_DGRAD += [
          "tc_fp16_nhwc on bfloat16 tensors (K % 8 == 0)"),
         ("tc_tf32_nhwc", "tf32", "tf32_operands", "mma_nhwc_tf32", "mma_nhwc_tf32_requires", "tc_tf32",
          "tc_fp16_nhwc with TF32 operands rounded in the copies and mma.sync m16n8k8 (K % 4 == 0)"))]
+# the same kernel on dy' interleaved in groups of 32 channels, (N, K/32, OH, OW, 32) (MegEngine's
+# NCHW32), K padded with zeros to a whole group: no K is refused
+CONV_DGRAD += [
+    Stage("conv_dgrad", 13, name, "conv_dgrad/13_tc_nhwc.cu", title, precision=precision, jit=jit,
+          launch=launch, requires="mma_nhwc_requires", **{**NHWC_TC, "defines": {**NHWC_TC["defines"], "ILV": 32}})
+    for name, precision, jit, launch, title in (
+        ("tc_fp16_nchw32", "fp16", "fp16_operands", "mma_nhwc",
+         "tc_fp16_nhwc reading dy' interleaved, (N, K/32, OH, OW, 32), K padded with zeros to a "
+         "multiple of 32: any K"),
+        ("tc_bf16_nchw32", "bf16", "bf16_operands", "mma_nhwc", "tc_fp16_nchw32 on bfloat16 tensors"),
+        ("tc_tf32_nchw32", "tf32", "tf32_operands", "mma_nhwc_tf32", "tc_fp16_nchw32 with TF32 operands"))]
 
 # conv_dgrad's algorithm chooser (chapter 11): times the other registered stages once per device
 # and layer shape within the caller's workspace budget (workspace_limit), caches the winner, runs it.

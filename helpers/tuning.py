@@ -22,3 +22,8 @@ def _load() -> dict:
 def tuned_defines(op: str, stage_key: str, device_name: str) -> dict:
     """The tuned defines recorded for this device, op and stage ('04_weight_vec'), or {}."""
     return dict(_load().get(device_name.strip(), {}).get(op, {}).get(stage_key, {}).get("defines", {}))
+
+
+def reload() -> None:
+    """Read results/tuned.json again at the next lookup (after the benchmark wrote to it)."""
+    _load.cache_clear()

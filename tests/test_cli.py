@@ -15,6 +15,7 @@ from helpers import bench
     (["--stages", "naive", "--defines", "WG=-64"], "WG must be >= 1"),
     (["--stages", "naive", "--defines", "WG"], "NAME=INTEGER"),
     (["--stages", "naive", "--defines", "SPLIT_SUMS=0"], "SPLIT_SUMS: no selected stage of conv_dgrad declares it"),
+    (["--stages", "naive,winograd4", "--tune-only", "GEMM_LDS4"], "stage(s) naive tune none of them"),
 ])
 def test_mistakes_get_one_line(capsys, monkeypatch, argv, says):
     import pyopencl as cl
@@ -49,3 +50,15 @@ def test_a_recorded_run_names_the_command_that_wrote_it(tmp_path):
     argv = ["--layers", "ci", "--stages", "naive", "--no-vendor", "--repeats", "3", "--out", str(path)]
     assert bench.main(argv) == 0
     assert json.loads(path.read_text())["settings"]["command"] == "python -m helpers.bench " + " ".join(argv)
+
+
+def test_tune_only_searches_the_named_parameters_and_keeps_the_others():
+    """--tune-only GEMM_LDS4: two candidates, each checked before it is timed; the result names
+    every tuned parameter (the others at the device's values), so the tuned file stays whole."""
+    out = bench.run("gemm", ["register_blocked"], "gemm_small", repeats=3, warmup=1, vendor=False, peak=False,
+                    progress=False, tune_only=["GEMM_LDS4"])
+    t = out["tuned"]["03_register_blocked"]
+    assert t["searched"] == ["GEMM_LDS4"] and [c["defines"] for c in t["tried"]] == [{"GEMM_LDS4": 0}, {"GEMM_LDS4": 1}]
+    stage = bench.get_stage("gemm", "register_blocked")
+    assert set(t["defines"]) == set(stage.tune) and t["defines"]["GEMM_LDS4"] in (0, 1)
+    assert all(r["defines"]["GEMM_LDS4"] == t["defines"]["GEMM_LDS4"] for r in out["rows"])

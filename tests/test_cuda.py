@@ -32,7 +32,13 @@ PTX_HOLDS = {
     "tc_bf16_nhwc": ["mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32", "ldmatrix.sync.aligned.m8n8.x4",
                      "cp.async.cg.shared.global"],
     "tc_tf32_nhwc": ["mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32", "ldmatrix.sync.aligned.m8n8.x4",
-                     "cp.async.cg.shared.global", "cvt.rna.tf32.f32"],
+                     "cp.async.cg.shared.global", "cvt.rna.tf32.f32", ".entry dy_to_nhwc("],
+    # the interleaved layout: its own copy kernel, the same product
+    "tc_fp16_nchw32": ["mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32", "ldmatrix.sync.aligned.m8n8.x4",
+                       "cp.async.cg.shared.global", ".entry dy_to_nchw32("],
+    "tc_bf16_nchw32": ["mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32", ".entry dy_to_nchw32("],
+    "tc_tf32_nchw32": ["mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32", "cvt.rna.tf32.f32",
+                       ".entry dy_to_nchw32("],
 }
 ARCHS = ("compute_80", "compute_90")
 NO_NVRTC = nvrtc.missing()
@@ -153,6 +159,27 @@ def test_channel_last_stages_take_both_paths(stage):
     needs = [requires(prepare("conv_dgrad", **_args(PROBLEMS[1])), dict(zip(s.tune, values)))
              for values in itertools.product(*s.tune.values())]
     assert needs.count(None) >= 4 and all("bytes of shared memory" in n for n in needs if n), needs
+
+
+@pytest.mark.parametrize("stage", ["tc_fp16_nchw32", "tc_bf16_nchw32", "tc_tf32_nchw32"])
+def test_interleaved_stages_pad_k_and_refuse_nothing(stage):
+    """The interleaved stages pad K with zeros to a multiple of 32 instead of refusing it: every
+    grid problem runs their own kernels, the copies are sized for the padded K, and the launch of
+    the dy' copy covers the padding channels; only a ring beyond the shared memory is refused."""
+    from helpers.launch import gemm
+    s = helpers.get_stage("conv_dgrad", stage)
+    requires = hook(s, "requires")
+    assert all(requires(prepare("conv_dgrad", **_args(c)), s.defines) is None for c in conv_grid())
+    p = prepare("conv_dgrad", **_args(dict(PROBLEMS[0], k=20)))
+    q = p.dims
+    assert requires(p, s.defines) is None and gemm.padded_k(p, s.defines) == 32
+    size = 4 if s.precision == "tf32" else 2
+    scratch = gemm.mma_nhwc_scratch(p, s.defines, "float32" if size == 4 else "float16")
+    assert scratch["dyp_nhwc"].count == q["N"] * q["OH"] * q["OW"] * 32
+    assert scratch["w_crsk"].count == q["C"] * q["KH"] * q["KW"] * 32
+    copy, _, _ = gemm.mma_nhwc_steps(p, s.defines)
+    assert copy.kernel == "dy_to_nchw32" and copy.global_size[1] == 8      # one block of 64 channels
+    assert "65,536 bytes" in requires(p, {**s.defines, "BN": 128, "STAGES": 4})
 
 
 @pytest.mark.skipif(NO_CUDA is not None, reason=f"{NO_CUDA}")

@@ -160,7 +160,8 @@ def step_rows(run: dict, stages=NHWC_STAGES) -> list[dict]:
         if r["stage"] in stages and "steps_ms" in r:
             t = dict(r["steps_ms"])
             copies = sum(v for k, v in t.items() if k != "conv_dgrad")
-            out.append({"layer": r["layer"], "stage": r["stage"], "dy_ms": t["dy_to_nhwc"], "w_ms": t["w_to_crsk"],
+            dy = next(v for k, v in t.items() if k.startswith("dy_to_"))    # dy_to_nhwc or dy_to_nchw32
+            out.append({"layer": r["layer"], "stage": r["stage"], "dy_ms": dy, "w_ms": t["w_to_crsk"],
                         "product_ms": t["conv_dgrad"], "stage_ms": r["median_ms"],
                         "copy_share": copies / (copies + t["conv_dgrad"])})
     return out

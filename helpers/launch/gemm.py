@@ -249,17 +249,24 @@ def mma_pipe_requires(p: Problem, d: dict):
 NHWC_SHARED = 48 * 1024       # bytes of shared memory a block may declare statically
 
 
+def padded_k(p: Problem, d: dict) -> int:
+    """The reduction's extent over k: K channel-last (ILV 0), K padded to a whole group of ILV
+    channels interleaved (13_tc_nhwc.cu: ILV)."""
+    k, ilv = p.dims["K"], d.get("ILV", 0)
+    return cdiv(k, ilv) * ilv if ilv else k
+
+
 def mma_nhwc_scratch(p: Problem, d: dict, dtype: str = "float16") -> dict:
-    """dy' (N, OH, OW, K) and w (C, KH, KW, K) in the mma's input type (16-bit stages: 2 bytes
-    per value, float16 storage holding fp16 or bf16 bits)."""
-    q = p.dims
-    return {"dyp_nhwc": Workspace(dtype, q["N"] * q["OH"] * q["OW"] * q["K"]),
-            "w_crsk": Workspace(dtype, q["C"] * q["KH"] * q["KW"] * q["K"])}
+    """dy' (N, OH, OW, K) or (N, KR/32, OH, OW, 32) and w (C, KH, KW, KR) in the mma's input type
+    (16-bit stages: 2 bytes per value, float16 storage holding fp16 or bf16 bits)."""
+    q, kr = p.dims, padded_k(p, d)
+    return {"dyp_nhwc": Workspace(dtype, q["N"] * q["OH"] * q["OW"] * kr),
+            "w_crsk": Workspace(dtype, q["C"] * q["KH"] * q["KW"] * kr)}
 
 
 def mma_nhwc_requires(p: Problem, d: dict, chunk: int = 8):
-    """A 16-byte copy (``chunk`` values) must not straddle two taps; the ring must fit the
-    static shared memory."""
+    """Channel-last, a 16-byte copy (``chunk`` values) must not straddle two taps (interleaved,
+    K is padded and nothing is refused); the ring must fit the static shared memory."""
     if d["STAGES"] < 2:
         return f"STAGES = {d['STAGES']}: the ring needs at least 2 buffers"
     if d["BN"] not in (64, 128):
@@ -270,7 +277,7 @@ def mma_nhwc_requires(p: Problem, d: dict, chunk: int = 8):
     if shared > NHWC_SHARED:
         return (f"STAGES * (128 + BN) * 16 * CH = {shared:,} bytes of shared memory, more than the "
                 f"{NHWC_SHARED:,} a block declares statically; lower STAGES, BN or CH")
-    if p.dims["K"] % chunk:
+    if p.dims["K"] % chunk and not d.get("ILV"):
         return f"K = {p.dims['K']} is not a multiple of {chunk} (dy' is copied {chunk} channels at a time)"
     return None
 
@@ -284,15 +291,15 @@ def mma_nhwc_tf32_scratch(p: Problem, d: dict) -> dict:
 
 
 def mma_nhwc_steps(p: Problem, d: dict) -> list:
-    """dy' to (N, OH, OW, K) through 64 x 64 blocks, w to (C, KH, KW, K) per channel, WK values of
-    k at a time (128, or 32 for kernels beyond 5x5: the shared block stays small), then the
-    product into dx."""
-    q = p.dims
+    """dy' to (N, OH, OW, K) or (N, KR/32, OH, OW, 32) through 64 x 64 blocks, w to (C, KH, KW, KR)
+    per channel, WK values of k at a time (128, or 32 for kernels beyond 5x5: the shared block
+    stays small), then the product into dx."""
+    q, kr = p.dims, padded_k(p, d)
     threads = 2 * d["BN"]
     wk = 128 if q["KH"] * q["KW"] <= 25 else 32       # 13_tc_nhwc.cu: WK
-    return [Step("dy_to_nhwc", (cdiv(q["OH"] * q["OW"], 64) * 32, cdiv(q["K"], 64) * 8, q["N"]), (32, 8, 1),
-                 ("grad_output", "output", "dyp_nhwc", "K", "OH", "OW")),
-            Step("w_to_crsk", (cdiv(q["K"], wk) * 256, q["C"]), (256, 1), ("weight", "w_crsk", "C", "K")),
+    return [Step("dy_to_nchw32" if d.get("ILV") else "dy_to_nhwc", (cdiv(q["OH"] * q["OW"], 64) * 32,
+                 cdiv(kr, 64) * 8, q["N"]), (32, 8, 1), ("grad_output", "output", "dyp_nhwc", "K", "OH", "OW")),
+            Step("w_to_crsk", (cdiv(kr, wk) * 256, q["C"]), (256, 1), ("weight", "w_crsk", "C", "K")),
             Step("conv_dgrad", (cdiv(q["N"] * q["H"] * q["W"], MMA_TILE[0]) * threads, cdiv(q["C"], d["BN"])),
                  (threads, 1), ("dyp_nhwc", "w_crsk", "grad_input", *p.scalars))]
 

@@ -93,6 +93,12 @@ def _winograd(p: Problem, d: dict, m: int, min_k: int):
     return None
 
 
+def wino_vectors(p: Problem, d: dict) -> dict:
+    """F(4x4): rows of the 4x4 output tiles stored as float4 where the output's width is a
+    multiple of 4 (winograd_transforms.h: WINO_VEC_OUT); elsewhere element by element."""
+    return {"WINO_VEC_OUT": int(wino_view(p, 4)["OW"] % 4 == 0)}
+
+
 def winograd_f23(p: Problem, d: dict):
     return _winograd(p, d, 2, WINO_DGRAD_MIN_K)
 

@@ -20,6 +20,12 @@
 #ifndef ROTATED
 #define ROTATED 0   // 1: the input gradient's filter (see above)
 #endif
+#ifndef WINO_VEC_OUT
+#define WINO_VEC_OUT 0   // 1 (OW a multiple of WINO_M = 4; helpers/launch/winograd.py): a row of an
+#endif                   // output tile stored as one float4
+#if WINO_VEC_OUT && WINO_M != 4
+#error "WINO_VEC_OUT stores a row of a 4x4 output tile as one float4"
+#endif
 
 // NDRange (CIP rounded up to WG, COP): consecutive ci write consecutive addresses of U.
 __kernel void wino_filter(__global const float* restrict w,   // IOHW (CI, CO, 3, 3); ROTATED: (CO, CI, 3, 3)
@@ -74,12 +80,24 @@ __kernel void wino_output(__global const float* restrict M,  // (T, COP, PP)
         m[xi] = M[(xi * COP + co) * PP + p];
     wino_output_tile(m, t);
     const int n = p / (TH * TW), th = (p / TW) % TH, tw = p % TW;
+#if WINO_VEC_OUT
+    // consecutive work-items hold horizontally adjacent tiles: one 16-byte store per row, a warp's
+    // stores contiguous. Scalar, the same 16 bytes took four stores, each touching one float in
+    // every four of the span the warp wrote (measured on the H200: results/ names the run).
+    for (int i = 0; i < WINO_M; i++) {
+        const int oh = WINO_M * th + i;
+        if (oh < OH)                                // a partial tile at the bottom edge
+            vstore4((float4)(t[4 * i], t[4 * i + 1], t[4 * i + 2], t[4 * i + 3]), 0,
+                    y + ((n * CO + co) * OH + oh) * OW + WINO_M * tw);
+    }
+#else
     for (int i = 0; i < WINO_M; i++)
         for (int j = 0; j < WINO_M; j++) {
             const int oh = WINO_M * th + i, ow = WINO_M * tw + j;
             if (oh < OH && ow < OW)                 // a partial tile at the bottom or right edge
                 y[((n * CO + co) * OH + oh) * OW + ow] = t[i * WINO_M + j];
         }
+#endif
 }
 
 #endif

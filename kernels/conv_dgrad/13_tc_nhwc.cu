@@ -1,5 +1,6 @@
 // Stage 13 tc_fp16_nhwc (and tc_bf16_nhwc, tc_tf32_nhwc): the implicit GEMM on channel-last
-// copies, both operands copied by cp.async into a ring of STAGES shared buffers.
+// copies, both operands copied by cp.async into a ring of STAGES shared buffers. With ILV = 32 the
+// same kernel reads dy' interleaved instead (tc_fp16_nchw32, tc_bf16_nchw32, tc_tf32_nchw32).
 //
 // What changed since tc_fp16_pipe: the order of the reduction and the layout it reads.
 //  - There, A (dy') was gathered one 2-byte value at a time: in NCHW the values a position needs
@@ -22,10 +23,18 @@
 // the element type and the instruction.
 // Tiles: a block owns 128 positions x BN channels, warps of 64 x 32 (BN = 64: 4 warps, 128: 8).
 // dx is written in NCHW by store_dx (tc.cuh), as every stage of the chapter.
-// Requirements (helpers/launch/gemm.py: mma_nhwc_requires): K a multiple of 8 (fp16, bf16) or 4
-// (tf32), so that a 16-byte chunk never straddles two taps; shared memory STAGES * (128 + BN) *
-// 16 * CH bytes within the 48 KiB a block may declare statically.
-// JIT parameters: KH, KW, STRIDE, ACT, TF32, BF16, BN, STAGES, CH.
+// The interleaved layout (ILV = 32, MegEngine's NCHW32, the NC/32HW32 of seed 001): dy' as
+// (N, KR/32, OH, OW, 32), groups of 32 channels, each group an image of 32-channel pixels. K is
+// padded with zeros to KR, a multiple of 32 (w too: (C, KH, KW, KR)), so a 16-byte copy never
+// straddles a group and no K is refused: the zeros are multiplied instead. A step of the
+// reduction still reads CH * 16 contiguous bytes per position; what changes is what lies next to
+// them (the same channels of the next position, not the next channels of the same position) and
+// the copy that makes the layout.
+// Requirements (helpers/launch/gemm.py: mma_nhwc_requires): channel-last, K a multiple of 8
+// (fp16, bf16) or 4 (tf32), so that a 16-byte chunk never straddles two taps; interleaved, none.
+// Both: shared memory STAGES * (128 + BN) * 16 * CH bytes within the 48 KiB a block may declare
+// statically.
+// JIT parameters: KH, KW, STRIDE, ACT, TF32, BF16, BN, STAGES, CH, ILV.
 // Measured (H200, ResNet-50 layers at batch 64, results/conv_dgrad_resnet50_tc_nvidia-h200.json):
 // fp16 135.1 TFLOP/s geometric mean, x2.65 tc_fp16_pipe, x0.65 cuDNN fp16; tf32 82.2 TFLOP/s, x0.61
 // cuDNN TF32. Nsight Compute (results/tc/ncu_nhwc_nvidia-h200.txt): issue slots half busy; the
@@ -46,6 +55,10 @@
 #ifndef CH
 #define CH 4                  // 16-byte chunks per shared row (4 or 8): the reduction's step
 #endif
+#ifndef ILV
+#define ILV 0                 // 0: dy' channel-last (N, OH, OW, K); 32: interleaved (N, KR/32, OH, OW, 32)
+#endif
+static_assert(ILV == 0 || ILV == 32, "dy' is channel-last (ILV 0) or in groups of 32 channels (ILV 32)");
 #define BM 128                // positions per block
 #define THREADS (2 * BN)      // warps: 2 along the positions x BN/32 along the channels
 #define ROW (16 * CH)         // bytes per shared row
@@ -71,11 +84,21 @@ __device__ __forceinline__ void mma_step(float c[4], const unsigned a[4], const 
 #define SWZ(r, j) ((r) * ROW + ((((j) ^ ((r) & 7))) << 4))
 #endif
 
-// -- dy' = dy * act'(y) to channel-last, rounded to the mma's input type ------------------------
+// the reduction's extent: K, or K padded with zeros to a whole group of 32 channels
+__device__ __forceinline__ int padded_k(int K) { return ILV ? (K + ILV - 1) / ILV * ILV : K; }
+
+// -- dy' = dy * act'(y) to channel-last (or interleaved), rounded to the mma's input type ----------
 // A 64 x 64 block of (k, p), p = oh*OW + ow, through shared memory: reads along p and writes along
 // k, both coalesced, values in pairs (one 4- or 8-byte access per thread: a warp moves 128 or 256
 // bytes per row). An odd OH*OW has no aligned pairs along p and is read one value at a time.
-// Block (32, 8); grid (ceil(OH*OW / 64), ceil(K / 64), N).
+// Interleaved, a row of the block is two groups' pixels (two runs of 32 values) and the channels
+// from K to KR are written as zeros.
+// Block (32, 8); grid (ceil(OH*OW / 64), ceil(KR / 64), N).
+#if ILV
+#define DY_COPY dy_to_nchw32
+#else
+#define DY_COPY dy_to_nhwc
+#endif
 #define TILE 64
 #if TF32
 #define TILE_PAD 1            // rows of 65 words
@@ -97,14 +120,17 @@ __device__ __forceinline__ elem ready(const elem* dy, const elem* y, long o) {
 }
 
 extern "C" __global__ void __launch_bounds__(256)
-dy_to_nhwc(const elem* __restrict__ dy, const elem* __restrict__ y, elem* __restrict__ out, int K, int OH, int OW) {
+DY_COPY(const elem* __restrict__ dy, const elem* __restrict__ y, elem* __restrict__ out, int K, int OH, int OW) {
     __shared__ __align__(16) elem tile[TILE][TILE + TILE_PAD];     // [k][p]
-    const int P = OH * OW, n = blockIdx.z, tx = threadIdx.x;
+    const int P = OH * OW, n = blockIdx.z, tx = threadIdx.x, KR = padded_k(K);
     const int p0 = blockIdx.x * TILE, k0 = blockIdx.y * TILE;
     const long base = (long)n * K * P;
     for (int i = threadIdx.y; i < TILE; i += 8) {
         const int k = k0 + i, p = p0 + 2 * tx;
-        if (k >= K) break;
+        if (k >= K) {                                   // a padding channel (interleaved only)
+            tile[i][2 * tx] = tile[i][2 * tx + 1] = operand(0.f);
+            continue;
+        }
         const long o = base + (long)k * P + p;
         if (P % 2 == 0) {                               // the same branch for the whole grid
             if (p < P) {
@@ -125,26 +151,34 @@ dy_to_nhwc(const elem* __restrict__ dy, const elem* __restrict__ y, elem* __rest
         }
     }
     __syncthreads();
-    for (int i = threadIdx.y; i < TILE; i += 8) {       // K is a multiple of 4 or 8: pairs along k
+    for (int i = threadIdx.y; i < TILE; i += 8) {       // KR is a multiple of 4 or 8: pairs along k
         const int p = p0 + i, k = k0 + 2 * tx;
-        if (p < P && k < K) *(pair_t*)&out[base + (long)p * K + k] = pair_of(tile[2 * tx][i], tile[2 * tx + 1][i]);
+#if ILV
+        const long o = (((long)n * (KR / ILV) + k / ILV) * P + p) * ILV + k % ILV;
+#else
+        const long o = base + (long)p * K + k;
+#endif
+        if (p < P && k < KR) *(pair_t*)&out[o] = pair_of(tile[2 * tx][i], tile[2 * tx + 1][i]);
     }
 }
 
-// -- w (C, K, KH, KW) to (C, KH, KW, K), rounded to the mma's input type ---------------------------
+// -- w (C, K, KH, KW) to (C, KH, KW, KR), rounded to the mma's input type --------------------------
 // Per channel c, the K x (KH*KW) block is transposed through shared memory, WK values of k at a
-// time: read as one contiguous run, written as KH*KW runs of WK. Block 256; grid (ceil(K/WK), C).
+// time: read as one contiguous run, written as KH*KW runs of WK; the padding channels from K to KR
+// (interleaved only) as zeros. Block 256; grid (ceil(KR/WK), C).
 #define WK (KH * KW <= 25 ? 128 : 32)      // helpers/launch/gemm.py: mma_nhwc_steps uses the same
 extern "C" __global__ void __launch_bounds__(256)
 w_to_crsk(const elem* __restrict__ w, elem* __restrict__ out, int C, int K) {
     __shared__ elem t[WK * KH * KW];
-    const int c = blockIdx.y, k0 = blockIdx.x * WK, kn = min(WK, K - k0);
+    const int c = blockIdx.y, k0 = blockIdx.x * WK, KR = padded_k(K);
+    const int kn = max(0, min(WK, K - k0)), kw = min(WK, KR - k0);   // values read, written
     const elem* src = w + ((long)c * K + k0) * KH * KW;
     for (int i = threadIdx.x; i < kn * KH * KW; i += blockDim.x) t[i] = src[i];
     __syncthreads();
     for (int i = threadIdx.x; i < WK * KH * KW; i += blockDim.x) {
         const int rs = i / WK, kx = i % WK;
-        if (kx < kn) out[((long)c * KH * KW + rs) * K + k0 + kx] = TF32 ? operand(value(t[kx * KH * KW + rs]))
+        if (kx < kw) out[((long)c * KH * KW + rs) * KR + k0 + kx] = kx >= kn ? operand(0.f)
+                                                                   : TF32 ? operand(value(t[kx * KH * KW + rs]))
                                                                           : t[kx * KH * KW + rs];
     }
 }
@@ -157,7 +191,16 @@ conv_dgrad(const elem* __restrict__ dyp, const elem* __restrict__ wp, elem* __re
     __shared__ __align__(128) unsigned char Bs[STAGES][BN * ROW];
     const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
     const int g = lane >> 2, t = lane & 3;
-    const int NP = N * H * W, HW = H * W, KC = (K + BK - 1) / BK, RSK = KH * KW * K;
+    const int NP = N * H * W, HW = H * W, KR = padded_k(K), KC = (KR + BK - 1) / BK, RSK = KH * KW * KR;
+    // where pixel pix of dy' holds channel k: pix * PIX + at_k(k)
+#if ILV
+    const int PIX = ILV, IMG = KR / ILV * OH * OW;    // interleaved: an image is KR/32 group images
+    const long GROUP = (long)OH * OW * ILV;
+    auto at_k = [&](int k) { return (unsigned)k / ILV * GROUP + (unsigned)k % ILV; };
+#else
+    const int PIX = K, IMG = OH * OW;
+    auto at_k = [&](int k) { return (long)k; };
+#endif
     const int chunks = KH * KW * KC;
     const int m0 = blockIdx.x * BM, c0 = blockIdx.y * BN;
     const int warp_m = (warp & 1) * 64, warp_n = (warp >> 1) * 32;
@@ -176,7 +219,7 @@ conv_dgrad(const elem* __restrict__ dyp, const elem* __restrict__ wp, elem* __re
         const int img = pos / HW, h = pos % HW / W, x = pos % W;
         a_h[e] = pos < NP ? h + PAD : -(1 << 20);    // a position past N*H*W misses every tap
         a_w[e] = x + PAD;
-        a_pix[e] = STRIDE == 1 ? (img * OH + h + PAD) * OW + x + PAD : img * OH * OW;
+        a_pix[e] = STRIDE == 1 ? img * IMG + (h + PAD) * OW + x + PAD : img * IMG;
     }
     int b_row[BROWS];                                 // per B row: its offset in w, -1 past C
 #pragma unroll
@@ -188,29 +231,30 @@ conv_dgrad(const elem* __restrict__ dyp, const elem* __restrict__ wp, elem* __re
     const unsigned a_dst = smem_addr(As[0]) + SWZ(arow, j), b_dst = smem_addr(Bs[0]) + SWZ(arow, j);
     auto copy_next = [&]() {
         const int k = ck0 + j * EPC;
-        const bool k_ok = k < K;
+        const bool k_ok = k < KR;
+        const long ko = at_k(k);
 #pragma unroll
         for (int e = 0; e < AROWS; e++) {
 #if STRIDE == 1
             const int oh = a_h[e] - cr, ow = a_w[e] - cs;
             const bool ok = k_ok && (unsigned)oh < (unsigned)OH && (unsigned)ow < (unsigned)OW;
-            const long o = (long)(a_pix[e] - cr * OW - cs) * K + k;
+            const long o = (long)(a_pix[e] - cr * OW - cs) * PIX + ko;
 #else
             const int oh_s = a_h[e] - cr, ow_s = a_w[e] - cs;
             const int oh = oh_s / STRIDE, ow = ow_s / STRIDE;
             const bool ok = k_ok && oh_s >= 0 && ow_s >= 0 && oh_s % STRIDE == 0 && ow_s % STRIDE == 0
                          && oh < OH && ow < OW;
-            const long o = (long)(a_pix[e] + oh * OW + ow) * K + k;
+            const long o = (long)(a_pix[e] + oh * OW + ow) * PIX + ko;
 #endif
             cp_async16(a_dst + cslot * (BM * ROW) + e * STEP * ROW, ok ? dyp + o : dyp, ok ? 16 : 0);
         }
 #pragma unroll
         for (int e = 0; e < BROWS; e++) {
             const bool ok = k_ok && b_row[e] >= 0;
-            cp_async16(b_dst + cslot * (BN * ROW) + e * STEP * ROW, ok ? wp + b_row[e] + (cr * KW + cs) * K + k : wp,
+            cp_async16(b_dst + cslot * (BN * ROW) + e * STEP * ROW, ok ? wp + b_row[e] + (cr * KW + cs) * KR + k : wp,
                        ok ? 16 : 0);
         }
-        if ((ck0 += BK) >= K) {
+        if ((ck0 += BK) >= KR) {
             ck0 = 0;
             if (++cs == KW) { cs = 0; ++cr; }
         }

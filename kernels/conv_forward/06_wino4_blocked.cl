@@ -11,9 +11,9 @@
 // ROTATED = 1 (the input gradient, conv_dgrad stage 12 winograd4) reads each filter rotated by
 // 180 degrees with its channels swapped, as in stage 05.
 // NDRange of wino_gemm: (PP/TN * TN/WN, COP/TM * TM/WM, 36), work-group (TN/WN, TM/WM, 1).
-// JIT parameters: gemm_core.h's TM, TN, TK, WM, WN (COP is a multiple of TM, PP of TN, CIP of
-// TK: helpers/launch/winograd.py pads them; TK and TN multiples of 4), WG (the transforms'
-// work-group, host side).
+// JIT parameters: gemm_core.h's TM, TN, TK, WM, WN, GEMM_LDS4, GEMM_PREFETCH (COP is a multiple
+// of TM, PP of TN, CIP of TK: helpers/launch/winograd.py pads them; TK and TN multiples of 4), WG
+// (the transforms' work-group, host side); WINO_VEC_OUT (from the problem: OW % 4 == 0).
 
 #include "winograd_tiles_f43.h"
 #include "winograd_transforms.h"
@@ -38,7 +38,13 @@ void wino_gemm(__global const float* restrict U,    // (36, COP, CIP)
     for (int i = 0; i < WM; i++)
         for (int j = 0; j < WN; j++) acc[i][j] = 0.0f;
     gemm_accumulate(U + xi * COP * CIP, V + xi * CIP * PP, CIP, PP, m0, n0, CIP, As, Bs, acc);
-    for (int i = 0; i < WM; i++)
-        for (int j = 0; j < WN; j++)
-            M[(xi * COP + m0 + GEMM_ROW(i)) * PP + n0 + GEMM_COL(j)] = acc[i][j];
+    for (int i = 0; i < WM; i++) {
+        __global float* row = M + (xi * COP + m0 + GEMM_ROW(i)) * PP + n0;
+#if GEMM_LDS4      // a work-item's columns come in runs of 4: one 16-byte store per run
+        for (int j = 0; j < WN; j += 4)
+            vstore4((float4)(acc[i][j], acc[i][j + 1], acc[i][j + 2], acc[i][j + 3]), 0, row + GEMM_COL(j));
+#else
+        for (int j = 0; j < WN; j++) row[GEMM_COL(j)] = acc[i][j];
+#endif
+    }
 }
