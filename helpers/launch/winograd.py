@@ -94,13 +94,9 @@ def _winograd(p: Problem, d: dict, m: int, min_k: int):
 
 
 def wino_vectors(p: Problem, d: dict) -> dict:
-    """F(4x4), winograd_transforms.h: rows of the 4x4 output tiles stored as float4 where the
-    output's width is a multiple of 4 (WINO_VEC_OUT), and the middle of each row of a 6x6 input
-    tile read as one float4 where the tiles start one column left of an aligned float4: PADT = 1
-    and IW = OW a multiple of 4 (WINO_VEC_IN); elsewhere element by element."""
-    v = wino_view(p, 4)
-    return {"WINO_VEC_OUT": int(v["OW"] % 4 == 0),
-            "WINO_VEC_IN": int(v["PADT"] == 1 and v["IW"] == v["OW"] and v["IW"] % 4 == 0)}
+    """F(4x4): rows of the 4x4 output tiles stored as float4 where the output's width is a
+    multiple of 4 (winograd_transforms.h: WINO_VEC_OUT); elsewhere element by element."""
+    return {"WINO_VEC_OUT": int(wino_view(p, 4)["OW"] % 4 == 0)}
 
 
 def winograd_f23(p: Problem, d: dict):

@@ -26,12 +26,6 @@
 #if WINO_VEC_OUT && WINO_M != 4
 #error "WINO_VEC_OUT stores a row of a 4x4 output tile as one float4"
 #endif
-#ifndef WINO_VEC_IN
-#define WINO_VEC_IN 0    // 1 (IW a multiple of 4, PADT = 1, F(4x4)): the middle four values of a
-#endif                   // row of an input tile read as one float4
-#if WINO_VEC_IN && WINO_M != 4
-#error "WINO_VEC_IN reads the middle of a row of a 6x6 input tile as one float4"
-#endif
 
 // NDRange (CIP rounded up to WG, COP): consecutive ci write consecutive addresses of U.
 __kernel void wino_filter(__global const float* restrict w,   // IOHW (CI, CO, 3, 3); ROTATED: (CO, CI, 3, 3)
@@ -63,36 +57,12 @@ __kernel void wino_input(__global const float* restrict x,    // (N, CI, IH, IW)
     const int n = p / (TH * TW), th = (p / TW) % TH, tw = p % TW;
     const int h0 = WINO_M * th - PADT, w0 = WINO_M * tw - PADT;
     const bool live = ci < CI && p < N * TH * TW;
-#if WINO_VEC_IN
-    // A row of the tile is columns 4tw-1 .. 4tw+4: one aligned float4 (4tw .. 4tw+3, inside the
-    // image as IW = 4 TW) and a value on each side. Scalar, the warp's load of one column took
-    // every fourth float of a 512-byte span: six such loads per row, now three.
-    for (int i = 0; i < WINO_A; i++) {
-        const int h = h0 + i, o = ((n * CI + ci) * IH + h) * IW + 4 * tw;
-        const bool row = live && h >= 0 && h < IH;
-        float4 c = 0.0f;
-        if (row) {
-            c = vload4(0, x + o);
-#if ACT != ACT_NONE
-            const float4 yv = vload4(0, xy + o);
-            c *= (float4)(act_derivative(yv.x), act_derivative(yv.y), act_derivative(yv.z), act_derivative(yv.w));
-#endif
-        }
-        d[i * WINO_A] = row && tw > 0 ? GRAD_IN(x, xy, o - 1) : 0.0f;
-        d[i * WINO_A + 1] = c.x;
-        d[i * WINO_A + 2] = c.y;
-        d[i * WINO_A + 3] = c.z;
-        d[i * WINO_A + 4] = c.w;
-        d[i * WINO_A + 5] = row && tw + 1 < TW ? GRAD_IN(x, xy, o + 4) : 0.0f;
-    }
-#else
     for (int i = 0; i < WINO_A; i++)
         for (int j = 0; j < WINO_A; j++) {
             const int h = h0 + i, x_ = w0 + j;
             d[i * WINO_A + j] = (live && h >= 0 && h < IH && x_ >= 0 && x_ < IW)
                                 ? GRAD_IN(x, xy, ((n * CI + ci) * IH + h) * IW + x_) : 0.0f;
         }
-#endif
     wino_input_tile(d, v);
     for (int xi = 0; xi < WINO_T; xi++)
         V[(xi * CIP + ci) * PP + p] = v[xi];           // consecutive p: consecutive addresses
