@@ -27,9 +27,9 @@ from ..runner import plan_stage
 from ..stages import get_stage
 
 STAGES = ("memoized_bounds_cuda", "tc_tf32", "tc_fp16", "tc_bf16")   # fp32 first: the float32 result
-TC_STAGES = ("tc_tf32", "tc_fp16", "tc_bf16", "tc_fp16_ldm", "tc_fp16_pipe", "tc_fp16_nhwc", "tc_bf16_nhwc",
-             "tc_tf32_nhwc")
 NHWC_STAGES = ("tc_fp16_nhwc", "tc_bf16_nhwc", "tc_tf32_nhwc")      # step 5: one file, three precisions
+NCHW32_STAGES = ("tc_fp16_nchw32", "tc_bf16_nchw32", "tc_tf32_nchw32")   # the same kernel, dy' interleaved
+TC_STAGES = ("tc_tf32", "tc_fp16", "tc_bf16", "tc_fp16_ldm", "tc_fp16_pipe") + NHWC_STAGES + NCHW32_STAGES
 BK = 32          # reduction indices per shared row (kernels/conv_dgrad/13_*.cu)
 
 
@@ -164,6 +164,47 @@ def step_rows(run: dict, stages=NHWC_STAGES) -> list[dict]:
             out.append({"layer": r["layer"], "stage": r["stage"], "dy_ms": dy, "w_ms": t["w_to_crsk"],
                         "product_ms": t["conv_dgrad"], "stage_ms": r["median_ms"],
                         "copy_share": copies / (copies + t["conv_dgrad"])})
+    return out
+
+
+def dy_offset(layout: str, dims: dict, n: int, h: int, w: int, k: int) -> int:
+    """Where dy'[n, k, h, w] lies (in values) in step 5's copies: "nhwc" (N, OH, OW, K) or
+    "nchw32" (N, KR/32, OH, OW, 32), KR = K padded to a multiple of 32 (13_tc_nhwc.cu: ILV)."""
+    K, OH, OW = dims["K"], dims["OH"], dims["OW"]
+    if layout == "nhwc":
+        return ((n * OH + h) * OW + w) * K + k
+    groups = -(-K // 32)
+    return (((n * groups + k // 32) * OH + h) * OW + w) * 32 + k % 32
+
+
+def layout_table(K: int, OH: int, OW: int, size: int = 2) -> list[tuple]:
+    """(what, channel-last, interleaved) for a layer with K channels of OH x OW: the distances (in
+    bytes of ``size``-byte values) that decide what one step of the product reads, and the padding."""
+    d = {"K": K, "OH": OH, "OW": OW}
+    at = {lay: (lambda n, h, w, k, lay=lay: dy_offset(lay, d, n, h, w, k) * size) for lay in ("nhwc", "nchw32")}
+    kr = -(-K // 32) * 32
+    return [("32 channels of one position", *(f"{at[l](0, 0, 0, 31) - at[l](0, 0, 0, 0) + size} B in a row"
+                                              for l in at)),
+            ("to the same channels one position on", *(f"{at[l](0, 0, 1, 0) - at[l](0, 0, 0, 0):,} B" for l in at)),
+            ("to the next 32 channels", *(f"{at[l](0, 0, 0, 32) - at[l](0, 0, 0, 0):,} B" for l in at)),
+            ("128 positions x 32 channels (one block's step)",
+             f"128 runs of {32 * size} B", f"one run of {128 * 32 * size:,} B"),
+            ("channels the product reduces over", f"{K}", f"{kr} ({kr - K} zeros)" if kr > K else f"{kr}")]
+
+
+def layout_rows(run: dict) -> list[dict]:
+    """Per (layer, precision) of a recorded run: the channel-last and the interleaved stage side by
+    side, whole stage and dy' copy."""
+    by = {(r["layer"], r["stage"]): r for r in run["rows"]}
+    out = []
+    for a, b in zip(NHWC_STAGES, NCHW32_STAGES):
+        for layer in dict.fromkeys(r["layer"] for r in run["rows"]):
+            if (layer, a) in by and (layer, b) in by:
+                ra, rb = by[layer, a], by[layer, b]
+                dy = {k: next(v for n, v in r["steps_ms"] if n.startswith("dy_to_")) for k, r in (("a", ra), ("b", rb))}
+                out.append({"layer": layer, "precision": ra["precision"], "nhwc_ms": ra["median_ms"],
+                            "nchw32_ms": rb["median_ms"], "nhwc_dy_ms": dy["a"], "nchw32_dy_ms": dy["b"],
+                            "ratio": ra["median_ms"] / rb["median_ms"]})
     return out
 
 
