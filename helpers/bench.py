@@ -81,6 +81,10 @@ def run(op: str = "conv_dgrad", stages=None, layers="ci", ctx=None, *, activatio
         raise ValueError(f"--defines {', '.join(unknown)}: no selected stage of {op} declares "
                          f"{'it' if len(unknown) == 1 else 'them'} (stages: {', '.join(s.name for s in stages)})")
     if tune_only:
+        unknown = sorted(set(tune_only) - {n for s in stages for n in s.tune})
+        if unknown:
+            raise ValueError(f"--tune-only {', '.join(unknown)}: no selected stage of {op} tunes "
+                             f"{'it' if len(unknown) == 1 else 'them'} (stages: {', '.join(s.name for s in stages)})")
         missing = [s.name for s in stages if s.tune and not set(tune_only) & set(s.tune)]
         if missing:
             raise ValueError(f"--tune-only {','.join(tune_only)}: stage(s) {', '.join(missing)} tune none of them")
@@ -229,7 +233,6 @@ def search(op, stage, lays, ctx, activation, warmup, repeats, bar=None, only=Non
     kept = {} if only is None else {n: v for n, v in device_defines(op, stage, ctx).items() if n in stage.tune}
     return {"defines": {**kept, **best["defines"]}, "geomean_ms": best["geomean_ms"], "tried": tried,
             **({"searched": names} if only is not None else {})}
-
 
 
 def _line(row: dict, out: dict) -> str:

@@ -16,6 +16,7 @@ from helpers import bench
     (["--stages", "naive", "--defines", "WG"], "NAME=INTEGER"),
     (["--stages", "naive", "--defines", "SPLIT_SUMS=0"], "SPLIT_SUMS: no selected stage of conv_dgrad declares it"),
     (["--stages", "naive,winograd4", "--tune-only", "GEMM_LDS4"], "stage(s) naive tune none of them"),
+    (["--stages", "winograd4", "--tune-only", "GEMM_LDS"], "GEMM_LDS: no selected stage of conv_dgrad tunes it"),
 ])
 def test_mistakes_get_one_line(capsys, monkeypatch, argv, says):
     import pyopencl as cl

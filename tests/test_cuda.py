@@ -175,7 +175,7 @@ def test_interleaved_stages_pad_k_and_refuse_nothing(stage):
     assert requires(p, s.defines) is None and gemm.padded_k(p, s.defines) == 32
     size = 4 if s.precision == "tf32" else 2
     scratch = gemm.mma_nhwc_scratch(p, s.defines, "float32" if size == 4 else "float16")
-    assert scratch["dyp_nhwc"].count == q["N"] * q["OH"] * q["OW"] * 32
+    assert scratch["dyp_copy"].count == q["N"] * q["OH"] * q["OW"] * 32
     assert scratch["w_crsk"].count == q["C"] * q["KH"] * q["KW"] * 32
     copy, _, _ = gemm.mma_nhwc_steps(p, s.defines)
     assert copy.kernel == "dy_to_nchw32" and copy.global_size[1] == 8      # one block of 64 channels

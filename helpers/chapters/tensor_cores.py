@@ -152,6 +152,11 @@ def recorded_rows(run: dict) -> list[dict]:
     return out
 
 
+def dy_copy_ms(row: dict) -> float:
+    """The time of a recorded row's copy of dy' (dy_to_nhwc or dy_to_nchw32) alone."""
+    return next(ms for name, ms in row["steps_ms"] if name.startswith("dy_to_"))
+
+
 def step_rows(run: dict, stages=NHWC_STAGES) -> list[dict]:
     """Per (layer, stage) of a recorded run: each kernel's median time alone (the bench records
     them for multi-kernel stages) and the share of the layout copies in their sum."""
@@ -160,8 +165,7 @@ def step_rows(run: dict, stages=NHWC_STAGES) -> list[dict]:
         if r["stage"] in stages and "steps_ms" in r:
             t = dict(r["steps_ms"])
             copies = sum(v for k, v in t.items() if k != "conv_dgrad")
-            dy = next(v for k, v in t.items() if k.startswith("dy_to_"))    # dy_to_nhwc or dy_to_nchw32
-            out.append({"layer": r["layer"], "stage": r["stage"], "dy_ms": dy, "w_ms": t["w_to_crsk"],
+            out.append({"layer": r["layer"], "stage": r["stage"], "dy_ms": dy_copy_ms(r), "w_ms": t["w_to_crsk"],
                         "product_ms": t["conv_dgrad"], "stage_ms": r["median_ms"],
                         "copy_share": copies / (copies + t["conv_dgrad"])})
     return out
@@ -181,14 +185,16 @@ def layout_table(K: int, OH: int, OW: int, size: int = 2) -> list[tuple]:
     """(what, channel-last, interleaved) for a layer with K channels of OH x OW: the distances (in
     bytes of ``size``-byte values) that decide what one step of the product reads, and the padding."""
     d = {"K": K, "OH": OH, "OW": OW}
-    at = {lay: (lambda n, h, w, k, lay=lay: dy_offset(lay, d, n, h, w, k) * size) for lay in ("nhwc", "nchw32")}
+
+    def apart(layout, a, b):           # bytes from dy'[0, a] to dy'[0, b], a and b as (h, w, k)
+        return (dy_offset(layout, d, 0, *b) - dy_offset(layout, d, 0, *a)) * size
+
     kr = -(-K // 32) * 32
-    return [("32 channels of one position", *(f"{at[l](0, 0, 0, 31) - at[l](0, 0, 0, 0) + size} B in a row"
-                                              for l in at)),
-            ("to the same channels one position on", *(f"{at[l](0, 0, 1, 0) - at[l](0, 0, 0, 0):,} B" for l in at)),
-            ("to the next 32 channels", *(f"{at[l](0, 0, 0, 32) - at[l](0, 0, 0, 0):,} B" for l in at)),
-            ("128 positions x 32 channels (one block's step)",
-             f"128 runs of {32 * size} B", f"one run of {128 * 32 * size:,} B"),
+    both = ("nhwc", "nchw32")
+    return [("32 channels of one pixel", *(f"{apart(l, (0, 0, 0), (0, 0, 31)) + size} B in a row" for l in both)),
+            ("to the same channels one pixel on", *(f"{apart(l, (0, 0, 0), (0, 1, 0)):,} B" for l in both)),
+            ("to the next 32 channels", *(f"{apart(l, (0, 0, 0), (0, 0, 32)):,} B" for l in both)),
+            ("32 channels of 128 pixels in a row", f"128 runs of {32 * size} B", f"one run of {128 * 32 * size:,} B"),
             ("channels the product reduces over", f"{K}", f"{kr} ({kr - K} zeros)" if kr > K else f"{kr}")]
 
 
@@ -201,9 +207,8 @@ def layout_rows(run: dict) -> list[dict]:
         for layer in dict.fromkeys(r["layer"] for r in run["rows"]):
             if (layer, a) in by and (layer, b) in by:
                 ra, rb = by[layer, a], by[layer, b]
-                dy = {k: next(v for n, v in r["steps_ms"] if n.startswith("dy_to_")) for k, r in (("a", ra), ("b", rb))}
                 out.append({"layer": layer, "precision": ra["precision"], "nhwc_ms": ra["median_ms"],
-                            "nchw32_ms": rb["median_ms"], "nhwc_dy_ms": dy["a"], "nchw32_dy_ms": dy["b"],
+                            "nchw32_ms": rb["median_ms"], "nhwc_dy_ms": dy_copy_ms(ra), "nchw32_dy_ms": dy_copy_ms(rb),
                             "ratio": ra["median_ms"] / rb["median_ms"]})
     return out
 

@@ -260,7 +260,7 @@ def mma_nhwc_scratch(p: Problem, d: dict, dtype: str = "float16") -> dict:
     """dy' (N, OH, OW, K) or (N, KR/32, OH, OW, 32) and w (C, KH, KW, KR) in the mma's input type
     (16-bit stages: 2 bytes per value, float16 storage holding fp16 or bf16 bits)."""
     q, kr = p.dims, padded_k(p, d)
-    return {"dyp_nhwc": Workspace(dtype, q["N"] * q["OH"] * q["OW"] * kr),
+    return {"dyp_copy": Workspace(dtype, q["N"] * q["OH"] * q["OW"] * kr),
             "w_crsk": Workspace(dtype, q["C"] * q["KH"] * q["KW"] * kr)}
 
 
@@ -298,10 +298,10 @@ def mma_nhwc_steps(p: Problem, d: dict) -> list:
     threads = 2 * d["BN"]
     wk = 128 if q["KH"] * q["KW"] <= 25 else 32       # 13_tc_nhwc.cu: WK
     return [Step("dy_to_nchw32" if d.get("ILV") else "dy_to_nhwc", (cdiv(q["OH"] * q["OW"], 64) * 32,
-                 cdiv(kr, 64) * 8, q["N"]), (32, 8, 1), ("grad_output", "output", "dyp_nhwc", "K", "OH", "OW")),
+                 cdiv(kr, 64) * 8, q["N"]), (32, 8, 1), ("grad_output", "output", "dyp_copy", "K", "OH", "OW")),
             Step("w_to_crsk", (cdiv(kr, wk) * 256, q["C"]), (256, 1), ("weight", "w_crsk", "C", "K")),
             Step("conv_dgrad", (cdiv(q["N"] * q["H"] * q["W"], MMA_TILE[0]) * threads, cdiv(q["C"], d["BN"])),
-                 (threads, 1), ("dyp_nhwc", "w_crsk", "grad_input", *p.scalars))]
+                 (threads, 1), ("dyp_copy", "w_crsk", "grad_input", *p.scalars))]
 
 
 def tf32_operands(p: Problem, d: dict) -> dict:

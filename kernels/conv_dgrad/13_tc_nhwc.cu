@@ -37,9 +37,10 @@
 // JIT parameters: KH, KW, STRIDE, ACT, TF32, BF16, BN, STAGES, CH, ILV.
 // Measured (H200, ResNet-50 layers at batch 64, results/conv_dgrad_resnet50_tc_nvidia-h200.json):
 // fp16 135.1 TFLOP/s geometric mean, x2.67 tc_fp16_pipe, x0.67 cuDNN fp16; tf32 81.7 TFLOP/s, x0.61
-// cuDNN TF32. Interleaved (ILV = 32) the same within 3 % on every layer (NHWC / NCHW32 x0.97-1.01). Nsight Compute (results/tc/ncu_nhwc_nvidia-h200.txt): issue slots half busy; the
-// busiest pipeline the integer ALU (fp16) or the tensor operations (tf32: ncu's "Shared" pipeline,
-// the one FP64 and tensor units share); 25 % theoretical occupancy.
+// cuDNN TF32. Interleaved (ILV = 32): the same within 3 % on every layer (NHWC / NCHW32 time
+// x0.97 to x1.01). Nsight Compute (results/tc/ncu_nhwc_nvidia-h200.txt): issue slots half busy;
+// the busiest pipeline the integer ALU (fp16) or the tensor operations (tf32: ncu's "Shared"
+// pipeline, the one FP64 and tensor units share); 25 % theoretical occupancy.
 
 #include "tc.cuh"
 
