@@ -29,7 +29,7 @@ from .engine.timing import time_enqueue, time_enqueue_steps, time_plan
 from .launch import Step, family, hook
 from .ops import op_module
 from .ops.problem import Problem
-from .stages import Stage, get_stage
+from .stages import REGISTRY, Stage, get_stage
 from .tuning import tuned_defines
 
 
@@ -74,6 +74,7 @@ def resolve(op: str, stage, problem: Problem, ctx, defines: dict | None,
     ``workspace_limit`` bytes) and its JIT parameters."""
     s = get_stage(op, stage)
     check_define_values(s, defines or {})
+    refuse = getattr(op_module(op), "stage_requires", None)      # needs no parameter can meet
     seen = []
     given = defines or {}          # for the stage asked for; a fallback runs with its own values
     while True:
@@ -86,6 +87,11 @@ def resolve(op: str, stage, problem: Problem, ctx, defines: dict | None,
             seen.append(s.key)
             s = get_stage(op, choose_stage(op, problem, ctx, workspace_limit))
             continue
+        need = refuse(s, problem) if refuse else None
+        if need is not None:
+            able = ", ".join(x.name for x in REGISTRY[op] if refuse(x, problem) is None)
+            raise ValueError(f"stage {s.key} of {op} cannot run this problem: {need}; the stages that "
+                             f"can are {able or 'none'}")
         requires = hook(s, "requires")
         need = requires(problem, d) if requires else None
         if need is None:

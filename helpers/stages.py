@@ -45,6 +45,8 @@ class Stage:
     entry: str = ""                  # kernel function name of a one-kernel stage (default: the op)
     choose: bool = False             # stage auto: the running layer times the other stages and
                                      # runs the fastest within the workspace budget (helpers/chooser.py)
+    epilogue: bool = False           # conv_forward: adds the bias and applies the activation
+                                     # (helpers/ops/conv_forward.py: stage_requires)
 
     @property
     def tensor_cores(self) -> bool:
@@ -201,7 +203,8 @@ WINO4_BLOCKED = dict(WINO, launch="blocked_f4x4", requires="winograd_f43", defin
 CONV_FORWARD = [
     Stage("conv_forward", 0, "direct", "conv_forward/00_direct.cl",
           "direct convolution, one work-item per output element: the baseline",
-          family="direct", launch="per_output_element", defines={"WG": 64}, tune={"WG": [64, 128, 256]}),
+          family="direct", launch="per_output_element", defines={"WG": 64}, tune={"WG": [64, 128, 256]},
+          epilogue=True),
     Stage("conv_forward", 1, "wino_naive", "conv_forward/01_wino_naive.cl",
           "Winograd F(2x2,3x3) in four kernels, one work-item per element of each step",
           launch="per_element", defines={"WG": 64}, tune={"WG": [64, 256]}, **WINO),
@@ -326,6 +329,19 @@ CONV_DGRAD += [
          "multiple of 32: any K"),
         ("tc_bf16_nchw32", "bf16", "bf16_operands", "mma_nhwc", "tc_fp16_nchw32 on bfloat16 tensors"),
         ("tc_tf32_nchw32", "tf32", "tf32_operands", "mma_nhwc_tf32", "tc_fp16_nchw32 with TF32 operands"))]
+# chapter 13's channel-last tensor-core kernel on the forward pass (13_tc_nhwc.cu with FWD = 1): x and w
+# copied channel-last, the product with the bias and activation fused into its epilogue
+CONV_FORWARD += [
+    Stage("conv_forward", 13, name, "conv_dgrad/13_tc_nhwc.cu", title, precision=precision, jit=jit, launch=launch,
+          requires=requires, epilogue=True, **{**NHWC_TC, "defines": {**NHWC_TC["defines"], "FWD": 1}})
+    for name, precision, jit, launch, requires, title in (
+        ("tc_fp16_nhwc", "fp16", "fp16_operands", "mma_fwd", "mma_fwd_requires",
+         "the input gradient's channel-last tensor-core product run forward: x and w copied channel-last, "
+         "cp.async ring, mma.sync m16n8k16, bias and activation fused into the epilogue (C % 8 == 0)"),
+        ("tc_bf16_nhwc", "bf16", "bf16_operands", "mma_fwd", "mma_fwd_requires",
+         "tc_fp16_nhwc on bfloat16 tensors (C % 8 == 0)"),
+        ("tc_tf32_nhwc", "tf32", "tf32_operands", "mma_fwd_tf32", "mma_fwd_tf32_requires",
+         "tc_fp16_nhwc with TF32 operands rounded in the copies and mma.sync m16n8k8 (C % 4 == 0)"))]
 
 # conv_dgrad's algorithm chooser (chapter 11): times the other registered stages once per device
 # and layer shape within the caller's workspace budget (workspace_limit), caches the winner, runs it.

@@ -99,6 +99,47 @@ def test_direct_on_other_kernels_and_strides(ctx, kernel, stride, padding):
     helpers.check_stage("conv_forward", "direct", ctx=ctx, guard=True, **_args(c, 1, kernel, stride))
 
 
+EPILOGUES = [("none", True), ("relu", False), ("relu", True), ("sigmoid", True), ("tanh", True)]
+
+
+@pytest.mark.parametrize("activation, bias", EPILOGUES)
+def test_direct_epilogue_matches_reference_with_guards(ctx, activation, bias):
+    """The direct stage's epilogue, act(convolution + bias), on the grid and on other kernels and
+    strides: the portable reference of chapter 13's forward tensor-core stages."""
+    cases = [(c, 3, 1) for c in GRID[::3]] + [(dict(n=2, c=3, h=11, w=8, k=5, padding=p), r, st)
+                                              for r, st, p in ((1, 1, 0), (3, 2, 1), (5, 2, 4))]
+    for i, (c, kernel, stride) in enumerate(cases):
+        args = random_problem_args(c["n"], c["c"], c["h"], c["w"], c["k"], kernel, stride, c["padding"], i,
+                                   activation, bias)
+        assert ("bias" in args) == bias
+        helpers.check_stage("conv_forward", "direct", ctx=ctx, guard=True, **args)
+
+
+def test_epilogue_is_really_checked(ctx):
+    """A kernel that forgets the bias, or skips the activation, fails the check: the reference
+    applies both."""
+    from helpers.engine.check import MismatchError
+    args = random_problem_args(2, 5, 9, 7, 6, 3, 1, 1, 0, "relu", bias=True)
+    good = registry.get_stage("conv_forward", "direct")
+    src = kernel_source(good.kernel)
+    for old, new in (("acc += bias[k];", ""), ("act_forward(acc)", "acc")):
+        assert old in src, "the planted bug no longer applies; update this test"
+        bad = dataclasses.replace(good, source=lambda d, o=old, n=new: src.replace(o, n))
+        with pytest.raises(MismatchError):
+            helpers.check_stage("conv_forward", bad, ctx=ctx, **args)
+
+
+@pytest.mark.parametrize("stage", [s for s in STAGES if s != "direct"])
+def test_stages_without_an_epilogue_refuse_bias_and_activation(ctx, stage):
+    """A stage that computes the bare convolution refuses a bias or an activation before any
+    launch, naming the stages that fuse them, instead of silently dropping them."""
+    for activation, bias in (("none", True), ("relu", False)):
+        args = random_problem_args(1, 8, 9, 9, 16, 3, 1, 1, 0, activation, bias)
+        with pytest.raises(ValueError, match=f"{stage} of conv_forward cannot run this problem: .*without a "
+                                             f"bias or an activation; the stages that can are direct, tc_fp16_nhwc"):
+            helpers.run_stage("conv_forward", stage, ctx=ctx, **args)
+
+
 @pytest.mark.parametrize("stage", WINO)
 @pytest.mark.parametrize("kernel, stride, need", [(5, 1, "3x3 kernel with stride 1.*5x5 kernel with stride 1"),
                                                   (3, 2, "3x3 kernel with stride 1.*3x3 kernel with stride 2"),
@@ -136,6 +177,17 @@ def test_stages_match_pytorch_on_random_shapes(ctx):
         for s in STAGES:
             got = helpers.run_stage("conv_forward", s, ctx=ctx, **a)
             check_close(got, want, magnitude=mag["output"], rtol=op.rtol(problem), name=f"{s} n{n}c{c}k{k}_{h}x{w}p{pad}")
+        # the whole layer, act(convolution + bias), through the direct stage's epilogue
+        act = ("relu", "sigmoid", "tanh")[i % 3]
+        a = random_problem_args(n, c, h, w, k, 3, 1, pad, i, act, bias=True)
+        pre = torch.nn.functional.conv2d(torch.from_numpy(a["input"]).double(),
+                                         torch.from_numpy(a["weight"].transpose(1, 0, 2, 3).copy()).double(),
+                                         torch.from_numpy(a["bias"]).double(), padding=pad)
+        want = getattr(torch, act)(pre).numpy()
+        problem = op.prepare(**a)
+        _, mag = op.reference(problem)
+        check_close(helpers.run_stage("conv_forward", "direct", ctx=ctx, **a), want, magnitude=mag["output"],
+                    rtol=op.rtol(problem), name=f"direct + bias {act} n{n}c{c}k{k}_{h}x{w}p{pad}")
 
 
 @pytest.mark.parametrize("stage, cases", [
@@ -256,7 +308,11 @@ def good(**over):
     (dict(stride=0), ValueError, "stride must be >= 1"),
     (dict(padding=-1), ValueError, "padding must be >= 0"),
     (dict(padding=1.0), TypeError, "padding must be an integer"),
-    (dict(bias=np.zeros(4, np.float32)), TypeError, "unknown argument"),
+    (dict(dilation=2), TypeError, "unknown argument"),
+    (dict(bias=np.zeros(5, np.float32)), ValueError, r"bias must have shape \(K,\) = \(4,\)"),
+    (dict(bias=np.zeros((4, 1), np.float32)), ValueError, "bias must have 1 dimensions"),
+    (dict(bias=np.zeros(4, np.float64)), TypeError, "bias must be float32"),
+    (dict(activation="gelu"), ValueError, "activation must be one of none, relu, sigmoid, tanh"),
 ])
 @pytest.mark.parametrize("stage", ["direct", "wino_blocked"])
 def test_bad_arguments(ctx, monkeypatch, stage, over, err, match):

@@ -10,6 +10,7 @@ import pytest
 
 import helpers
 from helpers.engine.backends import BackendUnavailable, cuda_missing, nvrtc
+from helpers.ops import conv_forward
 from helpers.ops.conv_dgrad import random_problem_args
 from helpers.runner import hook, jit_defines, path_of, prepare, stage_source
 from helpers.stages import REGISTRY
@@ -39,7 +40,20 @@ PTX_HOLDS = {
     "tc_bf16_nchw32": ["mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32", ".entry dy_to_nchw32("],
     "tc_tf32_nchw32": ["mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32", "cvt.rna.tf32.f32",
                        ".entry dy_to_nchw32("],
+    # the forward pass on the same kernel (FWD = 1): one transpose for both copies, its own product
+    "conv_forward/tc_fp16_nhwc": ["mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32", "ldmatrix.sync.aligned.m8n8.x4",
+                                  "cp.async.cg.shared.global", ".entry to_channel_last(", ".entry conv_forward("],
+    "conv_forward/tc_bf16_nhwc": ["mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32", ".entry to_channel_last("],
+    "conv_forward/tc_tf32_nhwc": ["mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32", "cvt.rna.tf32.f32",
+                                  ".entry to_channel_last(", ".entry conv_forward("],
 }
+
+
+def holds_key(s) -> str:
+    """PTX_HOLDS's key of a stage: its name (conv_dgrad) or op/name."""
+    return s.name if s.op == "conv_dgrad" else f"{s.op}/{s.name}"
+
+
 ARCHS = ("compute_80", "compute_90")
 NO_NVRTC = nvrtc.missing()
 NO_CUDA = cuda_missing()
@@ -59,7 +73,13 @@ def define_sets(stage):
                 yield {**stage.defines, name: v}
 
 
-def _args(c, seed=0):
+def _args(c, seed=0, op="conv_dgrad"):
+    """A grid case's arguments for ``op``: conv_forward reads c as its input channels and adds a
+    bias where there is an activation or the seed is odd (so both epilogues meet every activation)."""
+    if op == "conv_forward":
+        return conv_forward.random_problem_args(c["n"], c["c"], c["h"], c["w"], c["k"], c["kernel"], c["stride"],
+                                                c["padding"], seed, c["activation"],
+                                                bias=c["activation"] != "none" or seed % 2 == 1)
     return random_problem_args(c["n"], c["c"], c["h"], c["w"], c["k"], c["kernel"], c["stride"],
                                c["padding"], c["activation"], seed=seed)
 
@@ -88,7 +108,7 @@ def test_cuda_kernel_compiles_to_ptx(stage):
     count = 0
     for defines in define_sets(stage):
         for c in PROBLEMS:
-            problem = prepare(stage.op, **_args(c))
+            problem = prepare(stage.op, **_args(c, op=stage.op))
             jit = jit_defines(stage, problem, defines)
             for arch in ARCHS:
                 ptx = nvrtc.compile_ptx(stage.kernel, jit, arch, source=stage_source(stage, jit))
@@ -99,14 +119,14 @@ def test_cuda_kernel_compiles_to_ptx(stage):
 
 
 @pytest.mark.skipif(NO_NVRTC is not None, reason=f"{NO_NVRTC}")
-@pytest.mark.parametrize("stage", TENSOR_CORES, ids=lambda s: s.name)
+@pytest.mark.parametrize("stage", TENSOR_CORES, ids=holds_key)
 def test_tensor_core_ptx_holds_its_instructions(stage):
-    assert set(PTX_HOLDS) == {s.name for s in TENSOR_CORES}, "declare each tensor-core stage's PTX"
-    problem = prepare(stage.op, **_args(PROBLEMS[1]))      # K*KH*KW = 400: the pipelined path
+    assert set(PTX_HOLDS) == {holds_key(s) for s in TENSOR_CORES}, "declare each tensor-core stage's PTX"
+    problem = prepare(stage.op, **_args(PROBLEMS[1], op=stage.op))      # K*KH*KW = 400: the pipelined path
     jit = jit_defines(stage, problem, stage.defines)
     for arch in ARCHS:
         ptx = nvrtc.compile_ptx(stage.kernel, jit, arch, source=stage_source(stage, jit))
-        for instruction in PTX_HOLDS[stage.name]:
+        for instruction in PTX_HOLDS[holds_key(stage)]:
             assert instruction in ptx, f"{stage.name} ({arch}): no {instruction} in its PTX"
 
 
@@ -213,29 +233,76 @@ def test_cuda_twin_agrees_with_opencl(ctx, stage):
 
 
 @pytest.mark.skipif(NO_CUDA is not None, reason=f"{NO_CUDA}")
-@pytest.mark.parametrize("stage", [s.name for s in CUDA_STAGES if s.tune], ids=str)
-def test_cuda_tune_candidates_match_with_guards(stage):
+@pytest.mark.parametrize("op, stage", [(s.op, s.name) for s in CUDA_STAGES if s.tune], ids=lambda v: str(v))
+def test_cuda_tune_candidates_match_with_guards(op, stage):
     """Each tuning candidate the search may pick, on a shape that runs the stage itself and one
-    that does not, with guard zones; a candidate whose ring does not fit is refused by the search
-    (it would fall back and be timed under the stage's name), as is one the device cannot launch."""
+    that does not (the forward stages: two that run it, strides 1 and 2), with guard zones; a
+    candidate whose ring does not fit is refused by the search (it would fall back and be timed
+    under the stage's name), as is one the device cannot launch."""
     from helpers.bench import search
-    s = helpers.get_stage("conv_dgrad", stage)
-    shapes = [dict(n=2, c=17, h=7, w=5, k=16, kernel=3, stride=1, padding=1, activation="relu"),
+    s = helpers.get_stage(op, stage)
+    shapes = [dict(n=2, c=16 if op == "conv_forward" else 17, h=7, w=5, k=16, kernel=3, stride=1, padding=1,
+                   activation="relu"),
               dict(n=1, c=24, h=9, w=8, k=32, kernel=3, stride=2, padding=1, activation="tanh")]
-    tried = search("conv_dgrad", s, [dict(c, name=case_id(c)) for c in shapes], None, "none", 1, 4)["tried"]
+    tried = search(op, s, [dict(c, name=case_id(c)) for c in shapes], None, "none", 1, 4)["tried"]
     for t in tried:
         if "error" in t:      # refused, not timed: it falls back, or it cannot be built or launched
             if "falls back" in t["error"]:
-                assert "fallback" in [path_of("conv_dgrad", stage, defines=t["defines"], **_args(c)) for c in shapes], t
+                assert "fallback" in [path_of(op, stage, defines=t["defines"], **_args(c, op=op)) for c in shapes], t
             else:
                 refusals = []
                 for c in shapes:
                     try:
-                        helpers.check_stage("conv_dgrad", stage, defines=t["defines"], **_args(c))
+                        helpers.check_stage(op, stage, defines=t["defines"], **_args(c, op=op))
                     except ValueError as err:       # DeviceLimitError is one
                         refusals.append(str(err))
                 assert any(t["error"] in r for r in refusals), (t, refusals)
             continue
         for i, c in enumerate(shapes):
-            helpers.check_stage("conv_dgrad", stage, guard=True, defines=t["defines"], **_args(c, seed=i))
+            helpers.check_stage(op, stage, guard=True, defines=t["defines"], **_args(c, seed=i, op=op))
     assert sum("error" not in t for t in tried) >= 2, tried
+
+
+FORWARD_TC = [s.name for s in CUDA_STAGES if s.op == "conv_forward"]
+
+
+@pytest.mark.parametrize("stage", FORWARD_TC)
+def test_forward_tensor_core_requirements(stage):
+    """Decided on the host: the forward stages run where C (the channels they sum over) is a
+    multiple of a 16-byte copy (8 values; TF32 4) and refuse elsewhere with the number, no
+    fallback; both cases are in the grid; the copies are sized x (N, H, W, C), w (K, KH, KW, C)."""
+    from helpers.launch import gemm
+    s = helpers.get_stage("conv_forward", stage)
+    requires = hook(s, "requires")
+    needs = [requires(prepare("conv_forward", **_args(c, op="conv_forward")), s.defines) for c in conv_grid()]
+    assert needs.count(None) >= 60 and len(needs) - needs.count(None) >= 60, needs
+    assert all("is not a multiple of" in n and "x is copied" in n for n in needs if n)
+    c20 = prepare("conv_forward", **_args(dict(PROBLEMS[0], c=20), op="conv_forward"))
+    assert (requires(c20, s.defines) is None) == (stage == "tc_tf32_nhwc")
+    p = prepare("conv_forward", **_args(dict(PROBLEMS[1], c=16), op="conv_forward"))
+    q = p.dims
+    scratch = gemm.mma_fwd_scratch(p, s.defines)
+    assert scratch["x_copy"].count == q["N"] * q["H"] * q["W"] * 16
+    assert scratch["w_krsc"].count == q["K"] * q["KH"] * q["KW"] * 16
+    x_copy, w_copy, product = gemm.mma_fwd_steps(p, s.defines)
+    assert x_copy.kernel == w_copy.kernel == "to_channel_last" and product.kernel == "conv_forward"
+    assert product.args[3] == "bias" and product.args[4:11] == ("N", "K", "OH", "OW", "C", "H", "W")
+
+
+@pytest.mark.skipif(NO_CUDA is not None, reason=f"{NO_CUDA}")
+@pytest.mark.parametrize("stage", FORWARD_TC)
+def test_forward_tensor_core_stage_matches_reference_with_guards(stage):
+    """Every grid case as a forward problem (bias on half of those without an activation, on all
+    with one): the stage's own kernel where C suits it, checked with guard zones; a clear refusal
+    elsewhere."""
+    ran = 0
+    for i, c in enumerate(conv_grid()):
+        args = _args(c, seed=i, op="conv_forward")
+        try:
+            helpers.check_stage("conv_forward", stage, guard=True, **args)
+            ran += 1
+        except ValueError as err:
+            assert "is not a multiple of" in str(err), err
+        except (AssertionError, helpers.GuardViolation) as err:
+            raise AssertionError(f"stage {stage} failed on {case_id(c)} (bias {'bias' in args}):\n{err}") from None
+    assert ran >= 60, ran

@@ -9,6 +9,8 @@ is dx (C x N*H*W) = w (C x K*R*S) . dy-columns.
 """
 from __future__ import annotations
 
+import numpy as np
+
 from ..ops.gemm import tile_requires
 from ..ops.problem import Problem
 from . import Step, Workspace, round_up
@@ -264,9 +266,10 @@ def mma_nhwc_scratch(p: Problem, d: dict, dtype: str = "float16") -> dict:
             "w_crsk": Workspace(dtype, q["C"] * q["KH"] * q["KW"] * kr)}
 
 
-def mma_nhwc_requires(p: Problem, d: dict, chunk: int = 8):
+def mma_nhwc_requires(p: Problem, d: dict, chunk: int = 8, reduced: str = "K"):
     """Channel-last, a 16-byte copy (``chunk`` values) must not straddle two taps (interleaved,
-    K is padded and nothing is refused); the ring must fit the static shared memory."""
+    K is padded and nothing is refused); the ring must fit the static shared memory. ``reduced``:
+    the channels the product sums over (the forward pass's C)."""
     if d["STAGES"] < 2:
         return f"STAGES = {d['STAGES']}: the ring needs at least 2 buffers"
     if d["BN"] not in (64, 128):
@@ -277,8 +280,10 @@ def mma_nhwc_requires(p: Problem, d: dict, chunk: int = 8):
     if shared > NHWC_SHARED:
         return (f"STAGES * (128 + BN) * 16 * CH = {shared:,} bytes of shared memory, more than the "
                 f"{NHWC_SHARED:,} a block declares statically; lower STAGES, BN or CH")
-    if p.dims["K"] % chunk and not d.get("ILV"):
-        return f"K = {p.dims['K']} is not a multiple of {chunk} (dy' is copied {chunk} channels at a time)"
+    if p.dims[reduced] % chunk and not d.get("ILV"):
+        copied = "x" if reduced == "C" else "dy'"
+        return (f"{reduced} = {p.dims[reduced]} is not a multiple of {chunk} ({copied} is copied {chunk} "
+                f"channels at a time)")
     return None
 
 
@@ -308,6 +313,40 @@ def tf32_operands(p: Problem, d: dict) -> dict:
     return {"TF32": 1}
 
 
+# -- the forward pass on the same kernel (13_tc_nhwc.cu with FWD = 1) --------------------------
+
+def mma_fwd_requires(p: Problem, d: dict):
+    return mma_nhwc_requires(p, d, reduced="C")
+
+
+def mma_fwd_tf32_requires(p: Problem, d: dict):
+    return mma_nhwc_requires(p, d, chunk=4, reduced="C")
+
+
+def mma_fwd_scratch(p: Problem, d: dict, dtype: str = "float16") -> dict:
+    """x (N, H, W, C) and w (K, KH, KW, C) in the mma's input type."""
+    q = p.dims
+    return {"x_copy": Workspace(dtype, q["N"] * q["H"] * q["W"] * q["C"]),
+            "w_krsc": Workspace(dtype, q["K"] * q["KH"] * q["KW"] * q["C"])}
+
+
+def mma_fwd_tf32_scratch(p: Problem, d: dict) -> dict:
+    return mma_fwd_scratch(p, d, "float32")
+
+
+def mma_fwd_steps(p: Problem, d: dict) -> list:
+    """x to (N, H, W, C) and w, viewed as one image of C channels and K*KH*KW pixels, to
+    (K, KH, KW, C): both by the transpose to_channel_last; then the product with its epilogue,
+    its scalars in the kernel's names (N, C <- K, H <- OH, W <- OW, K <- C, OH <- H, OW <- W)."""
+    q = p.dims
+    threads, taps = 2 * d["BN"], q["K"] * q["KH"] * q["KW"]
+    copy = lambda pixels, images: ((cdiv(pixels, 64) * 32, cdiv(q["C"], 64) * 8, images), (32, 8, 1))
+    return [Step("to_channel_last", *copy(q["H"] * q["W"], q["N"]), ("input", "input", "x_copy", "C", "H", "W")),
+            Step("to_channel_last", *copy(taps, 1), ("weight", "weight", "w_krsc", "C", np.int32(taps), np.int32(1))),
+            Step("conv_forward", (cdiv(q["N"] * q["OH"] * q["OW"], MMA_TILE[0]) * threads, cdiv(q["K"], d["BN"])),
+                 (threads, 1), ("x_copy", "w_krsc", "output", "bias", "N", "K", "OH", "OW", "C", "H", "W", "PAD"))]
+
+
 # -- the family's interface (helpers/launch/__init__.py) -----------------------------------
 
 ONE_KERNEL = {"gemm_naive": gemm_naive, "gemm_local": gemm_local, "gemm_blocked": gemm_blocked,
@@ -315,6 +354,7 @@ ONE_KERNEL = {"gemm_naive": gemm_naive, "gemm_local": gemm_local, "gemm_blocked"
 SEVERAL = {"delta": (delta_steps, delta_scratch), "col2im": (col2im_steps, cols_scratch),
            "im2col": (im2col_steps, cols_scratch), "nhwc": (nhwc_steps, nhwc_scratch),
            "mma_nhwc": (mma_nhwc_steps, mma_nhwc_scratch), "mma_nhwc_tf32": (mma_nhwc_steps, mma_nhwc_tf32_scratch),
+           "mma_fwd": (mma_fwd_steps, mma_fwd_scratch), "mma_fwd_tf32": (mma_fwd_steps, mma_fwd_tf32_scratch),
            "vol2col": (vol2col_steps, vol_scratch)}
 
 

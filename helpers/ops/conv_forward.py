@@ -1,22 +1,26 @@
-"""Op "conv_forward": the forward pass of a convolution layer (no bias, no activation).
+"""Op "conv_forward": the forward pass of a convolution layer, optionally with its bias and activation.
 
-run_stage("conv_forward", stage, input=(N,C,H,W), weight=(C,K,R,S) IOHW, stride=1, padding=0)
-    -> output (N,K,OH,OW)
+run_stage("conv_forward", stage, input=(N,C,H,W), weight=(C,K,R,S) IOHW, stride=1, padding=0,
+          bias=None, activation="none") -> output (N,K,OH,OW) = act(convolution + bias)
 
-Single-kernel stages take ``(x, w, y, N, C, H, W, K, OH, OW, PAD)`` and are built with -DKH,
--DKW, -DSTRIDE. The Winograd stages (chapter 12) are several kernels each; their launches are
-described in helpers/stages.py (steps=).
+Single-kernel stages take ``(x, w, bias, y, N, C, H, W, K, OH, OW, PAD)`` and are built with
+-DKH, -DKW, -DSTRIDE, -DBIAS, -DACT; without a bias the ``bias`` argument shares the weight's
+buffer and is not read (BIAS = 0). Only stages with a fused epilogue (``epilogue=True`` in
+helpers/stages.py: the direct baseline and chapter 13's tensor-core stages) add a bias or apply
+an activation; the others refuse such a problem before any launch. The Winograd stages (chapter
+12) are several kernels each; their launches are described in helpers/stages.py (steps=).
 """
 from __future__ import annotations
 
 import numpy as np
 
 from . import reference as ref
-from ..engine.check import rtol_for_sum
+from ..engine.check import rtol_for_sum, rtol_mma
 from .problem import Problem, conv_geometry, positive_int, reject_unknown, tensor
 
 OP = "conv_forward"
-ARGS = ("input", "weight", "stride", "padding")
+ARGS = ("input", "weight", "stride", "padding", "bias", "activation")
+ACT_CODES = {"none": 0, "relu": 1, "sigmoid": 2, "tanh": 3}  # kernels/common/course.h: ACT_*
 
 # The tolerance, and why Winograd needs its own scale. The direct kernel's rounding error at an
 # output is bounded by eps * sqrt(terms) times the sum of |x|*|w| over that output's own window
@@ -69,62 +73,111 @@ def prepare(**kwargs) -> Problem:
     pad = positive_int(OP, "padding", kwargs.get("padding", 0), minimum=0)
     n, c, h, wd = x.shape
     k, kh, kw, oh, ow = conv_geometry(OP, w, c, h, wd, stride, pad)
+    bias = kwargs.get("bias")
+    if bias is not None:
+        bias = tensor(OP, "bias", bias, 1)
+        if bias.shape != (k,):
+            raise ValueError(f"{OP}: bias must have shape (K,) = ({k},), one value per output channel; "
+                             f"got {bias.shape}")
+    act = kwargs.get("activation", "none")
+    if act not in ACT_CODES:
+        raise ValueError(f"{OP}: activation must be one of {', '.join(ACT_CODES)}, got {act!r}")
     if n * k * oh * ow > 2**31 - 1:
         raise ValueError(f"{OP}: the output would have {n * k * oh * ow:,} elements; the kernels "
                          f"index with 32-bit integers")
+    epilogue = " + bias" * (bias is not None) + (f" {act}" if act != "none" else "")
     return Problem(
         op=OP,
-        inputs={"input": x, "weight": w},
+        inputs={"input": x, "weight": w, "bias": w if bias is None else bias},
         outputs={"output": (n, k, oh, ow)},
         scalars={"N": n, "C": c, "H": h, "W": wd, "K": k, "OH": oh, "OW": ow, "PAD": pad},
-        defines={"KH": kh, "KW": kw, "STRIDE": stride},
+        defines={"KH": kh, "KW": kw, "STRIDE": stride, "BIAS": int(bias is not None), "ACT": ACT_CODES[act]},
         dims={"N": n, "C": c, "H": h, "W": wd, "K": k, "OH": oh, "OW": ow, "KH": kh, "KW": kw,
-              "stride": stride, "pad": pad},
+              "stride": stride, "pad": pad, "bias": bias is not None, "activation": act},
+        aliases={} if bias is not None else {"bias": "weight"},
         flops=2 * n * k * oh * ow * c * kh * kw,
-        min_bytes=4 * (x.size + w.size + n * k * oh * ow),
+        min_bytes=4 * (x.size + w.size + n * k * oh * ow + (k if bias is not None else 0)),
         flops_formula="2·N·K·OH·OW·C·R·S (the direct convolution's multiply-adds, whatever the algorithm)",
-        bytes_formula="4 bytes · (|input| + |weight| + |output|)",
-        label=f"N{n} C{c} {h}x{wd} K{k} {kh}x{kw} s{stride} p{pad}",
+        bytes_formula="4 bytes · (|input| + |weight| + |output| (+ |bias| with a bias))",
+        label=f"N{n} C{c} {h}x{wd} K{k} {kh}x{kw} s{stride} p{pad}{epilogue}",
     )
+
+
+def has_epilogue(p: Problem) -> bool:
+    """Whether the problem asks for more than the convolution: a bias or an activation."""
+    return p.dims["bias"] or p.dims["activation"] != "none"
+
+
+def stage_requires(stage, p: Problem):
+    """None, or why the stage cannot run this problem whatever its parameters: a bias or an
+    activation needs a stage with a fused epilogue (checked before fallbacks are followed)."""
+    if has_epilogue(p) and not stage.epilogue:
+        return "it computes the convolution alone, without a bias or an activation"
+    return None
+
+
+def mma_operands(p: Problem) -> tuple:
+    """The inputs a TF32 stage rounds before its mma (chapter 13): x and w; the bias is added in
+    float32 in the epilogue."""
+    return ("input", "weight")
 
 
 def reference(p: Problem):
     d = p.dims
     x, w = p.inputs["input"], p.inputs["weight"]
-    expected = ref.conv2d_forward(x, w, d["stride"], d["pad"])
+    pre = ref.conv2d_forward(x, w, d["stride"], d["pad"])
     magnitude = ref.conv2d_forward(np.abs(x), np.abs(w), d["stride"], d["pad"])
     if (d["KH"], d["KW"], d["stride"]) == (3, 3, 1):   # where the Winograd stages run: see above
         for m in WINOGRAD_TILES:
             magnitude = np.maximum(magnitude, tile_magnitude(x, w, d["pad"], d["OH"], d["OW"], m))
+    if d["bias"]:
+        b = p.inputs["bias"].astype(np.float64)[None, :, None, None]
+        pre, magnitude = pre + b, magnitude + np.abs(b)
+    expected = ref.activation(d["activation"], pre)
+    # relu, sigmoid and tanh move an error by at most its size (slopes <= 1), so the sum's magnitude
+    # still bounds it; an output stored in 16 bits is also rounded relative to its own size (a
+    # sigmoid's 0.5 from a small sum)
+    if d["activation"] != "none":
+        magnitude = np.maximum(magnitude, np.abs(expected))
     return {"output": expected}, {"output": magnitude}
 
 
-def rtol(p: Problem) -> float:
-    """One tolerance for every stage of the op; Winograd's larger error is in the magnitude (above)."""
+def rtol(p: Problem, mma: str | None = None) -> float:
+    """One tolerance for every float32 stage of the op (Winograd's larger error is in the magnitude,
+    above); ``mma``: a tensor-core stage's precision (chapter 13)."""
     d = p.dims
-    return rtol_for_sum(d["C"] * d["KH"] * d["KW"])
+    n = d["C"] * d["KH"] * d["KW"]
+    return rtol_for_sum(n) if mma is None else rtol_mma(n, mma, fused=False)
 
 
-def random_problem_args(n, c, h, w, k, kernel=3, stride=1, padding=1, seed=0):
+def random_problem_args(n, c, h, w, k, kernel=3, stride=1, padding=1, seed=0, activation="none", bias=False):
     """Random, reproducible arguments for one layer (tests, notebooks, the benchmark)."""
     rng = np.random.default_rng(seed)
-    return dict(input=rng.standard_normal((n, c, h, w), dtype=np.float32),
+    args = dict(input=rng.standard_normal((n, c, h, w), dtype=np.float32),
                 weight=(rng.standard_normal((c, k, kernel, kernel), dtype=np.float32)
                         / np.float32(np.sqrt(c * kernel * kernel))).astype(np.float32),
                 stride=stride, padding=padding)
+    if bias:
+        args["bias"] = rng.standard_normal(k, dtype=np.float32)
+    if activation != "none":
+        args["activation"] = activation
+    return args
 
 
 def layer_args(layer: dict, activation: str = "none", seed: int = 0) -> dict:
-    """Arguments for one layer of a set in helpers/ops/layers.py (the forward pass has no activation)."""
-    if activation != "none":
-        raise ValueError(f"{OP} has no activation (got {activation!r}); benchmark it with --activation none")
+    """Arguments for one layer of a set in helpers/ops/layers.py. With an activation the layer is
+    a network's whole forward step, act(convolution + bias), so a bias comes with it (the fused
+    epilogue of chapter 13's forward stages); without one, the bare convolution."""
     return random_problem_args(layer["n"], layer["c"], layer["h"], layer["w"], layer["k"], layer["kernel"],
-                               layer["stride"], layer["padding"], seed)
+                               layer["stride"], layer["padding"], seed, activation, bias=activation != "none")
 
 
-def vendor_time(problem: Problem, warmup: int, repeats: int, flush_bytes: int):
-    """cuDNN's fp32 forward convolution (TF32 off) through PyTorch on an NVIDIA GPU, or None."""
+def vendor_time(problem: Problem, warmup: int, repeats: int, flush_bytes: int, precision: str = "fp32"):
+    """cuDNN's forward convolution through PyTorch on an NVIDIA GPU, or None: fp32 with TF32 off,
+    or the precision of a tensor-core stage; with the problem's bias and activation (PyTorch's
+    own kernels, all timed)."""
     from .vendor import cudnn_conv_forward
     d = problem.dims
     return cudnn_conv_forward(problem.inputs["input"], problem.inputs["weight"], d["stride"], d["pad"],
-                              warmup=warmup, repeats=repeats, flush_bytes=flush_bytes)
+                              warmup=warmup, repeats=repeats, flush_bytes=flush_bytes, precision=precision,
+                              bias=problem.inputs["bias"] if d["bias"] else None, activation=d["activation"])

@@ -106,16 +106,31 @@ def cudnn_conv_dgrad(grad_output, weight_iohw, input_shape, stride, padding, *, 
     return out
 
 
-def cudnn_conv_forward(x, weight_iohw, stride, padding, *, warmup=5, repeats=20, flush_bytes=256 * 2**20):
-    """Median time of cuDNN's fp32 forward convolution for this layer, or None without CUDA."""
+def cudnn_conv_forward(x, weight_iohw, stride, padding, *, warmup=5, repeats=20, flush_bytes=256 * 2**20,
+                       precision: str = "fp32", bias=None, activation: str = "none"):
+    """Median time of cuDNN's forward convolution for this layer in ``precision`` (with the bias
+    and activation, as PyTorch runs them: every kernel of the call is timed), or None without CUDA."""
+    if precision not in CUDNN_PRECISIONS:
+        raise ValueError(f"unknown precision {precision!r}; cuDNN is timed in {', '.join(CUDNN_PRECISIONS)}")
     torch = fp32_torch()
     if torch is None:
         return None
-    xt = torch.from_numpy(x).cuda()
-    w = torch.from_numpy(np.ascontiguousarray(weight_iohw.transpose(1, 0, 2, 3))).cuda()  # IOHW -> OIHW
-    out = time_cuda(lambda: torch.nn.functional.conv2d(xt, w, stride=stride, padding=padding),
-                    warmup, repeats, flush_bytes)
-    out["library"] = "cuDNN fp32 (TF32 off) via torch.nn.functional.conv2d"
+    acts = {"none": lambda t: t, "relu": torch.relu, "sigmoid": torch.sigmoid, "tanh": torch.tanh}
+    torch.backends.cudnn.allow_tf32 = precision == "tf32"
+    dtype = {"fp16": torch.float16, "bf16": torch.bfloat16}.get(precision, torch.float32)
+    xt = torch.from_numpy(x).cuda().to(dtype)
+    w = torch.from_numpy(np.ascontiguousarray(weight_iohw.transpose(1, 0, 2, 3))).cuda().to(dtype)  # IOHW -> OIHW
+    b = None if bias is None else torch.from_numpy(bias).cuda().to(dtype)
+    act = acts[activation]
+    try:
+        out = time_cuda(lambda: act(torch.nn.functional.conv2d(xt, w, b, stride=stride, padding=padding)),
+                        warmup, repeats, flush_bytes)
+    finally:
+        torch.backends.cudnn.allow_tf32 = False
+    epilogue = " + bias" * (bias is not None) + (f", then {activation}" if activation != "none" else "")
+    out["name"] = "cuDNN"
+    out["precision"] = precision
+    out["library"] = f"cuDNN {CUDNN_PRECISIONS[precision]} via torch.nn.functional.conv2d{epilogue}"
     return out
 
 

@@ -26,6 +26,20 @@ __device__ __forceinline__ float act_derivative(float y) {
 #endif
 }
 
+// The activation itself, of a pre-activation z: the forward pass's epilogue (conv_forward with an
+// activation: y = act(convolution + bias)).
+__device__ __forceinline__ float act_forward(float z) {
+#if ACT == ACT_NONE
+    return z;
+#elif ACT == ACT_RELU
+    return fmaxf(z, 0.0f);
+#elif ACT == ACT_SIGMOID
+    return 1.0f / (1.0f + expf(-z));
+#elif ACT == ACT_TANH
+    return tanhf(z);
+#endif
+}
+
 #if ACT == ACT_NONE
 #define GRAD_IN(dy, y, i) ((dy)[i])
 #else

@@ -51,6 +51,20 @@ DEVICE_FN float act_derivative(float y) {
 
 // The gradient that enters the convolution: dy scaled by the activation's derivative.
 // With ACT_NONE the compiler drops the read of y entirely.
+// The activation itself, of a pre-activation z: the forward pass's epilogue (conv_forward with an
+// activation: y = act(convolution + bias)).
+DEVICE_FN float act_forward(float z) {
+#if ACT == ACT_NONE
+    return z;
+#elif ACT == ACT_RELU
+    return fmax(z, 0.0f);
+#elif ACT == ACT_SIGMOID
+    return 1.0f / (1.0f + exp(-z));
+#elif ACT == ACT_TANH
+    return tanh(z);
+#endif
+}
+
 #if ACT == ACT_NONE
 #define GRAD_IN(dy, y, i) ((dy)[i])
 #else

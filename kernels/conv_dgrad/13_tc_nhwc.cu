@@ -34,7 +34,16 @@
 // (fp16, bf16) or 4 (tf32), so that a 16-byte chunk never straddles two taps; interleaved, none.
 // Both: shared memory STAGES * (128 + BN) * 16 * CH bytes within the 48 KiB a block may declare
 // statically.
-// JIT parameters: KH, KW, STRIDE, ACT, TF32, BF16, BN, STAGES, CH, ILV.
+// The forward pass (FWD = 1: conv_forward's tc_fp16_nhwc, tc_bf16_nhwc, tc_tf32_nhwc) is the same
+// product with other roles: rows are output positions, columns output channels, the reduction runs
+// over (r, s, c) of the input x copied to (N, H, W, C), and w to (K, KH, KW, C). Only the gather
+// changes: input row oh * STRIDE - PAD + r, no division and no test of the stride at any stride.
+// Both copies are one transpose kernel (to_channel_last): w (C, K*KH*KW) is an image of C channels
+// and K*KH*KW pixels. The epilogue adds the bias and applies the activation to the float32
+// accumulators before the store (BIAS, ACT), so a layer's whole forward step is one product.
+// In the kernel's names the forward problem is (N, C <- K, H <- OH, W <- OW, K <- C, OH <- H,
+// OW <- W): the launch passes the scalars in that order (helpers/launch/gemm.py: mma_fwd_steps).
+// JIT parameters: KH, KW, STRIDE, ACT, TF32, BF16, BN, STAGES, CH, ILV, FWD, BIAS.
 // Measured (H200, ResNet-50 layers at batch 64, results/conv_dgrad_resnet50_tc_nvidia-h200.json):
 // fp16 135.1 TFLOP/s geometric mean, x2.67 tc_fp16_pipe, x0.67 cuDNN fp16; tf32 81.7 TFLOP/s, x0.61
 // cuDNN TF32. Interleaved (ILV = 32): the same within 3 % on every layer (NHWC / NCHW32 time
@@ -59,7 +68,16 @@
 #ifndef ILV
 #define ILV 0                 // 0: dy' channel-last (N, OH, OW, K); 32: interleaved (N, KR/32, OH, OW, 32)
 #endif
+#ifndef FWD
+#define FWD 0                 // 1: the forward pass, y = act(x * w + bias) (conv_forward)
+#endif
+#ifndef BIAS
+#define BIAS 0                // forward: 1 adds bias[k] in the epilogue
+#endif
 static_assert(ILV == 0 || ILV == 32, "dy' is channel-last (ILV 0) or in groups of 32 channels (ILV 32)");
+static_assert(!(FWD && ILV), "the forward pass reads x channel-last");
+// the copy of dy' fuses the activation's derivative (input gradient); forward, ACT is the epilogue's
+#define DERIV (ACT != ACT_NONE && !FWD)
 #define BM 128                // positions per block
 #define THREADS (2 * BN)      // warps: 2 along the positions x BN/32 along the channels
 #define ROW (16 * CH)         // bytes per shared row
@@ -95,7 +113,9 @@ __device__ __forceinline__ int padded_k(int K) { return ILV ? (K + ILV - 1) / IL
 // Interleaved, a row of the block is two groups' pixels (two runs of 32 values) and the channels
 // from K to KR are written as zeros.
 // Block (32, 8); grid (ceil(OH*OW / 64), ceil(KR / 64), N).
-#if ILV
+#if FWD
+#define DY_COPY to_channel_last
+#elif ILV
 #define DY_COPY dy_to_nchw32
 #else
 #define DY_COPY dy_to_nhwc
@@ -113,7 +133,7 @@ __device__ __forceinline__ pair_t pair_of(elem a, elem b) { return pack2(a, b); 
 
 // the value of dy' at o as the mma reads it
 __device__ __forceinline__ elem ready(const elem* dy, const elem* y, long o) {
-#if ACT == ACT_NONE
+#if !DERIV
     return TF32 ? operand(value(dy[o])) : dy[o];    // 16-bit: the bits as they are
 #else
     return operand(value(dy[o]) * act_derivative(value(y[o])));
@@ -135,9 +155,9 @@ DY_COPY(const elem* __restrict__ dy, const elem* __restrict__ y, elem* __restric
         const long o = base + (long)k * P + p;
         if (P % 2 == 0) {                               // the same branch for the whole grid
             if (p < P) {
-#if ACT == ACT_NONE && !TF32
+#if !DERIV && !TF32
                 *(unsigned*)&tile[i][2 * tx] = *(const unsigned*)&dy[o];
-#elif ACT == ACT_NONE
+#elif !DERIV
                 const float2 v = *(const float2*)&dy[o];
                 tile[i][2 * tx] = operand(v.x);
                 tile[i][2 * tx + 1] = operand(v.y);
@@ -163,6 +183,7 @@ DY_COPY(const elem* __restrict__ dy, const elem* __restrict__ y, elem* __restric
     }
 }
 
+#if !FWD
 // -- w (C, K, KH, KW) to (C, KH, KW, KR), rounded to the mma's input type --------------------------
 // Per channel c, the K x (KH*KW) block is transposed through shared memory, WK values of k at a
 // time: read as one contiguous run, written as KH*KW runs of WK; the padding channels from K to KR
@@ -184,10 +205,20 @@ w_to_crsk(const elem* __restrict__ w, elem* __restrict__ out, int C, int K) {
     }
 }
 
+#endif
+
 // -- the product: dx (N*H*W x C, stored NCHW) = A (N*H*W x KH*KW*K) . B (KH*KW*K x C) ------------
+// (forward: y (N*OH*OW x K) = x' (N*OH*OW x KH*KW*C) . w' (KH*KW*C x K), in the kernel's names)
+#if FWD
+#define PRODUCT conv_forward
+#define BIAS_ARG const elem* __restrict__ bias,
+#else
+#define PRODUCT conv_dgrad
+#define BIAS_ARG
+#endif
 extern "C" __global__ void __launch_bounds__(THREADS)
-conv_dgrad(const elem* __restrict__ dyp, const elem* __restrict__ wp, elem* __restrict__ dx,
-                int N, int C, int H, int W, int K, int OH, int OW, int PAD) {
+PRODUCT(const elem* __restrict__ dyp, const elem* __restrict__ wp, elem* __restrict__ dx, BIAS_ARG
+        int N, int C, int H, int W, int K, int OH, int OW, int PAD) {
     __shared__ __align__(128) unsigned char As[STAGES][BM * ROW];
     __shared__ __align__(128) unsigned char Bs[STAGES][BN * ROW];
     const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
@@ -212,15 +243,23 @@ conv_dgrad(const elem* __restrict__ dyp, const elem* __restrict__ wp, elem* __re
     constexpr int STEP = THREADS / CH, AROWS = BM / STEP, BROWS = BN / STEP;
     static_assert(STEP % 8 == 0, "the copied rows of a thread must share their swizzle");
     // per A row: h + PAD, w + PAD and, at stride 1, the pixel of dy that tap (0, 0) reads (r and s
-    // then move it by r * OW + s); at other strides the image's first pixel
+    // then move it by r * OW + s); at other strides the image's first pixel. Forward: the input
+    // row and column of tap (0, 0), h * STRIDE - PAD and w * STRIDE - PAD, and its pixel (r and s
+    // move it by + r * OW + s at every stride)
     int a_pix[AROWS], a_h[AROWS], a_w[AROWS];
 #pragma unroll
     for (int e = 0; e < AROWS; e++) {
         const int pos = m0 + arow + e * STEP;
         const int img = pos / HW, h = pos % HW / W, x = pos % W;
+#if FWD
+        a_h[e] = pos < NP ? h * STRIDE - PAD : -(1 << 20);    // a position past N*H*W misses every tap
+        a_w[e] = x * STRIDE - PAD;
+        a_pix[e] = img * IMG + (h * STRIDE - PAD) * OW + x * STRIDE - PAD;
+#else
         a_h[e] = pos < NP ? h + PAD : -(1 << 20);    // a position past N*H*W misses every tap
         a_w[e] = x + PAD;
         a_pix[e] = STRIDE == 1 ? img * IMG + (h + PAD) * OW + x + PAD : img * IMG;
+#endif
     }
     int b_row[BROWS];                                 // per B row: its offset in w, -1 past C
 #pragma unroll
@@ -236,7 +275,11 @@ conv_dgrad(const elem* __restrict__ dyp, const elem* __restrict__ wp, elem* __re
         const long ko = at_k(k);
 #pragma unroll
         for (int e = 0; e < AROWS; e++) {
-#if STRIDE == 1
+#if FWD
+            const int ih = a_h[e] + cr, iw = a_w[e] + cs;
+            const bool ok = k_ok && (unsigned)ih < (unsigned)OH && (unsigned)iw < (unsigned)OW;
+            const long o = (long)(a_pix[e] + cr * OW + cs) * PIX + ko;
+#elif STRIDE == 1
             const int oh = a_h[e] - cr, ow = a_w[e] - cs;
             const bool ok = k_ok && (unsigned)oh < (unsigned)OH && (unsigned)ow < (unsigned)OW;
             const long o = (long)(a_pix[e] - cr * OW - cs) * PIX + ko;
@@ -305,5 +348,22 @@ conv_dgrad(const elem* __restrict__ dyp, const elem* __restrict__ wp, elem* __re
     }
     cp_async_wait<0>();
 
+#if FWD
+    // the epilogue, on the float32 accumulators: + bias of the column's channel, then the activation
+    float bias_of[4][2];
+#pragma unroll
+    for (int nt = 0; nt < 4; nt++)
+#pragma unroll
+        for (int e = 0; e < 2; e++) {
+            const int c = c0 + warp_n + nt * 8 + 2 * t + e;
+            bias_of[nt][e] = BIAS && c < C ? value(bias[c]) : 0.f;
+        }
+#pragma unroll
+    for (int mt = 0; mt < 4; mt++)
+#pragma unroll
+        for (int nt = 0; nt < 4; nt++)
+#pragma unroll
+            for (int e = 0; e < 4; e++) acc[mt][nt][e] = act_forward(acc[mt][nt][e] + bias_of[nt][e & 1]);
+#endif
     store_dx(dx, acc, m0 + warp_m, c0 + warp_n, g, t, NP, C, HW);
 }
