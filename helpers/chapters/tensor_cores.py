@@ -31,6 +31,7 @@ NHWC_STAGES = ("tc_fp16_nhwc", "tc_bf16_nhwc", "tc_tf32_nhwc")      # step 5: on
 NCHW32_STAGES = ("tc_fp16_nchw32", "tc_bf16_nchw32", "tc_tf32_nchw32")   # the same kernel, dy' interleaved
 TC_STAGES = ("tc_tf32", "tc_fp16", "tc_bf16", "tc_fp16_ldm", "tc_fp16_pipe") + NHWC_STAGES + NCHW32_STAGES
 BK = 32          # reduction indices per shared row (kernels/conv_dgrad/13_*.cu)
+DENSE_TF32 = 989.4 / 2      # TFLOP/s, H200 SXM data sheet (TF32 with 2:4 sparsity, halved): not measured
 
 
 # -- the fragment layout of mma.sync.m16n8k8 (TF32) ------------------------------------------
@@ -222,6 +223,47 @@ def best_fp32(layer: str, layer_set: str = "resnet50", device: str = "NVIDIA H20
             and run["device"]["name"].strip() == device
             for r in run["rows"] if r["layer"] == layer and r.get("precision", "fp32") == "fp32"]
     return min(rows, key=lambda r: r["median_ms"])
+
+
+# -- step 6: the forward pass on the same kernel (FWD = 1) -------------------------------------
+
+def forward_blocks(kernel: str = "conv_dgrad/13_tc_nhwc.cu") -> list[tuple[int, list[str]]]:
+    """The kernel's lines that only the forward pass compiles: each ``#if FWD`` block up to its
+    ``#else``, ``#elif`` or ``#endif``, as (first line number, lines)."""
+    from ..engine.build import kernel_source
+    lines = kernel_source(kernel).splitlines()
+    out, i = [], 0
+    while i < len(lines):
+        if lines[i].strip() == "#if FWD":
+            depth, j = 0, i + 1
+            while depth or not lines[j].strip().startswith(("#else", "#elif", "#endif")):
+                depth += lines[j].strip().startswith("#if")
+                depth -= depth and lines[j].strip().startswith("#endif")
+                j += 1
+            out.append((i + 2, lines[i + 1:j]))
+            i = j
+        i += 1
+    return out
+
+
+def forward_rows(with_epilogue: dict, bare: dict) -> list[dict]:
+    """Per (layer, stage) of two recorded conv_forward runs of the same stages, one with a bias and
+    an activation and one without: each stage's time and cuDNN's (PyTorch adds the bias and
+    applies the activation in kernels of their own) in both, and what the epilogue adds to each."""
+    a, b = recorded_rows(with_epilogue), recorded_rows(bare)
+    kernels = lambda run: {(v["layer"], v["precision"]): v["kernels_per_call"] for v in run["vendor"]}
+    ka, kb = kernels(with_epilogue), kernels(bare)
+    by = {(r["layer"], r["stage"]): r for r in b}
+    out = []
+    for r in a:
+        o = by[r["layer"], r["stage"]]
+        key = (r["layer"], r["precision"])
+        out.append({"layer": r["layer"], "stage": r["stage"], "precision": r["precision"],
+                    "ms": r["ms"], "bare_ms": o["ms"], "cudnn_ms": r["cudnn_ms"], "cudnn_bare_ms": o["cudnn_ms"],
+                    "x_cudnn": r["x_cudnn"], "x_cudnn_bare": o["x_cudnn"],
+                    "epilogue": r["ms"] / o["ms"], "cudnn_epilogue": r["cudnn_ms"] / o["cudnn_ms"],
+                    "cudnn_kernels": ka[key], "cudnn_bare_kernels": kb[key]})
+    return out
 
 
 NCU_METRICS = ("Duration", "Compute (SM) Throughput", "Memory Throughput", "Issue Slots Busy",
