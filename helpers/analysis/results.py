@@ -27,6 +27,36 @@ def find(op: str, layer_set: str, device_type: str | None = "GPU", tag: str | No
             and (device_type is None or r["device"].get("type") == device_type)]
 
 
+def best_row(op: str, layer_set: str, layer: str, device: str, precision: str = "fp32", skip=()) -> dict:
+    """The fastest row on ``layer`` in ``precision`` over every recorded run of the op and layer set
+    on the device named (the ladder and the tagged runs), stages in ``skip`` left out; with the
+    file it came from."""
+    rows = [dict(r, file=run["file"]) for run in load() if run.get("kind") == "bench"
+            and run.get("op") == op and run.get("layer_set") == layer_set
+            and run["device"]["name"].strip() == device
+            for r in run["rows"] if r["layer"] == layer and r.get("precision", "fp32") == precision
+            and r["stage"] not in skip]
+    return min(rows, key=lambda r: r["median_ms"])
+
+
+def chooser_rows(layer_set: str = "resnet50", device: str = "NVIDIA H200") -> list[dict]:
+    """Each recorded row of conv_dgrad's stage ``auto`` on the device, beside the fastest other
+    fp32 stage recorded on that layer in any run: how close the chooser comes to the best single
+    stage (its time over that stage's)."""
+    out = []
+    for run in load():
+        if (run.get("kind"), run.get("op"), run.get("layer_set")) != ("bench", "conv_dgrad", layer_set) \
+                or run["device"]["name"].strip() != device:
+            continue
+        for r in run["rows"]:
+            if r["stage"] == "auto":
+                best = best_row("conv_dgrad", layer_set, r["layer"], device, skip=("auto",))
+                out.append({"layer": r["layer"], "file": run["file"], "ran": r.get("ran", ""), "ms": r["median_ms"],
+                            "best": best["stage"], "best_ms": best["median_ms"], "best_file": best["file"],
+                            "ratio": r["median_ms"] / best["median_ms"]})
+    return out
+
+
 def device_label(run: dict) -> str:
     d = run["device"]
     return f"{d['name']} ({d['platform']}, driver {d['driver']}, {run['date'][:10]})"
@@ -102,7 +132,9 @@ def course_summary() -> list[dict]:
         op, memory = run["op"], run["op"] in MEMORY_BOUND
         for key, s in summary(run).items():   # the bench's own geometric means per stage
             rs = [r for r in run["rows"] if r["key"] == key]
-            rows.append({"op": op, "layers": run["layer_set"] + (f" ({run['tag']})" if run.get("tag") else ""),
+            act = run.get("settings", {}).get("activation", "none")
+            label = run["layer_set"] + (f", {act}" if act != "none" else "") + (f" ({run['tag']})" if run.get("tag") else "")
+            rows.append({"op": op, "layers": label,
                          "device": run["device"]["name"].strip(), "stage": key,
                          "rate": s["gbps" if memory else "gflops"], "unit": "GB/s" if memory else "GFLOP/s",
                          "pct_peak": geomean(r.get("pct_copy" if memory else "pct_fma_peak") for r in rs),

@@ -218,11 +218,7 @@ def best_fp32(layer: str, layer_set: str = "resnet50", device: str = "NVIDIA H20
     """The fastest float32 row on ``layer`` over every recorded conv_dgrad run of the layer set on
     that device (the ladder and the tagged runs, OpenCL and CUDA twins): the course's best fp32."""
     from ..analysis import results
-    rows = [dict(r, file=run["file"]) for run in results.load() if run.get("kind") == "bench"
-            and run.get("op") == "conv_dgrad" and run.get("layer_set") == layer_set
-            and run["device"]["name"].strip() == device
-            for r in run["rows"] if r["layer"] == layer and r.get("precision", "fp32") == "fp32"]
-    return min(rows, key=lambda r: r["median_ms"])
+    return results.best_row("conv_dgrad", layer_set, layer, device)
 
 
 # -- step 6: the forward pass on the same kernel (FWD = 1) -------------------------------------
