@@ -305,18 +305,23 @@ CONV_DGRAD += [
 ]
 # the same product on channel-last copies of dy' and w (reduction order r, s, k): both operands by
 # cp.async, 16 bytes per copy; one file for the three precisions (13_tc_nhwc.cu: TF32, BF16)
-NHWC_TC = dict(family="gemm", backend="cuda", defines={"BN": 64, "STAGES": 3, "CH": 4},
-               tune={"BN": [64, 128], "STAGES": [2, 3], "CH": [4, 8]})
+# SPLIT_TARGET: blocks the input gradient's product should have; fewer, and a reduction of at least
+# SPLIT_MIN terms is split (helpers/launch/gemm.py: nhwc_splits); 1 never splits
+NHWC_TC = dict(family="gemm", backend="cuda", defines={"BN": 64, "STAGES": 3, "CH": 4, "SPLIT_TARGET": 128,
+                                                       "SPLIT_MIN": 2048},
+               tune={"BN": [64, 128], "STAGES": [2, 3], "CH": [4, 8], "SPLIT_TARGET": [1, 128, 256, 512]})
+FORWARD_TC = dict(NHWC_TC, defines={"BN": 64, "STAGES": 3, "CH": 4, "FWD": 1},
+                  tune={"BN": [64, 128], "STAGES": [2, 3], "CH": [4, 8]})
 CONV_DGRAD += [
     Stage("conv_dgrad", 13, name, "conv_dgrad/13_tc_nhwc.cu", title, precision=precision, jit=jit,
           launch=launch, requires=requires, fallback=fallback, **NHWC_TC)
     for name, precision, jit, launch, requires, fallback, title in (
-        ("tc_fp16_nhwc", "fp16", "fp16_operands", "mma_nhwc", "mma_nhwc_requires", "tc_fp16_pipe",
+        ("tc_fp16_nhwc", "fp16", "nhwc_fp16", "mma_nhwc", "mma_nhwc_requires", "tc_fp16_pipe",
          "dy' and w copied channel-last, the reduction in (r, s, k) order: both operands by cp.async, "
          "16 bytes per copy, into a ring of STAGES buffers (K % 8 == 0)"),
-        ("tc_bf16_nhwc", "bf16", "bf16_operands", "mma_nhwc", "mma_nhwc_requires", "tc_bf16",
+        ("tc_bf16_nhwc", "bf16", "nhwc_bf16", "mma_nhwc", "mma_nhwc_requires", "tc_bf16",
          "tc_fp16_nhwc on bfloat16 tensors (K % 8 == 0)"),
-        ("tc_tf32_nhwc", "tf32", "tf32_operands", "mma_nhwc_tf32", "mma_nhwc_tf32_requires", "tc_tf32",
+        ("tc_tf32_nhwc", "tf32", "nhwc_tf32", "mma_nhwc_tf32", "mma_nhwc_tf32_requires", "tc_tf32",
          "tc_fp16_nhwc with TF32 operands rounded in the copies and mma.sync m16n8k8 (K % 4 == 0)"))]
 # the same kernel on dy' interleaved in groups of 32 channels, (N, K/32, OH, OW, 32) (MegEngine's
 # NCHW32), K padded with zeros to a whole group: no K is refused
@@ -324,16 +329,16 @@ CONV_DGRAD += [
     Stage("conv_dgrad", 13, name, "conv_dgrad/13_tc_nhwc.cu", title, precision=precision, jit=jit,
           launch=launch, requires="mma_nhwc_requires", **{**NHWC_TC, "defines": {**NHWC_TC["defines"], "ILV": 32}})
     for name, precision, jit, launch, title in (
-        ("tc_fp16_nchw32", "fp16", "fp16_operands", "mma_nhwc",
+        ("tc_fp16_nchw32", "fp16", "nhwc_fp16", "mma_nhwc",
          "tc_fp16_nhwc reading dy' interleaved, (N, K/32, OH, OW, 32), K padded with zeros to a "
          "multiple of 32: any K"),
-        ("tc_bf16_nchw32", "bf16", "bf16_operands", "mma_nhwc", "tc_fp16_nchw32 on bfloat16 tensors"),
-        ("tc_tf32_nchw32", "tf32", "tf32_operands", "mma_nhwc_tf32", "tc_fp16_nchw32 with TF32 operands"))]
+        ("tc_bf16_nchw32", "bf16", "nhwc_bf16", "mma_nhwc", "tc_fp16_nchw32 on bfloat16 tensors"),
+        ("tc_tf32_nchw32", "tf32", "nhwc_tf32", "mma_nhwc_tf32", "tc_fp16_nchw32 with TF32 operands"))]
 # chapter 13's channel-last tensor-core kernel on the forward pass (13_tc_nhwc.cu with FWD = 1): x and w
 # copied channel-last, the product with the bias and activation fused into its epilogue
 CONV_FORWARD += [
     Stage("conv_forward", 13, name, "conv_dgrad/13_tc_nhwc.cu", title, precision=precision, jit=jit, launch=launch,
-          requires=requires, epilogue=True, **{**NHWC_TC, "defines": {**NHWC_TC["defines"], "FWD": 1}})
+          requires=requires, epilogue=True, **FORWARD_TC)
     for name, precision, jit, launch, requires, title in (
         ("tc_fp16_nhwc", "fp16", "fp16_operands", "mma_fwd", "mma_fwd_requires",
          "the input gradient's channel-last tensor-core product run forward: x and w copied channel-last, "

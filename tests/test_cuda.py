@@ -197,7 +197,7 @@ def test_interleaved_stages_pad_k_and_refuse_nothing(stage):
     scratch = gemm.mma_nhwc_scratch(p, s.defines, "float32" if size == 4 else "float16")
     assert scratch["dyp_copy"].count == q["N"] * q["OH"] * q["OW"] * 32
     assert scratch["w_crsk"].count == q["C"] * q["KH"] * q["KW"] * 32
-    copy, _, _ = gemm.mma_nhwc_steps(p, s.defines)
+    copy = next(st for st in gemm.mma_nhwc_steps(p, s.defines) if st.kernel.startswith("dy_to"))
     assert copy.kernel == "dy_to_nchw32" and copy.global_size[1] == 8      # one block of 64 channels
     assert "65,536 bytes" in requires(p, {**s.defines, "BN": 128, "STAGES": 4})
 
@@ -261,6 +261,56 @@ def test_cuda_tune_candidates_match_with_guards(op, stage):
         for i, c in enumerate(shapes):
             helpers.check_stage(op, stage, guard=True, defines=t["defines"], **_args(c, seed=i, op=op))
     assert sum("error" not in t for t in tried) >= 2, tried
+
+
+@pytest.mark.parametrize("stage", ["tc_fp16_nhwc", "tc_tf32_nhwc", "tc_bf16_nchw32"])
+def test_split_k_where_the_product_has_few_blocks(stage):
+    """Split-K, decided on the host: the reduction is cut where the product has fewer blocks than
+    SPLIT_TARGET and the reduction has at least SPLIT_MIN terms (ResNet-50's two deepest layers at
+    batch 1 and 8, never at batch 64), into at most SPLIT_MAX runs of at least SPLIT_MIN_TERMS;
+    the steps zero a float32 dx, run the product over the runs (grid z) into it, then round it
+    into dx, and the PTX holds the atomic adds and both kernels. SPLIT_TARGET = 1 never splits,
+    nor does the forward pass; with SPLIT_MIN lowered the grid takes both ways."""
+    from helpers.launch import gemm
+    from helpers.ops import conv_dgrad as op
+    from helpers.ops.layers import layer_set
+    s = helpers.get_stage("conv_dgrad", stage)
+    splits = {lay["name"]: gemm.nhwc_splits(prepare("conv_dgrad", **op.layer_args(lay)), s.defines)
+              for lay in layer_set("edge") + layer_set("resnet50")}
+    assert splits["res512@7/n1"] == gemm.SPLIT_MAX and splits["res256@14/n8"] > 1, splits
+    assert splits["res128@28/n1"] == splits["res64@56/n1"] == 1, splits        # short reductions
+    assert all(splits[lay["name"]] == 1 for lay in layer_set("resnet50")), splits
+    p = prepare("conv_dgrad", **op.layer_args(next(l for l in layer_set("edge") if l["name"] == "res512@7/n1")))
+    q, d = p.dims, s.defines
+    steps = gemm.mma_nhwc_steps(p, d)
+    assert [st.kernel for st in steps][0] == "splitk_zero" and steps[-1].kernel == "splitk_store"
+    product = next(st for st in steps if st.kernel == "conv_dgrad")
+    assert product.global_size[2] == gemm.SPLIT_MAX and product.args[2] == "dx_split"
+    assert gemm.mma_nhwc_scratch(p, d)["dx_split"].count == q["N"] * q["C"] * q["H"] * q["W"]
+    assert gemm.nhwc_splits(p, {**d, "SPLIT_TARGET": 1}) == 1
+    assert len(gemm.mma_nhwc_steps(p, {**d, "SPLIT_TARGET": 1})) == 3
+    on_grid = [gemm.nhwc_splits(prepare("conv_dgrad", **_args(c)), {**d, "SPLIT_MIN": 128}) for c in conv_grid()]
+    assert sum(k > 1 for k in on_grid) >= 12 and on_grid.count(1) >= 12, on_grid
+    if NO_NVRTC is None:
+        jit = jit_defines(s, p, d)
+        ptx = nvrtc.compile_ptx(s.kernel, jit, "compute_90", source=stage_source(s, jit))
+        assert jit["SPLITK"] == gemm.SPLIT_MAX and "global.add.f32" in ptx
+        assert ".entry splitk_zero(" in ptx and ".entry splitk_store(" in ptx
+    fwd = helpers.get_stage("conv_forward", "tc_fp16_nhwc")
+    assert "SPLIT_TARGET" not in fwd.defines and "SPLITK" not in jit_defines(fwd, prepare(
+        "conv_forward", **_args(PROBLEMS[1], op="conv_forward")), fwd.defines)
+
+
+@pytest.mark.skipif(NO_CUDA is not None, reason=f"{NO_CUDA}")
+@pytest.mark.parametrize("stage", ["tc_fp16_nhwc", "tc_tf32_nchw32"])
+def test_channel_last_stage_split_matches_reference_with_guards(stage):
+    """Split-K on the grid's small shapes (SPLIT_MIN lowered to 128 terms: by default none of them
+    splits), with guard zones around every tensor and the float32 dx."""
+    for i, c in enumerate(conv_grid()[::2]):
+        try:
+            helpers.check_stage("conv_dgrad", stage, guard=True, defines={"SPLIT_MIN": 128}, **_args(c, seed=i))
+        except (AssertionError, helpers.GuardViolation) as err:
+            raise AssertionError(f"stage {stage} failed on {case_id(c)}:\n{err}") from None
 
 
 FORWARD_TC = [s.name for s in CUDA_STAGES if s.op == "conv_forward"]

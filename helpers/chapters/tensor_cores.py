@@ -221,6 +221,21 @@ def best_fp32(layer: str, layer_set: str = "resnet50", device: str = "NVIDIA H20
     return results.best_row("conv_dgrad", layer_set, layer, device)
 
 
+def split_rows(split: dict, unsplit: dict) -> list[dict]:
+    """Per (layer, stage) of two recorded runs of the same stages, one with split-K as chosen per
+    layer and one with it off (SPLIT_TARGET = 1): both times with their quartiles, the runs the
+    reduction was cut into, and unsplit / split."""
+    off = {(r["layer"], r["stage"]): r for r in unsplit["rows"]}
+    out = []
+    for r in split["rows"]:
+        o = off[r["layer"], r["stage"]]
+        out.append({"layer": r["layer"], "stage": r["stage"], "splits": r["defines"].get("SPLITK", 1),
+                    "ms": r["median_ms"], "q": (r["q1_ms"], r["q3_ms"]), "off_ms": o["median_ms"],
+                    "off_q": (o["q1_ms"], o["q3_ms"]), "speedup": o["median_ms"] / r["median_ms"],
+                    "x_cudnn": r["x_vendor"]})
+    return out
+
+
 # -- step 6: the forward pass on the same kernel (FWD = 1) -------------------------------------
 
 def forward_blocks(kernel: str = "conv_dgrad/13_tc_nhwc.cu") -> list[tuple[int, list[str]]]:

@@ -258,12 +258,37 @@ def padded_k(p: Problem, d: dict) -> int:
     return cdiv(k, ilv) * ilv if ilv else k
 
 
+SPLIT_MAX = 16                # runs of the reduction at most (13_tc_nhwc.cu: SPLITK)
+SPLIT_MIN_TERMS = 128         # reduction indices per run at least (4 chunks of 32 16-bit values)
+
+
+def nhwc_splits(p: Problem, d: dict) -> int:
+    """Split-K of the channel-last input gradient: where the product has fewer blocks (128
+    positions x BN channels) than SPLIT_TARGET, the reduction is cut into runs, one per grid
+    layer, enough to reach the target, at most SPLIT_MAX, each at least SPLIT_MIN_TERMS long.
+    A reduction shorter than SPLIT_MIN terms (KH*KW*K) is never split: the two extra launches (zero
+    the float32 dx, round it into dx) cost more there than the product gains. SPLIT_TARGET = 1
+    never splits; the forward pass never does."""
+    target = d.get("SPLIT_TARGET", 1)
+    q = p.dims
+    if d.get("FWD") or q["KH"] * q["KW"] * padded_k(p, d) < d.get("SPLIT_MIN", 0):
+        return 1
+    blocks = cdiv(q["N"] * q["H"] * q["W"], MMA_TILE[0]) * cdiv(q["C"], d["BN"])
+    if blocks >= target:
+        return 1
+    return max(1, min(cdiv(target, blocks), SPLIT_MAX, q["KH"] * q["KW"] * padded_k(p, d) // SPLIT_MIN_TERMS))
+
+
 def mma_nhwc_scratch(p: Problem, d: dict, dtype: str = "float16") -> dict:
     """dy' (N, OH, OW, K) or (N, KR/32, OH, OW, 32) and w (C, KH, KW, KR) in the mma's input type
-    (16-bit stages: 2 bytes per value, float16 storage holding fp16 or bf16 bits)."""
+    (16-bit stages: 2 bytes per value, float16 storage holding fp16 or bf16 bits); split-K, the
+    float32 dx the runs add into."""
     q, kr = p.dims, padded_k(p, d)
-    return {"dyp_copy": Workspace(dtype, q["N"] * q["OH"] * q["OW"] * kr),
-            "w_crsk": Workspace(dtype, q["C"] * q["KH"] * q["KW"] * kr)}
+    out = {"dyp_copy": Workspace(dtype, q["N"] * q["OH"] * q["OW"] * kr),
+           "w_crsk": Workspace(dtype, q["C"] * q["KH"] * q["KW"] * kr)}
+    if nhwc_splits(p, d) > 1:
+        out["dx_split"] = Workspace("float32", q["N"] * q["C"] * q["H"] * q["W"])
+    return out
 
 
 def mma_nhwc_requires(p: Problem, d: dict, chunk: int = 8, reduced: str = "K"):
@@ -300,17 +325,36 @@ def mma_nhwc_steps(p: Problem, d: dict) -> list:
     per channel, WK values of k at a time (128, or 32 for kernels beyond 5x5: the shared block
     stays small), then the product into dx."""
     q, kr = p.dims, padded_k(p, d)
-    threads = 2 * d["BN"]
+    threads, splits = 2 * d["BN"], nhwc_splits(p, d)
     wk = 128 if q["KH"] * q["KW"] <= 25 else 32       # 13_tc_nhwc.cu: WK
-    return [Step("dy_to_nchw32" if d.get("ILV") else "dy_to_nhwc", (cdiv(q["OH"] * q["OW"], 64) * 32,
-                 cdiv(kr, 64) * 8, q["N"]), (32, 8, 1), ("grad_output", "output", "dyp_copy", "K", "OH", "OW")),
-            Step("w_to_crsk", (cdiv(kr, wk) * 256, q["C"]), (256, 1), ("weight", "w_crsk", "C", "K")),
-            Step("conv_dgrad", (cdiv(q["N"] * q["H"] * q["W"], MMA_TILE[0]) * threads, cdiv(q["C"], d["BN"])),
-                 (threads, 1), ("dyp_copy", "w_crsk", "grad_input", *p.scalars))]
+    steps = [Step("dy_to_nchw32" if d.get("ILV") else "dy_to_nhwc", (cdiv(q["OH"] * q["OW"], 64) * 32,
+                  cdiv(kr, 64) * 8, q["N"]), (32, 8, 1), ("grad_output", "output", "dyp_copy", "K", "OH", "OW")),
+             Step("w_to_crsk", (cdiv(kr, wk) * 256, q["C"]), (256, 1), ("weight", "w_crsk", "C", "K")),
+             Step("conv_dgrad", (cdiv(q["N"] * q["H"] * q["W"], MMA_TILE[0]) * threads, cdiv(q["C"], d["BN"]), splits),
+                  (threads, 1, 1), ("dyp_copy", "w_crsk", "dx_split" if splits > 1 else "grad_input", *p.scalars))]
+    if splits == 1:
+        return steps
+    n = q["N"] * q["C"] * q["H"] * q["W"]
+    flat = ((min(cdiv(n, 256), 4096) * 256,), (256,))
+    return ([Step("splitk_zero", *flat, ("dx_split", np.int32(n)))] + steps
+            + [Step("splitk_store", *flat, ("dx_split", "grad_input", np.int32(n)))])
 
 
 def tf32_operands(p: Problem, d: dict) -> dict:
     return {"TF32": 1}
+
+
+# the channel-last and interleaved input-gradient stages: their operands and their split of K
+def nhwc_fp16(p: Problem, d: dict) -> dict:
+    return {**fp16_operands(p, d), "SPLITK": nhwc_splits(p, d)}
+
+
+def nhwc_bf16(p: Problem, d: dict) -> dict:
+    return {**bf16_operands(p, d), "SPLITK": nhwc_splits(p, d)}
+
+
+def nhwc_tf32(p: Problem, d: dict) -> dict:
+    return {**tf32_operands(p, d), "SPLITK": nhwc_splits(p, d)}
 
 
 # -- the forward pass on the same kernel (13_tc_nhwc.cu with FWD = 1) --------------------------

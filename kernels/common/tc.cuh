@@ -93,13 +93,17 @@ __device__ __forceinline__ void zero_acc(float acc[4][4][4]) {
 
 __device__ __forceinline__ void put(float* p, float v) { *p = v; }
 __device__ __forceinline__ void put(h16* p, float v) { *p = to_h16(v); }   // rounded once, at the end
+// how store_dx writes a value: stored (rounded to T), or added into a float32 dx by one split of
+// the reduction among several (13_tc_nhwc.cu: SPLITK)
+struct Store { template <typename T> __device__ __forceinline__ void operator()(T* p, float v) const { put(p, v); } };
+struct Add { __device__ __forceinline__ void operator()(float* p, float v) const { atomicAdd(p, v); } };
 
 // The warp's sums into dx (NCHW; m = (n, h, w)), from position m_warp and channel c_warp on:
 // c0, c1 hold position g, channels 2t, 2t+1; c2, c3 position g + 8 (the fragment layout above).
 // Positions past NP and channels past C are not written.
-template <typename T>
+template <typename T, typename Op = Store>
 __device__ __forceinline__ void store_dx(T* dx, const float acc[4][4][4], int m_warp, int c_warp, int g, int t,
-                                         int NP, int C, int HW) {
+                                         int NP, int C, int HW, Op write = Op()) {
 #pragma unroll
     for (int mt = 0; mt < 4; mt++)
 #pragma unroll
@@ -108,7 +112,7 @@ __device__ __forceinline__ void store_dx(T* dx, const float acc[4][4][4], int m_
             for (int e = 0; e < 4; e++) {
                 const int m = m_warp + mt * 16 + g + (e >> 1) * 8;
                 const int c = c_warp + nt * 8 + 2 * t + (e & 1);
-                if (m < NP && c < C) put(&dx[m / HW * C * HW + c * HW + m % HW], acc[mt][nt][e]);
+                if (m < NP && c < C) write(&dx[m / HW * C * HW + c * HW + m % HW], acc[mt][nt][e]);
             }
 }
 

@@ -43,7 +43,12 @@
 // accumulators before the store (BIAS, ACT), so a layer's whole forward step is one product.
 // In the kernel's names the forward problem is (N, C <- K, H <- OH, W <- OW, K <- C, OH <- H,
 // OW <- W): the launch passes the scalars in that order (helpers/launch/gemm.py: mma_fwd_steps).
-// JIT parameters: KH, KW, STRIDE, ACT, TF32, BF16, BN, STAGES, CH, ILV, FWD, BIAS.
+// Split-K (SPLITK > 1, input gradient only): where a layer has too few blocks of positions x
+// channels to fill the GPU (small batches, deep layers: res512@7 at batch 1 has 8), the reduction
+// is cut into SPLITK runs of chunks, one per grid layer z; each block adds its partial sums into a
+// float32 copy of dx with atomicAdd, zeroed first (splitk_zero), and splitk_store rounds it into dx.
+// How many splits: helpers/launch/gemm.py: nhwc_splits (the stage's SPLIT_TARGET: blocks wanted).
+// JIT parameters: KH, KW, STRIDE, ACT, TF32, BF16, BN, STAGES, CH, ILV, FWD, BIAS, SPLITK.
 // Measured (H200, ResNet-50 layers at batch 64, results/conv_dgrad_resnet50_tc_nvidia-h200.json):
 // fp16 135.1 TFLOP/s geometric mean, x2.67 tc_fp16_pipe, x0.67 cuDNN fp16; tf32 81.7 TFLOP/s, x0.61
 // cuDNN TF32. Interleaved (ILV = 32): the same within 3 % on every layer (NHWC / NCHW32 time
@@ -76,6 +81,10 @@
 #endif
 static_assert(ILV == 0 || ILV == 32, "dy' is channel-last (ILV 0) or in groups of 32 channels (ILV 32)");
 static_assert(!(FWD && ILV), "the forward pass reads x channel-last");
+#ifndef SPLITK
+#define SPLITK 1              // runs of the reduction, one per grid layer (1: the whole sum per block)
+#endif
+static_assert(SPLITK == 1 || !FWD, "split-K serves the input gradient (its epilogue needs the whole sum)");
 // the copy of dy' fuses the activation's derivative (input gradient); forward, ACT is the epilogue's
 #define DERIV (ACT != ACT_NONE && !FWD)
 #define BM 128                // positions per block
@@ -216,8 +225,13 @@ w_to_crsk(const elem* __restrict__ w, elem* __restrict__ out, int C, int K) {
 #define PRODUCT conv_dgrad
 #define BIAS_ARG
 #endif
+#if SPLITK > 1
+typedef float out_t;          // the float32 copy of dx the splits add into
+#else
+typedef elem out_t;
+#endif
 extern "C" __global__ void __launch_bounds__(THREADS)
-PRODUCT(const elem* __restrict__ dyp, const elem* __restrict__ wp, elem* __restrict__ dx, BIAS_ARG
+PRODUCT(const elem* __restrict__ dyp, const elem* __restrict__ wp, out_t* __restrict__ dx, BIAS_ARG
         int N, int C, int H, int W, int K, int OH, int OW, int PAD) {
     __shared__ __align__(128) unsigned char As[STAGES][BM * ROW];
     __shared__ __align__(128) unsigned char Bs[STAGES][BN * ROW];
@@ -233,7 +247,13 @@ PRODUCT(const elem* __restrict__ dyp, const elem* __restrict__ wp, elem* __restr
     const int PIX = K, IMG = OH * OW;
     auto at_k = [&](int k) { return (long)k; };
 #endif
-    const int chunks = KH * KW * KC;
+    // this block's run of the reduction: chunks first .. first + chunks - 1 of KH * KW * KC
+#if SPLITK > 1
+    const int per = (KH * KW * KC + SPLITK - 1) / SPLITK, first = blockIdx.z * per;
+    const int chunks = max(0, min(KH * KW * KC - first, per));
+#else
+    const int first = 0, chunks = KH * KW * KC;
+#endif
     const int m0 = blockIdx.x * BM, c0 = blockIdx.y * BN;
     const int warp_m = (warp & 1) * 64, warp_n = (warp >> 1) * 32;
 
@@ -267,7 +287,7 @@ PRODUCT(const elem* __restrict__ dyp, const elem* __restrict__ wp, elem* __restr
 
     // the next chunk to copy, advanced by counting (no division per chunk): tap (r, s), the
     // chunk's first channel k0, and its slot in the ring
-    int cr = 0, cs = 0, ck0 = 0, cslot = 0;
+    int cr = first / KC / KW, cs = first / KC % KW, ck0 = first % KC * BK, cslot = 0;
     const unsigned a_dst = smem_addr(As[0]) + SWZ(arow, j), b_dst = smem_addr(Bs[0]) + SWZ(arow, j);
     auto copy_next = [&]() {
         const int k = ck0 + j * EPC;
@@ -365,5 +385,19 @@ PRODUCT(const elem* __restrict__ dyp, const elem* __restrict__ wp, elem* __restr
 #pragma unroll
             for (int e = 0; e < 4; e++) acc[mt][nt][e] = act_forward(acc[mt][nt][e] + bias_of[nt][e & 1]);
 #endif
+#if SPLITK > 1
+    store_dx(dx, acc, m0 + warp_m, c0 + warp_n, g, t, NP, C, HW, Add());
+#else
     store_dx(dx, acc, m0 + warp_m, c0 + warp_n, g, t, NP, C, HW);
+#endif
 }
+
+#if SPLITK > 1
+// -- split-K: the float32 dx zeroed before the product, rounded into dx after it ----------------
+extern "C" __global__ void __launch_bounds__(256) splitk_zero(float* __restrict__ dx32, int n) {
+    for (int i = blockIdx.x * 256 + threadIdx.x; i < n; i += gridDim.x * 256) dx32[i] = 0.f;
+}
+extern "C" __global__ void __launch_bounds__(256) splitk_store(const float* __restrict__ dx32, elem* __restrict__ dx, int n) {
+    for (int i = blockIdx.x * 256 + threadIdx.x; i < n; i += gridDim.x * 256) put(&dx[i], dx32[i]);
+}
+#endif
