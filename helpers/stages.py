@@ -305,13 +305,13 @@ CONV_DGRAD += [
 ]
 # the same product on channel-last copies of dy' and w (reduction order r, s, k): both operands by
 # cp.async, 16 bytes per copy; one file for the three precisions (13_tc_nhwc.cu: TF32, BF16)
-# SPLIT_TARGET: blocks the input gradient's product should have; fewer, and a reduction of at least
-# SPLIT_MIN terms is split (helpers/launch/gemm.py: nhwc_splits); 1 never splits
-NHWC_TC = dict(family="gemm", backend="cuda", defines={"BN": 64, "STAGES": 3, "CH": 4, "SPLIT_TARGET": 128,
-                                                       "SPLIT_MIN": 2048},
-               tune={"BN": [64, 128], "STAGES": [2, 3], "CH": [4, 8], "SPLIT_TARGET": [1, 128, 256, 512]})
-FORWARD_TC = dict(NHWC_TC, defines={"BN": 64, "STAGES": 3, "CH": 4, "FWD": 1},
-                  tune={"BN": [64, 128], "STAGES": [2, 3], "CH": [4, 8]})
+# the tiles of 13_tc_nhwc.cu, both directions; the input gradient adds split-K: SPLIT_TARGET is the
+# blocks its product should have; fewer, and a reduction of at least SPLIT_MIN terms is split
+# (helpers/launch/gemm.py: nhwc_splits); 1 never splits
+TC_TILES, TC_TILES_TUNE = {"BN": 64, "STAGES": 3, "CH": 4}, {"BN": [64, 128], "STAGES": [2, 3], "CH": [4, 8]}
+NHWC_TC = dict(family="gemm", backend="cuda", defines={**TC_TILES, "SPLIT_TARGET": 128, "SPLIT_MIN": 2048},
+               tune={**TC_TILES_TUNE, "SPLIT_TARGET": [1, 128, 256, 512]})
+FORWARD_TC = dict(NHWC_TC, defines={**TC_TILES, "FWD": 1}, tune=TC_TILES_TUNE)
 CONV_DGRAD += [
     Stage("conv_dgrad", 13, name, "conv_dgrad/13_tc_nhwc.cu", title, precision=precision, jit=jit,
           launch=launch, requires=requires, fallback=fallback, **NHWC_TC)

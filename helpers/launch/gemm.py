@@ -269,14 +269,15 @@ def nhwc_splits(p: Problem, d: dict) -> int:
     A reduction shorter than SPLIT_MIN terms (KH*KW*K) is never split: the two extra launches (zero
     the float32 dx, round it into dx) cost more there than the product gains. SPLIT_TARGET = 1
     never splits; the forward pass never does."""
-    target = d.get("SPLIT_TARGET", 1)
     q = p.dims
-    if d.get("FWD") or q["KH"] * q["KW"] * padded_k(p, d) < d.get("SPLIT_MIN", 0):
+    terms = q["KH"] * q["KW"] * padded_k(p, d)
+    if d.get("FWD") or terms < d.get("SPLIT_MIN", 0):
         return 1
     blocks = cdiv(q["N"] * q["H"] * q["W"], MMA_TILE[0]) * cdiv(q["C"], d["BN"])
+    target = d.get("SPLIT_TARGET", 1)
     if blocks >= target:
         return 1
-    return max(1, min(cdiv(target, blocks), SPLIT_MAX, q["KH"] * q["KW"] * padded_k(p, d) // SPLIT_MIN_TERMS))
+    return max(1, min(cdiv(target, blocks), SPLIT_MAX, terms // SPLIT_MIN_TERMS))
 
 
 def mma_nhwc_scratch(p: Problem, d: dict, dtype: str = "float16") -> dict:
@@ -320,6 +321,12 @@ def mma_nhwc_tf32_scratch(p: Problem, d: dict) -> dict:
     return mma_nhwc_scratch(p, d, "float32")
 
 
+def channel_last_copy(pixels: int, channels: int, images: int) -> tuple:
+    """Grid and block of 13_tc_nhwc.cu's transpose (dy_to_nhwc, dy_to_nchw32, to_channel_last):
+    64 x 64 blocks of (channel, pixel), 32 x 8 threads each."""
+    return (cdiv(pixels, 64) * 32, cdiv(channels, 64) * 8, images), (32, 8, 1)
+
+
 def mma_nhwc_steps(p: Problem, d: dict) -> list:
     """dy' to (N, OH, OW, K) or (N, KR/32, OH, OW, 32) through 64 x 64 blocks, w to (C, KH, KW, KR)
     per channel, WK values of k at a time (128, or 32 for kernels beyond 5x5: the shared block
@@ -327,8 +334,8 @@ def mma_nhwc_steps(p: Problem, d: dict) -> list:
     q, kr = p.dims, padded_k(p, d)
     threads, splits = 2 * d["BN"], nhwc_splits(p, d)
     wk = 128 if q["KH"] * q["KW"] <= 25 else 32       # 13_tc_nhwc.cu: WK
-    steps = [Step("dy_to_nchw32" if d.get("ILV") else "dy_to_nhwc", (cdiv(q["OH"] * q["OW"], 64) * 32,
-                  cdiv(kr, 64) * 8, q["N"]), (32, 8, 1), ("grad_output", "output", "dyp_copy", "K", "OH", "OW")),
+    steps = [Step("dy_to_nchw32" if d.get("ILV") else "dy_to_nhwc", *channel_last_copy(q["OH"] * q["OW"], kr, q["N"]),
+                  ("grad_output", "output", "dyp_copy", "K", "OH", "OW")),
              Step("w_to_crsk", (cdiv(kr, wk) * 256, q["C"]), (256, 1), ("weight", "w_crsk", "C", "K")),
              Step("conv_dgrad", (cdiv(q["N"] * q["H"] * q["W"], MMA_TILE[0]) * threads, cdiv(q["C"], d["BN"]), splits),
                   (threads, 1, 1), ("dyp_copy", "w_crsk", "dx_split" if splits > 1 else "grad_input", *p.scalars))]
@@ -344,17 +351,13 @@ def tf32_operands(p: Problem, d: dict) -> dict:
     return {"TF32": 1}
 
 
-# the channel-last and interleaved input-gradient stages: their operands and their split of K
-def nhwc_fp16(p: Problem, d: dict) -> dict:
-    return {**fp16_operands(p, d), "SPLITK": nhwc_splits(p, d)}
+def with_splits(operands):
+    """The jit of a channel-last or interleaved input-gradient stage: its operands' defines and
+    its split of K (the launch computes the same nhwc_splits for the grid)."""
+    return lambda p, d: {**operands(p, d), "SPLITK": nhwc_splits(p, d)}
 
 
-def nhwc_bf16(p: Problem, d: dict) -> dict:
-    return {**bf16_operands(p, d), "SPLITK": nhwc_splits(p, d)}
-
-
-def nhwc_tf32(p: Problem, d: dict) -> dict:
-    return {**tf32_operands(p, d), "SPLITK": nhwc_splits(p, d)}
+nhwc_fp16, nhwc_bf16, nhwc_tf32 = (with_splits(f) for f in (fp16_operands, bf16_operands, tf32_operands))
 
 
 # -- the forward pass on the same kernel (13_tc_nhwc.cu with FWD = 1) --------------------------
@@ -384,9 +387,10 @@ def mma_fwd_steps(p: Problem, d: dict) -> list:
     its scalars in the kernel's names (N, C <- K, H <- OH, W <- OW, K <- C, OH <- H, OW <- W)."""
     q = p.dims
     threads, taps = 2 * d["BN"], q["K"] * q["KH"] * q["KW"]
-    copy = lambda pixels, images: ((cdiv(pixels, 64) * 32, cdiv(q["C"], 64) * 8, images), (32, 8, 1))
-    return [Step("to_channel_last", *copy(q["H"] * q["W"], q["N"]), ("input", "input", "x_copy", "C", "H", "W")),
-            Step("to_channel_last", *copy(taps, 1), ("weight", "weight", "w_krsc", "C", np.int32(taps), np.int32(1))),
+    return [Step("to_channel_last", *channel_last_copy(q["H"] * q["W"], q["C"], q["N"]),
+                 ("input", "input", "x_copy", "C", "H", "W")),
+            Step("to_channel_last", *channel_last_copy(taps, q["C"], 1),
+                 ("weight", "weight", "w_krsc", "C", np.int32(taps), np.int32(1))),
             Step("conv_forward", (cdiv(q["N"] * q["OH"] * q["OW"], MMA_TILE[0]) * threads, cdiv(q["K"], d["BN"])),
                  (threads, 1), ("x_copy", "w_krsc", "output", "bias", "N", "K", "OH", "OW", "C", "H", "W", "PAD"))]
 

@@ -15,6 +15,7 @@ import os
 import sys
 
 import numpy as np
+import pyopencl as cl
 
 # clblast_c.h: CLBlastLayoutRowMajor, CLBlastTransposeNo, CLBlastSuccess
 ROW_MAJOR, NO_TRANSPOSE, SUCCESS = 101, 111, 0
@@ -47,7 +48,6 @@ def available() -> bool:
 def sgemm(queue, m: int, n: int, k: int, a, b, c):
     """c (m x n) = a (m x k) . b (k x n), row-major float32 pyopencl buffers, enqueued on queue.
     Returns the pyopencl Event of the call; raises RuntimeError with CLBlast's status code."""
-    import pyopencl as cl
     lib = _library()
     q, event = ctypes.c_void_p(queue.int_ptr), ctypes.c_void_p()
     status = lib.CLBlastSgemm(ROW_MAJOR, NO_TRANSPOSE, NO_TRANSPOSE, m, n, k, 1.0,
@@ -80,7 +80,6 @@ def clblast_gemm(problem, ctx, *, warmup: int = 3, repeats: int = 20, flush_byte
         or odd-sized product runs several (pads and transposes around the product), so the run is
         timed from a marker enqueued just before the call to the end of that event. As for the
         course's multi-kernel stages, a gap the host leaves between the kernels counts."""
-        import pyopencl as cl
         return [cl.enqueue_marker(queue), sgemm(queue, m, n, k, da.data, db.data, dc.data)]
 
     enqueue()

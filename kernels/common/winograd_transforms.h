@@ -82,10 +82,10 @@ __kernel void wino_output(__global const float* restrict M,  // (T, COP, PP)
     const int n = p / (TH * TW), th = (p / TW) % TH, tw = p % TW;
 #if WINO_VEC_OUT
     // consecutive work-items hold horizontally adjacent tiles: one 16-byte store per row, a warp's
-    // stores contiguous. Scalar, the same 16 bytes took four stores, each touching one float in
-    // every four of the span the warp wrote. H200, res64@56 (conv_dgrad winograd4): 0.063 ms
-    // scalar (exploration run), 0.046 ms with the float4 stores
-    // (results/conv_dgrad_resnet50_switches_tuned_nvidia-h200.json, steps_ms).
+    // stores contiguous. Scalar, the same 16 bytes take four stores, each touching one float in
+    // every four of the span the warp writes. Recorded with the float4 stores: 0.046 ms on
+    // res64@56, H200 (conv_dgrad winograd4; results/conv_dgrad_resnet50_switches_tuned_nvidia-h200.json,
+    // steps_ms; no scalar run of the same session is recorded).
     for (int i = 0; i < WINO_M; i++) {
         const int oh = WINO_M * th + i;
         if (oh < OH)                                // a partial tile at the bottom edge
