@@ -239,8 +239,9 @@ CONV_DGRAD += [
           "strided layers multiply the zeros of the missing taps", launch="igemm", **IGEMM),
     Stage("conv_dgrad", 11, "igemm_phases", "conv_dgrad/11_igemm_phases.cl",
           "implicit GEMM split into stride^2 phase sub-problems, each over only the taps that reach "
-          "its input positions: no multiplied zeros (stride 1: one phase)", launch="phases",
-          jit="phase_split", fast={"PHASED": 1}, **IGEMM),
+          "its input positions: no multiplied zeros (stride 1: one phase); each phase compiled with "
+          "its tap counts as constants", launch="phases", jit="phase_split", fast={"PHASED": 1},
+          **dict(IGEMM, defines={**TILES, "PHASE_CONSTANT": 1, "STORE_LOCAL": 1})),
     Stage("conv_dgrad", 11, "igemm_delta", "conv_dgrad/11_igemm_delta.cl",
           "the phase split with a precomputed offset (delta) table per phase: no division in the "
           "operand fetches", launch="delta", jit="phase_split", fast={"PHASED": 1}, **IGEMM),

@@ -58,3 +58,18 @@ def test_column_workspace_past_32_bit_indexing_falls_back_to_the_implicit_gemm()
     stage = get_stage("conv_dgrad", "gemm_col2im")
     assert "32-bit" in hook(stage, "requires")(big, dict(stage.defines)) and stage.fallback == "igemm_delta"
     assert launch.cols_size(big) == 512 * 9 * 256 * 56 * 56
+
+
+def test_phase_split_switches_match_the_reference_with_guards(ctx):
+    """igemm_phases' switches (the phase a constant or not, dx through local memory or not) under
+    both tile-read layouts, on strided grid cases and two stride-1 ones, with guards. The defaults
+    (both on, GEMM_LDS4 off) run the whole grid in tests/test_conv_dgrad.py."""
+    cases = [c for c in GRID if c["stride"] > 1][::12] + [c for c in GRID if c["stride"] == 1][::100]
+    switches = [(0, 1, 1), (1, 0, 1), (1, 1, 1), (1, 0, 0)]     # PHASE_CONSTANT, STORE_LOCAL, GEMM_LDS4
+    for i, c in enumerate(cases):
+        args = random_problem_args(c["n"], c["c"], c["h"], c["w"], c["k"], c["kernel"], c["stride"],
+                                   c["padding"], c["activation"], seed=i)
+        for const, local, lds4 in switches:
+            d = {"PHASE_CONSTANT": const, "STORE_LOCAL": local, "GEMM_LDS4": lds4, "WM": 4 + 4 * lds4}
+            res = helpers.check_stage("conv_dgrad", "igemm_phases", ctx=ctx, guard=True, defines=d, **args)
+            assert res.path == ("fast" if c["stride"] > 1 else "general"), (c, d)

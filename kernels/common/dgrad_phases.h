@@ -5,6 +5,10 @@
 
 #include "course.h"
 
+// The filter rows of phase row ph (r = ph, ph + STRIDE, ...) and the columns of phase column pw.
+#define PHASE_ROWS(ph) max(0, CEIL_DIV(KH - (ph), STRIDE))
+#define PHASE_COLS(pw) max(0, CEIL_DIV(KW - (pw), STRIDE))
+
 // One phase of the problem: its taps and where its positions start.
 typedef struct {
     int ph, pw;       // phase: (h + PAD) % STRIDE, (w + PAD) % STRIDE
@@ -18,8 +22,8 @@ inline phase_t make_phase(const int phase, const int H, const int W, const int P
     phase_t q;
     q.ph = phase / STRIDE;
     q.pw = phase % STRIDE;
-    q.rp = STRIDE == 1 ? KH : max(0, CEIL_DIV(KH - q.ph, STRIDE));   // constants when STRIDE == 1
-    q.sp = STRIDE == 1 ? KW : max(0, CEIL_DIV(KW - q.pw, STRIDE));
+    q.rp = STRIDE == 1 ? KH : PHASE_ROWS(q.ph);                      // constants when STRIDE == 1
+    q.sp = STRIDE == 1 ? KW : PHASE_COLS(q.pw);
     q.taps = q.rp * q.sp;
     q.h0 = ((q.ph - PAD) % STRIDE + STRIDE) % STRIDE;
     q.w0 = ((q.pw - PAD) % STRIDE + STRIDE) % STRIDE;

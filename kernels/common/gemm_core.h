@@ -97,6 +97,31 @@
 #define GEMM_TID ((int)(get_local_id(1) * GEMM_RN + get_local_id(0)))
 #define GEMM_B_COL (GEMM_TID % TN)    // the column of B this work-item fetches, every step
 
+// The epilogue through local memory, for kernels whose work-group is a multiple of TN (GEMM_B_COL
+// holds). Written straight from the registers, a store instruction of a warp puts one value per
+// work-item at columns WN/4 or 4 apart (with GEMM_LDS4), so each lane hits its own 32-byte
+// sector: a stored value costs a whole memory transaction. GEMM_STORE_COLUMN instead passes the
+// block row by row, acc[i][.] of every work-item, through Cs (GEMM_RM x TN floats, declared by
+// GEMM_C_TILE); after each pass a work-item writes the values of its own column GEMM_B_COL, so
+// neighbouring work-items write neighbouring columns of C. STORE(row, value) writes C's element
+// (m0 + row, n0 + GEMM_B_COL); the kernel decodes that column's address once, before.
+// GEMM_ROW_OF(t, i): the row of acc[i][.] for the work-items with local id 1 equal to t.
+#if GEMM_LDS4
+#define GEMM_ROW_OF(t, i) (4 * (t) + ((i) / 4) * (4 * GEMM_RM) + (i) % 4)
+#else
+#define GEMM_ROW_OF(t, i) ((t) + (i) * GEMM_RM)
+#endif
+#define GEMM_C_TILE(Cs) __local float Cs[GEMM_RM * TN]
+#define GEMM_STORE_COLUMN(Cs, acc, STORE) do {                                                  \
+        for (int i_ = 0; i_ < WM; i_++) {                                                      \
+            barrier(CLK_LOCAL_MEM_FENCE);   /* the previous pass's reads are done */            \
+            for (int j_ = 0; j_ < WN; j_++) Cs[get_local_id(1) * TN + GEMM_COL(j_)] = acc[i_][j_]; \
+            barrier(CLK_LOCAL_MEM_FENCE);                                                      \
+            for (int t_ = GEMM_TID / TN; t_ < GEMM_RM; t_ += GEMM_WG / TN)                     \
+                STORE(GEMM_ROW_OF(t_, i_), Cs[t_ * TN + GEMM_B_COL]);                          \
+        }                                                                                      \
+    } while (0)
+
 #if GEMM_PREFETCH
 // The copy loops of gemm_accumulate (GEMM_PREFETCH = 0, below) split in two: GEMM_FETCH(k0)
 // reads a work-item's elements of step k0 into registers ra, rb; gemm_store puts them into the

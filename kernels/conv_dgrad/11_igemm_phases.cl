@@ -7,9 +7,14 @@
 // h = h0 + s*i, where dy's row is oh = bh + i - j for tap r = ph + s*j: a stride-1 window.
 // One launch, dim 2 = phase; work-groups past their phase's positions return at once. A phase
 // with no taps (ph >= KH) writes zeros. With STRIDE 1 there is one phase: stage igemm_analytic.
+// PHASE_CONSTANT = 1 (default) compiles each phase as its own case (the kernel's last lines): its
+// tap counts are then constants, and the fetches' divisions by them become shifts and
+// multiplications. 0 keeps one copy with the phase a run-time value (chapter 11 times both).
+// STORE_LOCAL = 1 (default) writes dx through local memory (gemm_core.h: GEMM_STORE_COLUMN), so
+// that neighbouring work-items store neighbouring positions; 0 stores from the registers.
 // Layouts: dy, y (N,K,OH,OW); w IOHW (C,K,KH,KW); dx (N,C,H,W).
 // NDRange: (ceil(N*ceil(H/s)*ceil(W/s) / TN) * TN/WN, ceil(C/TM) * TM/WM, s*s).
-// JIT parameters: KH, KW, STRIDE, ACT; TM, TN, TK, WM, WN (gemm_core.h).
+// JIT parameters: KH, KW, STRIDE, ACT, PHASE_CONSTANT, STORE_LOCAL; TM, TN, TK, WM, WN (gemm_core.h).
 
 #ifndef KH
 #define KH 3
@@ -19,6 +24,12 @@
 #endif
 #ifndef STRIDE
 #define STRIDE 1
+#endif
+#ifndef PHASE_CONSTANT
+#define PHASE_CONSTANT 1
+#endif
+#ifndef STORE_LOCAL
+#define STORE_LOCAL 1
 #endif
 
 #include "dgrad_phases.h"
@@ -53,13 +64,13 @@ inline float phase_dy(__global const float* restrict dy, __global const float* r
 
 #include "gemm_core.h"
 
-__kernel __attribute__((reqd_work_group_size(TN / WN, TM / WM, 1)))
-void conv_dgrad(__global const float* restrict dy, __global const float* restrict y,
-                __global const float* restrict w, __global float* restrict dx,
-                const int N, const int C, const int H, const int W,
-                const int K, const int OH, const int OW, const int PAD) {
-    GEMM_TILES(As, Bs);
-    const phase_t q = make_phase(get_group_id(2), H, W, PAD);
+// The GEMM of one phase (PHASE_CONSTANT: the kernel calls it with ``phase`` a constant).
+inline void phase_gemm(const int phase, __global const float* restrict dy, __global const float* restrict y,
+                       __global const float* restrict w, __global float* restrict dx,
+                       const int N, const int C, const int H, const int W,
+                       const int K, const int OH, const int OW, const int PAD,
+                       __local float* As, __local float* Bs, __local float* Cs) {
+    const phase_t q = make_phase(phase, H, W, PAD);
     const int PHW = q.hp * q.wp, NP = N * PHW, KTOT = K * q.taps;
     const int m0 = get_group_id(1) * TM, n0 = get_group_id(0) * TN;
     if (n0 >= NP) return;                // the whole work-group: past this phase's positions
@@ -71,6 +82,12 @@ void conv_dgrad(__global const float* restrict dy, __global const float* restric
         for (int b = 0; b < WN; b++) acc[a][b] = 0.0f;
     gemm_accumulate(dy, y, w, q, C, KTOT, K, OH, OW, col < NP, img * K * OH * OW, q.bh + i, q.bw + j,
                     m0, n0, KTOT, As, Bs, acc);
+#if STORE_LOCAL
+    // dx[img][c][h0 + STRIDE*i][w0 + STRIDE*j] for this work-item's column, c = m0 + row
+    const int out = img * C * H * W + (q.h0 + STRIDE * i) * W + q.w0 + STRIDE * j;
+#define DX_ROW(row, v) if (col < NP && m0 + (row) < C) dx[out + (m0 + (row)) * H * W] = (v)
+    GEMM_STORE_COLUMN(Cs, acc, DX_ROW);
+#else
     for (int b = 0; b < WN; b++) {
         const int n = n0 + GEMM_COL(b);
         if (n >= NP) continue;
@@ -81,4 +98,25 @@ void conv_dgrad(__global const float* restrict dy, __global const float* restric
             if (c < C) dx[out + c * H * W] = acc[a][b];
         }
     }
+#endif
+}
+
+__kernel __attribute__((reqd_work_group_size(TN / WN, TM / WM, 1)))
+void conv_dgrad(__global const float* restrict dy, __global const float* restrict y,
+                __global const float* restrict w, __global float* restrict dx,
+                const int N, const int C, const int H, const int W,
+                const int K, const int OH, const int OW, const int PAD) {
+    GEMM_TILES(As, Bs);
+    GEMM_C_TILE(Cs);
+#if PHASE_CONSTANT
+    // One copy of phase_gemm per phase, each with its phase a constant once the loop is unrolled.
+    // The branch is the same for the whole work-group, so the barriers inside it are legal.
+#pragma unroll
+    for (int phase = 0; phase < STRIDE * STRIDE; phase++)
+        if (get_group_id(2) == phase)
+            phase_gemm(phase, dy, y, w, dx, N, C, H, W, K, OH, OW, PAD, As, Bs, Cs);
+#else
+    // One copy: every fetch divides by a tap count known only at run time.
+    phase_gemm(get_group_id(2), dy, y, w, dx, N, C, H, W, K, OH, OW, PAD, As, Bs, Cs);
+#endif
 }
