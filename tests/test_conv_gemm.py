@@ -66,10 +66,11 @@ def test_phase_split_switches_match_the_reference_with_guards(ctx):
     (both on, GEMM_LDS4 off) run the whole grid in tests/test_conv_dgrad.py."""
     cases = [c for c in GRID if c["stride"] > 1][::12] + [c for c in GRID if c["stride"] == 1][::100]
     switches = [(0, 1, 1), (1, 0, 1), (1, 1, 1), (1, 0, 0)]     # PHASE_CONSTANT, STORE_LOCAL, GEMM_LDS4
+    TILES = {"TM": 64, "TN": 64, "TK": 16, "WM": 4, "WN": 4}   # legal on any device, whatever is tuned
     for i, c in enumerate(cases):
         args = random_problem_args(c["n"], c["c"], c["h"], c["w"], c["k"], c["kernel"], c["stride"],
                                    c["padding"], c["activation"], seed=i)
         for const, local, lds4 in switches:
-            d = {"PHASE_CONSTANT": const, "STORE_LOCAL": local, "GEMM_LDS4": lds4, "WM": 4 + 4 * lds4}
+            d = {"PHASE_CONSTANT": const, "STORE_LOCAL": local, "GEMM_LDS4": lds4, **TILES}
             res = helpers.check_stage("conv_dgrad", "igemm_phases", ctx=ctx, guard=True, defines=d, **args)
             assert res.path == ("fast" if c["stride"] > 1 else "general"), (c, d)
