@@ -69,16 +69,19 @@ def workspace_rows(layers, limit_mb: float) -> list[dict]:
 
 
 # Integer operations per fetched element of B (dy) in each stage's operand fetch, read off the
-# kernels' gather functions: divisions/remainders, by compile-time constants (KH, KW, STRIDE:
-# the compiler turns them into multiplies and shifts) or by run-time values (a real division),
-# and the table reads. Bounds compares are 4 in each stage (0 <= oh < OH, 0 <= ow < OW).
+# kernels' gather functions: divisions/remainders, by compile-time constants (KH, KW, STRIDE, and
+# a phase's tap counts when each phase is compiled as its own copy: the compiler turns them into
+# multiplies and shifts) or by run-time values (a real division), and the table reads. Bounds
+# compares are 4 in each stage (0 <= oh < OH, 0 <= ow < OW). Keyed by (row label, stage).
 FETCH_OPS = {
-    "igemm_analytic": {"div/rem by constants": 4, "div/rem by stride": 4, "div/rem at run time": 0,
-                       "table reads": 0},
-    "igemm_phases": {"div/rem by constants": 0, "div/rem by stride": 0, "div/rem at run time": 4,
-                     "table reads": 0},
-    "igemm_delta": {"div/rem by constants": 0, "div/rem by stride": 0, "div/rem at run time": 0,
-                    "table reads": 1},
+    ("igemm_analytic", "igemm_analytic"): {"div/rem by constants": 4, "div/rem by stride": 4,
+                                           "div/rem at run time": 0, "table reads": 0},
+    ("igemm_phases", "igemm_phases"): {"div/rem by constants": 4, "div/rem by stride": 0,
+                                       "div/rem at run time": 0, "table reads": 0},
+    ("  PHASE_CONSTANT=0", "igemm_phases"): {"div/rem by constants": 0, "div/rem by stride": 0,
+                                             "div/rem at run time": 4, "table reads": 0},
+    ("igemm_delta", "igemm_delta"): {"div/rem by constants": 0, "div/rem by stride": 0,
+                                     "div/rem at run time": 0, "table reads": 1},
 }
 
 
@@ -104,11 +107,11 @@ def index_ops_table(lay: dict, tiles: dict) -> list[str]:
     """Lines: per stage, B fetches and the integer operations they cost, for one layer."""
     counts = fetch_counts(lay, tiles)
     by_stride = 0 if lay["stride"] == 1 else 1          # STRIDE 1: the compiler drops those checks
-    out = [f"{'stage':<16} {'B fetches':>14} {'div/rem const':>14} {'div/rem stride':>15} "
+    out = [f"{'stage':<18} {'B fetches':>14} {'div/rem const':>14} {'div/rem stride':>15} "
            f"{'div/rem runtime':>16} {'table reads':>12}"]
-    for stage, ops in FETCH_OPS.items():
+    for (label, stage), ops in FETCH_OPS.items():
         f = counts[stage]
-        out.append(f"{stage:<16} {f:14,d} {f * ops['div/rem by constants']:14,d} {f * ops['div/rem by stride'] * by_stride:15,d} "
+        out.append(f"{label:<18} {f:14,d} {f * ops['div/rem by constants']:14,d} {f * ops['div/rem by stride'] * by_stride:15,d} "
                    f"{f * ops['div/rem at run time']:16,d} {f * ops['table reads']:12,d}")
     return out
 
