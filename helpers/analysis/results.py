@@ -27,13 +27,14 @@ def find(op: str, layer_set: str, device_type: str | None = "GPU", tag: str | No
             and (device_type is None or r["device"].get("type") == device_type)]
 
 
-def best_row(op: str, layer_set: str, layer: str, device: str, precision: str = "fp32", skip=()) -> dict:
+def best_row(op: str, layer_set: str, layer: str, device: str, precision: str = "fp32", skip=(),
+             until: str | None = None) -> dict:
     """The fastest row on ``layer`` in ``precision`` over every recorded run of the op and layer set
     on the device named (the ladder and the tagged runs), stages in ``skip`` left out; with the
-    file it came from."""
+    file it came from. ``until``: a run's date; only runs recorded then or before count."""
     rows = [dict(r, file=run["file"]) for run in load() if run.get("kind") == "bench"
             and run.get("op") == op and run.get("layer_set") == layer_set
-            and run["device"]["name"].strip() == device
+            and run["device"]["name"].strip() == device and (until is None or run["date"] <= until)
             for r in run["rows"] if r["layer"] == layer and r.get("precision", "fp32") == precision
             and r["stage"] not in skip]
     return min(rows, key=lambda r: r["median_ms"])
@@ -41,8 +42,9 @@ def best_row(op: str, layer_set: str, layer: str, device: str, precision: str = 
 
 def chooser_rows(layer_set: str = "resnet50", device: str = "NVIDIA H200") -> list[dict]:
     """Each recorded row of conv_dgrad's stage ``auto`` on the device, beside the fastest other
-    fp32 stage recorded on that layer in any run: how close the chooser comes to the best single
-    stage (its time over that stage's)."""
+    fp32 stage recorded on that layer in any run up to and including auto's own (a stage changed
+    later is not one the chooser could have picked): how close the chooser comes to the best
+    single stage (its time over that stage's)."""
     out = []
     for run in load():
         if (run.get("kind"), run.get("op"), run.get("layer_set")) != ("bench", "conv_dgrad", layer_set) \
@@ -50,7 +52,7 @@ def chooser_rows(layer_set: str = "resnet50", device: str = "NVIDIA H200") -> li
             continue
         for r in run["rows"]:
             if r["stage"] == "auto":
-                best = best_row("conv_dgrad", layer_set, r["layer"], device, skip=("auto",))
+                best = best_row("conv_dgrad", layer_set, r["layer"], device, skip=("auto",), until=run["date"])
                 out.append({"layer": r["layer"], "file": run["file"], "ran": r.get("ran", ""), "ms": r["median_ms"],
                             "best": best["stage"], "best_ms": best["median_ms"], "best_file": best["file"],
                             "ratio": r["median_ms"] / best["median_ms"]})
