@@ -240,8 +240,10 @@ CONV_DGRAD += [
     Stage("conv_dgrad", 11, "igemm_phases", "conv_dgrad/11_igemm_phases.cl",
           "implicit GEMM split into stride^2 phase sub-problems, each over only the taps that reach "
           "its input positions: no multiplied zeros (stride 1: one phase); each phase compiled with "
-          "its tap counts as constants", launch="phases", jit="phase_split", fast={"PHASED": 1},
-          **dict(IGEMM, defines={**TILES, "PHASE_CONSTANT": 1, "STORE_LOCAL": 1})),
+          "its tap counts as constants; split-K where the product has too few work-groups",
+          launch="phases", jit="phase_split_k", fast={"PHASED": 1},
+          **dict(IGEMM, defines={**TILES, "PHASE_CONSTANT": 1, "STORE_LOCAL": 1, "SPLIT_TARGET": 1},
+                 tune={**GEMM_FAMILY["tune"], "SPLIT_TARGET": [1, 128, 256, 512]})),
     Stage("conv_dgrad", 11, "igemm_delta", "conv_dgrad/11_igemm_delta.cl",
           "the phase split with a precomputed offset (delta) table per phase: no division in the "
           "operand fetches", launch="delta", jit="phase_split", fast={"PHASED": 1}, **IGEMM),

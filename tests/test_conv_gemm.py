@@ -74,3 +74,36 @@ def test_phase_split_switches_match_the_reference_with_guards(ctx):
             d = {"PHASE_CONSTANT": const, "STORE_LOCAL": local, "GEMM_LDS4": lds4, **TILES}
             res = helpers.check_stage("conv_dgrad", "igemm_phases", ctx=ctx, guard=True, defines=d, **args)
             assert res.path == ("fast" if c["stride"] > 1 else "general"), (c, d)
+
+
+def test_phase_split_k_matches_the_reference_with_guards(ctx, monkeypatch):
+    """igemm_phases with its reduction cut into runs (SPLIT_TARGET far above the grid, and runs
+    down to 16 terms, so the grid's short reductions split too, into runs of one step or of
+    several), on strided and stride-1 grid cases, with guards around dx and the workspace of
+    slices; the plan must really run split_sum."""
+    monkeypatch.setattr(launch, "SPLIT_MIN_TERMS", 16)
+    cases = [c for c in GRID if c["stride"] > 1][::10] + [c for c in GRID if c["stride"] == 1][::25]
+    split = 0
+    for i, c in enumerate(cases):
+        args = random_problem_args(c["n"], c["c"], c["h"], c["w"], c["k"], c["kernel"], c["stride"],
+                                   c["padding"], c["activation"], seed=i)
+        d = {"SPLIT_TARGET": 4096, "TM": 64, "TN": 64, "TK": 16, "WM": 4, "WN": 4}
+        plan = helpers.plan_stage("conv_dgrad", "igemm_phases", ctx=ctx, defines=d, **args)
+        splits = launch.phase_splits(plan.problem, plan.defines)
+        assert plan.jit_defines["SPLITS"] == splits
+        if splits > 1:
+            split += 1
+            assert [s.kernel for s in plan.steps] == ["conv_dgrad", "split_sum"]
+            assert plan.steps[0].global_size[2] == c["stride"] ** 2 * splits
+        helpers.check_stage("conv_dgrad", "igemm_phases", ctx=ctx, guard=True, defines=d, **args)
+    assert split >= len(cases) // 2, f"only {split} of {len(cases)} cases split"
+
+
+def test_phase_split_k_counts():
+    """Runs: none at or above the target, enough to reach it below, at most 16, each >= 128 terms."""
+    assert launch.split_count(200, 4608, 128) == 1
+    assert launch.split_count(8, 4608, 128) == 16
+    assert launch.split_count(32, 4608, 128) == 4
+    assert launch.split_count(8, 512, 128) == 4                  # 4 runs of 128 terms
+    assert launch.split_count(8, 100, 4096) == 1                 # too short to split
+    assert launch.split_count(8, 4608, 1) == 1                   # SPLIT_TARGET = 1: never

@@ -79,11 +79,43 @@ def phase_taps(kernel: int, stride: int, phase: int) -> list:
     return list(range(phase, kernel, stride))
 
 
-def phases_geometry(p: Problem, d: dict):
-    """One implicit GEMM per phase (dim 2); dim 0 covers the largest phase, ceil(H/s)*ceil(W/s)."""
+def phases_geometry(p: Problem, d: dict, splits: int = 1):
+    """One implicit GEMM per phase (dim 2), ``splits`` runs of each; dim 0 covers the largest
+    phase, ceil(H/s)*ceil(W/s)."""
     q = p.dims
     s = q["stride"]
-    return blocked(q["C"], q["N"] * cdiv(q["H"], s) * cdiv(q["W"], s), d, depth=s * s)
+    return blocked(q["C"], q["N"] * cdiv(q["H"], s) * cdiv(q["W"], s), d, depth=s * s * splits)
+
+
+def phase_splits(p: Problem, d: dict) -> int:
+    """Split-K of igemm_phases: runs of each phase's reduction where all phases together have
+    fewer work-groups than SPLIT_TARGET (tuned per device; split_count)."""
+    q = p.dims
+    (gx, gy, gz), (lx, ly, _) = phases_geometry(p, d)
+    return split_count(gx // lx * (gy // ly) * gz, q["K"] * max_taps(q), d.get("SPLIT_TARGET", 1))
+
+
+def phase_split_k(p: Problem, d: dict) -> dict:
+    """igemm_phases' jit: the phase split and its runs (the launch computes the same count)."""
+    return {**phase_split(p, d), "SPLITS": phase_splits(p, d)}
+
+
+def phases_scratch(p: Problem, d: dict) -> dict:
+    """Split-K: one slice the shape of dx per run."""
+    q, splits = p.dims, phase_splits(p, d)
+    return {"dx_parts": Workspace("float32", splits * q["N"] * q["C"] * q["H"] * q["W"])} if splits > 1 else {}
+
+
+def phases_steps(p: Problem, d: dict) -> list:
+    """One launch for all phases (and runs); with runs, dx's slices into the workspace, then
+    split_sum adds them into dx."""
+    q, splits = p.dims, phase_splits(p, d)
+    g, l = phases_geometry(p, d, splits)
+    if splits == 1:
+        return [Step("conv_dgrad", g, l, tuple(p.inputs) + tuple(p.outputs) + tuple(p.scalars))]
+    count = q["N"] * q["C"] * q["H"] * q["W"]
+    return [Step("conv_dgrad", g, l, tuple(p.inputs) + ("dx_parts",) + tuple(p.scalars)),
+            Step("split_sum", (cdiv(count, 256) * 256,), (256,), ("dx_parts", *p.outputs, np.int32(count)))]
 
 
 def phase_split(p: Problem, d: dict) -> dict:
@@ -274,7 +306,13 @@ def nhwc_splits(p: Problem, d: dict) -> int:
     if d.get("FWD") or terms < d.get("SPLIT_MIN", 0):
         return 1
     blocks = cdiv(q["N"] * q["H"] * q["W"], MMA_TILE[0]) * cdiv(q["C"], d["BN"])
-    target = d.get("SPLIT_TARGET", 1)
+    return split_count(blocks, terms, d.get("SPLIT_TARGET", 1))
+
+
+def split_count(blocks: int, terms: int, target: int) -> int:
+    """Runs of a reduction of ``terms`` for a product of ``blocks`` work-groups: 1 where the blocks
+    reach ``target`` (1: never split), else enough to reach it, at most SPLIT_MAX, each run at
+    least SPLIT_MIN_TERMS long."""
     if blocks >= target:
         return 1
     return max(1, min(cdiv(target, blocks), SPLIT_MAX, terms // SPLIT_MIN_TERMS))
@@ -398,8 +436,8 @@ def mma_fwd_steps(p: Problem, d: dict) -> list:
 # -- the family's interface (helpers/launch/__init__.py) -----------------------------------
 
 ONE_KERNEL = {"gemm_naive": gemm_naive, "gemm_local": gemm_local, "gemm_blocked": gemm_blocked,
-              "igemm": igemm_geometry, "phases": phases_geometry, "mma": mma_geometry}
-SEVERAL = {"delta": (delta_steps, delta_scratch), "col2im": (col2im_steps, cols_scratch),
+              "igemm": igemm_geometry, "mma": mma_geometry}
+SEVERAL = {"phases": (phases_steps, phases_scratch), "delta": (delta_steps, delta_scratch), "col2im": (col2im_steps, cols_scratch),
            "im2col": (im2col_steps, cols_scratch), "nhwc": (nhwc_steps, nhwc_scratch),
            "mma_nhwc": (mma_nhwc_steps, mma_nhwc_scratch), "mma_nhwc_tf32": (mma_nhwc_steps, mma_nhwc_tf32_scratch),
            "mma_fwd": (mma_fwd_steps, mma_fwd_scratch), "mma_fwd_tf32": (mma_fwd_steps, mma_fwd_tf32_scratch),

@@ -10,11 +10,14 @@
 // PHASE_CONSTANT = 1 (default) compiles each phase as its own case (the kernel's last lines): its
 // tap counts are then constants, and the fetches' divisions by them become shifts and
 // multiplications. 0 keeps one copy with the phase a run-time value (chapter 11 times both).
+// SPLITS > 1 (split-K, set by the launch where the product has too few work-groups for the
+// device, tuned by SPLIT_TARGET): grid dimension 2 holds SPLITS runs of each phase's reduction;
+// run j writes its sums into slice j of a workspace the shape of dx, and split_sum adds the slices.
 // STORE_LOCAL = 1 (default) writes dx through local memory (gemm_core.h: GEMM_STORE_COLUMN), so
 // that neighbouring work-items store neighbouring positions; 0 stores from the registers.
 // Layouts: dy, y (N,K,OH,OW); w IOHW (C,K,KH,KW); dx (N,C,H,W).
-// NDRange: (ceil(N*ceil(H/s)*ceil(W/s) / TN) * TN/WN, ceil(C/TM) * TM/WM, s*s).
-// JIT parameters: KH, KW, STRIDE, ACT, PHASE_CONSTANT, STORE_LOCAL; TM, TN, TK, WM, WN (gemm_core.h).
+// NDRange: (ceil(N*ceil(H/s)*ceil(W/s) / TN) * TN/WN, ceil(C/TM) * TM/WM, s*s * SPLITS).
+// JIT parameters: KH, KW, STRIDE, ACT, PHASE_CONSTANT, STORE_LOCAL, SPLITS; TM, TN, TK, WM, WN (gemm_core.h).
 
 #ifndef KH
 #define KH 3
@@ -31,8 +34,12 @@
 #ifndef STORE_LOCAL
 #define STORE_LOCAL 1
 #endif
+#ifndef SPLITS
+#define SPLITS 1
+#endif
 
 #include "dgrad_phases.h"
+#include "split_sum.h"
 
 // A[c][(k, j, l)]: the weight of tap (ph + STRIDE*j, pw + STRIDE*l).
 inline float phase_weight(__global const float* restrict w, const phase_t q, const int c, const int kk,
@@ -55,17 +62,19 @@ inline float phase_dy(__global const float* restrict dy, __global const float* r
     return GRAD_IN(dy, y, o);
 }
 
+// The tile loop counts kk from 0 over this run; the run's terms start at k_begin.
 #define GEMM_ARGS __global const float* restrict dy, __global const float* restrict y, \
                   __global const float* restrict w, const phase_t q, const int C, const int KTOT, \
                   const int K, const int OH, const int OW, \
-                  const int col_ok, const int col_base, const int hq, const int wq
-#define GEMM_A(m, kk) phase_weight(w, q, m, kk, C, K, KTOT)
-#define GEMM_B(kk, n) phase_dy(dy, y, q, kk, KTOT, OH, OW, col_ok, col_base, hq, wq)
+                  const int col_ok, const int col_base, const int hq, const int wq, const int k_begin
+#define GEMM_A(m, kk) phase_weight(w, q, m, (kk) + k_begin, C, K, KTOT)
+#define GEMM_B(kk, n) phase_dy(dy, y, q, (kk) + k_begin, KTOT, OH, OW, col_ok, col_base, hq, wq)
 
 #include "gemm_core.h"
 
-// The GEMM of one phase (PHASE_CONSTANT: the kernel calls it with ``phase`` a constant).
-inline void phase_gemm(const int phase, __global const float* restrict dy, __global const float* restrict y,
+// The GEMM of one phase (PHASE_CONSTANT: the kernel calls it with ``phase`` a constant), or
+// of run ``split`` of its reduction.
+inline void phase_gemm(const int phase, const int split, __global const float* restrict dy, __global const float* restrict y,
                        __global const float* restrict w, __global float* restrict dx,
                        const int N, const int C, const int H, const int W,
                        const int K, const int OH, const int OW, const int PAD,
@@ -80,8 +89,15 @@ inline void phase_gemm(const int phase, __global const float* restrict dy, __glo
     float acc[WM][WN];
     for (int a = 0; a < WM; a++)
         for (int b = 0; b < WN; b++) acc[a][b] = 0.0f;
+#if SPLITS > 1
+    const int run = CEIL_DIV(CEIL_DIV(KTOT, TK), SPLITS) * TK;        // terms per run, whole steps
+    const int k_begin = min(KTOT, split * run), k_len = min(KTOT - k_begin, run);
+    dx += split * N * C * H * W;                                      // this run's slice
+#else
+    const int k_begin = 0, k_len = KTOT;
+#endif
     gemm_accumulate(dy, y, w, q, C, KTOT, K, OH, OW, col < NP, img * K * OH * OW, q.bh + i, q.bw + j,
-                    m0, n0, KTOT, As, Bs, acc);
+                    k_begin, m0, n0, k_len, As, Bs, acc);
 #if STORE_LOCAL
     // dx[img][c][h0 + STRIDE*i][w0 + STRIDE*j] for this work-item's column, c = m0 + row
     const int out = img * C * H * W + (q.h0 + STRIDE * i) * W + q.w0 + STRIDE * j;
@@ -108,15 +124,16 @@ void conv_dgrad(__global const float* restrict dy, __global const float* restric
                 const int K, const int OH, const int OW, const int PAD) {
     GEMM_TILES(As, Bs);
     GEMM_C_TILE(Cs);
+    const int phase_id = get_group_id(2) % (STRIDE * STRIDE), split = get_group_id(2) / (STRIDE * STRIDE);
 #if PHASE_CONSTANT
     // One copy of phase_gemm per phase, each with its phase a constant once the loop is unrolled.
     // The branch is the same for the whole work-group, so the barriers inside it are legal.
 #pragma unroll
     for (int phase = 0; phase < STRIDE * STRIDE; phase++)
-        if (get_group_id(2) == phase)
-            phase_gemm(phase, dy, y, w, dx, N, C, H, W, K, OH, OW, PAD, As, Bs, Cs);
+        if (phase_id == phase)
+            phase_gemm(phase, split, dy, y, w, dx, N, C, H, W, K, OH, OW, PAD, As, Bs, Cs);
 #else
     // One copy: every fetch divides by a tap count known only at run time.
-    phase_gemm(get_group_id(2), dy, y, w, dx, N, C, H, W, K, OH, OW, PAD, As, Bs, Cs);
+    phase_gemm(phase_id, split, dy, y, w, dx, N, C, H, W, K, OH, OW, PAD, As, Bs, Cs);
 #endif
 }
