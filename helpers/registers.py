@@ -11,7 +11,9 @@ from __future__ import annotations
 import re
 import sys
 
-from .engine.build import build_log
+import pyopencl as cl
+
+from .engine.build import build, build_log
 from .runner import jit_defines, prepare, resolve, stage_source
 
 
@@ -42,6 +44,18 @@ def register_usage(ctx, stage, defines: dict | None = None, op: str = "conv_dgra
     jit = jit_defines(s, problem, d)
     source = stage_source(s, jit)
     return ptxas_usage(build_log(ctx, s.kernel, jit, ["-cl-nv-verbose"], source=source))
+
+
+def program_ptx(ctx, stage, defines: dict | None = None, op: str = "conv_dgrad", **problem_args) -> str | None:
+    """The PTX NVIDIA's OpenCL compiler made of a stage's program for a problem (what the driver
+    returns as the program's binary), or None on other drivers."""
+    if not is_nvidia(ctx):
+        return None
+    problem = prepare(op, **problem_args)
+    s, d = resolve(op, stage, problem, ctx, defines)
+    jit = jit_defines(s, problem, d)
+    program = build(ctx, s.kernel, jit, source=stage_source(s, jit))
+    return program.get_info(cl.program_info.BINARIES)[0].decode(errors="replace")
 
 
 REGISTER_GRID = {

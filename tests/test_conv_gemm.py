@@ -2,6 +2,7 @@
 paths (one GEMM per phase, the delta table) are what actually runs on the grid's strided cases.
 The stages' correctness over the whole grid is tests/test_conv_dgrad.py's."""
 import helpers
+import pytest
 from helpers.launch import gemm as launch
 from helpers.ops.conv_dgrad import random_problem_args
 
@@ -94,7 +95,8 @@ def test_phase_split_k_matches_the_reference_with_guards(ctx, monkeypatch):
         if splits > 1:
             split += 1
             assert [s.kernel for s in plan.steps] == ["conv_dgrad", "split_sum"]
-            assert plan.steps[0].global_size[2] == c["stride"] ** 2 * splits
+            one = launch.phases_geometry(plan.problem, plan.defines)[0]
+            assert plan.steps[0].global_size == (one[0], one[1] * splits, c["stride"] ** 2)
         helpers.check_stage("conv_dgrad", "igemm_phases", ctx=ctx, guard=True, defines=d, **args)
     assert split >= len(cases) // 2, f"only {split} of {len(cases)} cases split"
 
@@ -107,3 +109,41 @@ def test_phase_split_k_counts():
     assert launch.split_count(8, 512, 128) == 4                  # 4 runs of 128 terms
     assert launch.split_count(8, 100, 4096) == 1                 # too short to split
     assert launch.split_count(8, 4608, 1) == 1                   # SPLIT_TARGET = 1: never
+
+
+def test_phase_constant_compiles_one_copy_of_the_tile_loop_per_phase(ctx):
+    """On NVIDIA's OpenCL driver (PTX as the program's binary): with PHASE_CONSTANT the stride-2
+    kernel holds one copy of the tile loop per phase, so at least STRIDE^2 times the multiply-adds
+    of the single copy built without it. A compiler that merged the copies back would make the
+    phases run-time values again (x1.8 slower on the stride-2 ResNet-50 layer) without a wrong
+    value anywhere: only this count sees it. Other drivers: skipped."""
+    from helpers.registers import program_ptx
+    args = random_problem_args(2, 16, 12, 12, 16, 3, 2, 1, "none")
+    fmas = {}
+    for const in (0, 1):
+        ptx = program_ptx(ctx, "igemm_phases", {"PHASE_CONSTANT": const}, **args)
+        if ptx is None:
+            pytest.skip("the program's binary is PTX only on NVIDIA's OpenCL driver")
+        fmas[const] = ptx.count("fma.rn.f32")
+    assert fmas[0] > 0 and fmas[1] >= 4 * fmas[0], fmas
+
+
+def test_the_h200s_split_target_splits_the_small_batch_layers():
+    """The SPLIT_TARGET recorded for the H200 (results/tuned.json) cuts the reduction of every
+    batch-1 edge layer into runs: if a new search or a change of the count stopped that, the
+    recorded gains (x1.5 to x10 over the unsplit stage) would silently be gone."""
+    from helpers.ops.layers import layer_set
+    from helpers.ops.problem import Problem
+    from helpers.stages import get_stage
+    from helpers.tuning import tuned_defines
+    stage = get_stage("conv_dgrad", "igemm_phases")
+    d = {**stage.defines, **tuned_defines("conv_dgrad", stage.key, "NVIDIA H200")}
+    assert d["SPLIT_TARGET"] > 1
+    for lay in layer_set("edge"):
+        s, pad, k = lay["stride"], lay["padding"], lay["kernel"]
+        oh = (lay["h"] + 2 * pad - k) // s + 1
+        dims = {"N": lay["n"], "C": lay["c"], "H": lay["h"], "W": lay["w"], "K": lay["k"], "OH": oh,
+                "OW": oh, "KH": k, "KW": k, "stride": s, "pad": pad}
+        splits = launch.phase_splits(Problem(op="conv_dgrad", inputs={}, outputs={}, scalars={}, dims=dims), d)
+        if lay["n"] == 1:
+            assert splits > 1, lay["name"]

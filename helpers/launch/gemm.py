@@ -80,11 +80,12 @@ def phase_taps(kernel: int, stride: int, phase: int) -> list:
 
 
 def phases_geometry(p: Problem, d: dict, splits: int = 1):
-    """One implicit GEMM per phase (dim 2), ``splits`` runs of each; dim 0 covers the largest
-    phase, ceil(H/s)*ceil(W/s)."""
+    """One implicit GEMM per phase (dim 2), ``splits`` runs of each (dim 1, outside the channel
+    blocks); dim 0 covers the largest phase, ceil(H/s)*ceil(W/s)."""
     q = p.dims
     s = q["stride"]
-    return blocked(q["C"], q["N"] * cdiv(q["H"], s) * cdiv(q["W"], s), d, depth=s * s * splits)
+    (gx, gy, gz), local = blocked(q["C"], q["N"] * cdiv(q["H"], s) * cdiv(q["W"], s), d, depth=s * s)
+    return (gx, gy * splits, gz), local
 
 
 def phase_splits(p: Problem, d: dict) -> int:

@@ -11,12 +11,12 @@
 // tap counts are then constants, and the fetches' divisions by them become shifts and
 // multiplications. 0 keeps one copy with the phase a run-time value (chapter 11 times both).
 // SPLITS > 1 (split-K, set by the launch where the product has too few work-groups for the
-// device, tuned by SPLIT_TARGET): grid dimension 2 holds SPLITS runs of each phase's reduction;
+// device, tuned by SPLIT_TARGET): grid dimension 1 holds SPLITS runs of each phase's reduction;
 // run j writes its sums into slice j of a workspace the shape of dx, and split_sum adds the slices.
 // STORE_LOCAL = 1 (default) writes dx through local memory (gemm_core.h: GEMM_STORE_COLUMN), so
 // that neighbouring work-items store neighbouring positions; 0 stores from the registers.
 // Layouts: dy, y (N,K,OH,OW); w IOHW (C,K,KH,KW); dx (N,C,H,W).
-// NDRange: (ceil(N*ceil(H/s)*ceil(W/s) / TN) * TN/WN, ceil(C/TM) * TM/WM, s*s * SPLITS).
+// NDRange: (ceil(N*ceil(H/s)*ceil(W/s) / TN) * TN/WN, SPLITS * ceil(C/TM) * TM/WM, s*s).
 // JIT parameters: KH, KW, STRIDE, ACT, PHASE_CONSTANT, STORE_LOCAL, SPLITS; TM, TN, TK, WM, WN (gemm_core.h).
 
 #ifndef KH
@@ -72,16 +72,23 @@ inline float phase_dy(__global const float* restrict dy, __global const float* r
 
 #include "gemm_core.h"
 
-// The GEMM of one phase (PHASE_CONSTANT: the kernel calls it with ``phase`` a constant), or
-// of run ``split`` of its reduction.
-inline void phase_gemm(const int phase, const int split, __global const float* restrict dy, __global const float* restrict y,
+// The GEMM of one phase (PHASE_CONSTANT: the kernel calls it with ``phase`` a constant). Whether
+// the compiler really makes one copy per phase is its choice: NVIDIA's kept a single copy, the
+// phase a run-time value again, when the call had one more argument (the run of a split). So the
+// run comes from grid dimension 1 here, and tests/test_conv_gemm.py counts the copies in the PTX.
+inline void phase_gemm(const int phase, __global const float* restrict dy, __global const float* restrict y,
                        __global const float* restrict w, __global float* restrict dx,
                        const int N, const int C, const int H, const int W,
                        const int K, const int OH, const int OW, const int PAD,
                        __local float* As, __local float* Bs, __local float* Cs) {
     const phase_t q = make_phase(phase, H, W, PAD);
     const int PHW = q.hp * q.wp, NP = N * PHW, KTOT = K * q.taps;
+#if SPLITS > 1
+    const int mblocks = CEIL_DIV(C, TM), split = get_group_id(1) / mblocks;   // dim 1: (run, block)
+    const int m0 = get_group_id(1) % mblocks * TM, n0 = get_group_id(0) * TN;
+#else
     const int m0 = get_group_id(1) * TM, n0 = get_group_id(0) * TN;
+#endif
     if (n0 >= NP) return;                // the whole work-group: past this phase's positions
     // the column of B this work-item fetches: decoded once
     const int col = n0 + GEMM_B_COL;
@@ -124,16 +131,15 @@ void conv_dgrad(__global const float* restrict dy, __global const float* restric
                 const int K, const int OH, const int OW, const int PAD) {
     GEMM_TILES(As, Bs);
     GEMM_C_TILE(Cs);
-    const int phase_id = get_group_id(2) % (STRIDE * STRIDE), split = get_group_id(2) / (STRIDE * STRIDE);
 #if PHASE_CONSTANT
     // One copy of phase_gemm per phase, each with its phase a constant once the loop is unrolled.
     // The branch is the same for the whole work-group, so the barriers inside it are legal.
 #pragma unroll
     for (int phase = 0; phase < STRIDE * STRIDE; phase++)
-        if (phase_id == phase)
-            phase_gemm(phase, split, dy, y, w, dx, N, C, H, W, K, OH, OW, PAD, As, Bs, Cs);
+        if (get_group_id(2) == phase)
+            phase_gemm(phase, dy, y, w, dx, N, C, H, W, K, OH, OW, PAD, As, Bs, Cs);
 #else
     // One copy: every fetch divides by a tap count known only at run time.
-    phase_gemm(phase_id, split, dy, y, w, dx, N, C, H, W, K, OH, OW, PAD, As, Bs, Cs);
+    phase_gemm(get_group_id(2), dy, y, w, dx, N, C, H, W, K, OH, OW, PAD, As, Bs, Cs);
 #endif
 }
