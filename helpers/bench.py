@@ -21,6 +21,7 @@ import platform
 import re
 import shlex
 import sys
+from pathlib import Path
 
 import numpy as np
 
@@ -293,6 +294,18 @@ def record_choices(device: str, path=None):
     return path
 
 
+def refuse_overwrite(path, stages: list) -> None:
+    """Before any work: a recorded run at ``path`` of other stages than ``stages`` is another
+    comparison under the same name (a tag used twice), not one to record again; say so."""
+    path = Path(path)
+    if not path.is_file():
+        return
+    recorded = list(dict.fromkeys(r["stage"] for r in json.loads(path.read_text()).get("rows", [])))
+    if recorded and set(recorded) != set(stages):
+        raise SystemExit(f"{path} holds a recorded run of {', '.join(recorded)}; this run would replace it with "
+                         f"{', '.join(stages)}. Choose another --tag (or --out), or delete the file to record it anew.")
+
+
 def save_tuned(out: dict) -> None:
     TUNED.parent.mkdir(parents=True, exist_ok=True)
     data = json.loads(TUNED.read_text()) if TUNED.is_file() else {"devices": {}}
@@ -372,16 +385,20 @@ def _main(argv=None) -> int:
         get_stage(a.op, s)
     tune_only = a.tune_only.split(",") if a.tune_only else None
     tune = a.tune or bool(tune_only)
+    path = None
+    if a.out != "-":
+        act = f"_{a.activation}" if a.activation != "none" else ""
+        tag = f"_{a.tag}" if a.tag else ""
+        name = device_info(get_context(a.device))["name"]
+        path = a.out or str(RESULTS / f"{a.op}_{a.layers}{act}{tag}_{slug(name)}.json")
+        refuse_overwrite(path, [get_stage(a.op, s).name for s in stages or stage_names(a.op)])
     out = run(a.op, stages, a.layers, a.device, activation=a.activation, warmup=a.warmup,
               repeats=a.repeats, vendor=not a.no_vendor, tune=tune, defines=defines, progress=sys.stderr.isatty(),
               verbose=False, record_tuned=tune and a.out != "-", tag=a.tag, tune_only=tune_only)
     # the command that wrote the file: results/ is re-recorded by running it again
     out["settings"]["command"] = "python -m helpers.bench " + shlex.join(sys.argv[1:] if argv is None else argv)
     print(report(out))
-    if a.out != "-":
-        act = f"_{a.activation}" if a.activation != "none" else ""
-        tag = f"_{a.tag}" if a.tag else ""
-        path = a.out or str(RESULTS / f"{a.op}_{a.layers}{act}{tag}_{slug(out['device']['name'])}.json")
+    if path is not None:
         RESULTS.mkdir(exist_ok=True)
         with open(path, "w") as f:
             json.dump(out, f, indent=1)

@@ -1,5 +1,7 @@
 """The benchmark's command line: every mistake a newcomer makes gets one line that says what
 is wrong and what is accepted (exit status 2), before any launch; --help lists what exists."""
+import json
+
 import pytest
 
 from helpers import bench
@@ -63,3 +65,18 @@ def test_tune_only_searches_the_named_parameters_and_keeps_the_others():
     stage = bench.get_stage("gemm", "register_blocked")
     assert set(t["defines"]) == set(stage.tune) and t["defines"]["GEMM_LDS4"] in (0, 1)
     assert all(r["defines"]["GEMM_LDS4"] == t["defines"]["GEMM_LDS4"] for r in out["rows"])
+
+
+def test_bench_refuses_to_replace_a_recorded_run_of_other_stages(tmp_path):
+    """A tag used twice for different comparisons would silently replace the first recording:
+    the benchmark refuses before any work and says what the file holds. The same stages may be
+    recorded again."""
+    from helpers import bench
+    out = tmp_path / "run.json"
+    out.write_text(json.dumps({"rows": [{"stage": "tc_fp16_nhwc"}, {"stage": "tc_bf16_nhwc"}]}))
+    with pytest.raises(SystemExit, match="holds a recorded run of tc_fp16_nhwc, tc_bf16_nhwc"):
+        bench.refuse_overwrite(out, ["igemm_phases"])
+    bench.refuse_overwrite(out, ["tc_bf16_nhwc", "tc_fp16_nhwc"])     # the same run again: allowed
+    bench.refuse_overwrite(tmp_path / "new.json", ["igemm_phases"])    # nothing recorded there yet
+    with pytest.raises(SystemExit, match="holds a recorded run"):
+        bench.main(["--layers", "ci", "--stages", "naive", "--no-vendor", "--out", str(out)])
