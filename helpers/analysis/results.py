@@ -44,7 +44,9 @@ def chooser_rows(layer_set: str = "resnet50", device: str = "NVIDIA H200") -> li
     """Each recorded row of conv_dgrad's stage ``auto`` on the device, beside the fastest other
     fp32 stage recorded on that layer in any run up to and including auto's own (a stage changed
     later is not one the chooser could have picked): how close the chooser comes to the best
-    single stage (its time over that stage's)."""
+    single stage (its time over that stage's). Where the run also timed the stage auto picked,
+    the fastest other stage of that run on the layer too (``run_best``, ``run_ratio``): the same
+    comparison without the drift between runs."""
     out = []
     for run in load():
         if (run.get("kind"), run.get("op"), run.get("layer_set")) != ("bench", "conv_dgrad", layer_set) \
@@ -53,9 +55,15 @@ def chooser_rows(layer_set: str = "resnet50", device: str = "NVIDIA H200") -> li
         for r in run["rows"]:
             if r["stage"] == "auto":
                 best = best_row("conv_dgrad", layer_set, r["layer"], device, skip=("auto",), until=run["date"])
+                same = [o for o in run["rows"] if o["layer"] == r["layer"] and o["stage"] != "auto"
+                        and o.get("precision", "fp32") == "fp32"]
+                picked = any(o["key"] == r.get("ran") for o in same)
+                mine = min(same, key=lambda o: o["median_ms"]) if picked else None
                 out.append({"layer": r["layer"], "file": run["file"], "ran": r.get("ran", ""), "ms": r["median_ms"],
                             "best": best["stage"], "best_ms": best["median_ms"], "best_file": best["file"],
-                            "ratio": r["median_ms"] / best["median_ms"]})
+                            "ratio": r["median_ms"] / best["median_ms"],
+                            "run_best": mine["stage"] if mine else None,
+                            "run_ratio": r["median_ms"] / mine["median_ms"] if mine else None})
     return out
 
 
