@@ -26,3 +26,16 @@ def test_read_counts_of_the_recorded_tiles():
     off, on = lds4_reads(128, 128, 8, 8)
     assert (off["reads"], on["reads"], off["fmas"]) == (16, 4, 64)
     assert off["passes"] == on["passes"] == 16            # float4: one pass per quarter-warp
+
+
+def test_store_sectors_of_the_phase_split():
+    """One warp's store instruction (64x64 tiles, 4x4 blocks): from the registers with float4 tile
+    reads each lane owns a sector (16 at stride 1, 32 at stride 2); through local memory the lanes
+    write 32 consecutive positions (4 and 8 sectors), as registers without GEMM_LDS4 do."""
+    from helpers.chapters.pictures_gemm import sectors, store_table, warp_store
+    assert store_table()[1:] == ["registers, GEMM_LDS4=0           4         8",
+                                 "registers, GEMM_LDS4=1          16        32",
+                                 "STORE_LOCAL                      4         8"]
+    lanes = warp_store(1, 1, 2)
+    assert {r for r, _ in lanes} == {0} and [o for _, o in lanes] == list(range(0, 64, 2))
+    assert sectors([(0, 0), (0, 7), (0, 8), (1, 0)]) == 3

@@ -167,3 +167,64 @@ def draw_c_owners(axes, tm: int = 32, tn: int = 32, wm: int = 8, wn: int = 8):
     handles = [mpatches.Patch(color=PHASE_COLOURS[o], label=f"work-item tm={m}, tn={n}")
                for o, (m, n) in enumerate(owners)]
     axes[-1].legend(handles=handles, loc="center left", bbox_to_anchor=(1.02, 0.5), fontsize=8)
+
+
+# -- the phase split's stores (STORE_LOCAL) ------------------------------------------------
+
+STORE_MODES = (("registers, GEMM_LDS4=0", 0, 0), ("registers, GEMM_LDS4=1", 1, 0), ("STORE_LOCAL", 1, 1))
+
+
+def warp_store(lds4: int, local: int, stride: int, tn: int = 64, wm: int = 4, wn: int = 4, tm: int = 64,
+               instruction: int = 0) -> list[tuple[int, int]]:
+    """(channel row, float offset in dx's row) that each lane of warp 0 writes in one store
+    instruction of igemm_phases: from the registers, acc[0][instruction] of every work-item
+    (gemm_core.h's GEMM_ROW/GEMM_COL); through local memory (GEMM_STORE_COLUMN), the first
+    pass's first store, each work-item's own column GEMM_B_COL. Positions of one phase lie
+    ``stride`` floats apart in dx."""
+    rn, rm = tn // wn, tm // wm
+    wg = rn * rm
+    out = []
+    for tid in range(32):
+        if local:
+            row, col = tid // tn, tid % tn
+        else:
+            t_m, t_n = tid // rn, tid % rn
+            row = c_rows(lds4, t_m, tm, wm)[0]
+            col = c_rows(lds4, t_n, tn, wn)[instruction]
+        out.append((row, col * stride))
+    assert wg % 32 == 0
+    return out
+
+
+def sectors(lanes: list[tuple[int, int]]) -> int:
+    """32-byte sectors one store instruction touches (rows of C lie in different sectors)."""
+    return len({(row, off * 4 // 32) for row, off in lanes})
+
+
+def store_table(tn: int = 64, wm: int = 4, wn: int = 4) -> list[str]:
+    """Per store mode and stride: sectors one warp's store instruction touches, for 32 values."""
+    lines = [f"{'dx written from':<24} {'stride 1':>9} {'stride 2':>9}   (sectors per store instruction of 32 values)"]
+    for name, lds4, local in STORE_MODES:
+        counts = [sectors(warp_store(lds4, local, s, tn=tn, wm=wm, wn=wn)) for s in (1, 2)]
+        lines.append(f"{name:<24} {counts[0]:>9} {counts[1]:>9}")
+    return lines
+
+
+def draw_warp_stores(axes, stride: int = 2, tn: int = 64, wm: int = 4, wn: int = 4):
+    """One panel per store mode: the floats of dx (first 128 of the rows hit) that warp 0's
+    first store instruction writes, coloured by lane, with the 32-byte sector boundaries."""
+    import matplotlib.pyplot as plt
+    cmap = plt.get_cmap("viridis")
+    for ax, (name, lds4, local) in zip(axes, STORE_MODES):
+        lanes = warp_store(lds4, local, stride, tn=tn, wm=wm, wn=wn)
+        rows = sorted({r for r, _ in lanes})
+        width = max(128, max(off for _, off in lanes) + 1)
+        for lane, (row, off) in enumerate(lanes):
+            ax.add_patch(plt.Rectangle((off, rows.index(row)), 1, 0.8, color=cmap(lane / 31)))
+        for x in range(0, width + 1, 8):
+            ax.axvline(x, color="#BBBBBB", lw=0.5)
+        ax.set_xlim(0, width)
+        ax.set_ylim(-0.2, len(rows))
+        ax.set_yticks([i + 0.4 for i in range(len(rows))], [f"channel row {r}" for r in rows])
+        ax.set_title(f"{name}: {sectors(lanes)} sectors", fontsize=9)
+    axes[-1].set_xlabel(f"float offset in dx (grey lines: 32-byte sectors; one phase of stride {stride})")
