@@ -438,8 +438,9 @@ def mma_fwd_steps(p: Problem, d: dict) -> list:
 
 ONE_KERNEL = {"gemm_naive": gemm_naive, "gemm_local": gemm_local, "gemm_blocked": gemm_blocked,
               "igemm": igemm_geometry, "mma": mma_geometry}
-SEVERAL = {"phases": (phases_steps, phases_scratch), "delta": (delta_steps, delta_scratch), "col2im": (col2im_steps, cols_scratch),
-           "im2col": (im2col_steps, cols_scratch), "nhwc": (nhwc_steps, nhwc_scratch),
+SEVERAL = {"phases": (phases_steps, phases_scratch), "delta": (delta_steps, delta_scratch),
+           "col2im": (col2im_steps, cols_scratch), "im2col": (im2col_steps, cols_scratch),
+           "nhwc": (nhwc_steps, nhwc_scratch),
            "mma_nhwc": (mma_nhwc_steps, mma_nhwc_scratch), "mma_nhwc_tf32": (mma_nhwc_steps, mma_nhwc_tf32_scratch),
            "mma_fwd": (mma_fwd_steps, mma_fwd_scratch), "mma_fwd_tf32": (mma_fwd_steps, mma_fwd_tf32_scratch),
            "vol2col": (vol2col_steps, vol_scratch)}

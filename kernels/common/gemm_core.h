@@ -98,9 +98,10 @@
 #define GEMM_B_COL (GEMM_TID % TN)    // the column of B this work-item fetches, every step
 
 // The epilogue through local memory, for kernels whose work-group is a multiple of TN (GEMM_B_COL
-// holds). Written straight from the registers, a store instruction of a warp puts one value per
-// work-item at columns WN/4 or 4 apart (with GEMM_LDS4), so each lane hits its own 32-byte
-// sector: a stored value costs a whole memory transaction. GEMM_STORE_COLUMN instead passes the
+// holds). Written straight from the registers with GEMM_LDS4, a store instruction of a warp puts
+// one value per work-item at columns 4 apart (each work-item holds runs of 4 columns); where the
+// kernel's columns are themselves spread in memory (the phase split's, STRIDE apart) each lane
+// hits a 32-byte sector of its own (chapter 11 counts them). GEMM_STORE_COLUMN instead passes the
 // block row by row, acc[i][.] of every work-item, through Cs (GEMM_RM x TN floats, declared by
 // GEMM_C_TILE); after each pass a work-item writes the values of its own column GEMM_B_COL, so
 // neighbouring work-items write neighbouring columns of C. STORE(row, value) writes C's element
