@@ -34,16 +34,21 @@ def is_nvidia(ctx) -> bool:
     return "NVIDIA" in ctx.devices[0].platform.name.upper()
 
 
+def _stage_build(ctx, stage, defines, op, problem_args) -> tuple:
+    """What run_stage would build for a problem: (kernel path, JIT defines, generated source)."""
+    problem = prepare(op, **problem_args)
+    s, d = resolve(op, stage, problem, ctx, defines)
+    jit = jit_defines(s, problem, d)
+    return s.kernel, jit, stage_source(s, jit)
+
+
 def register_usage(ctx, stage, defines: dict | None = None, op: str = "conv_dgrad", **problem_args):
     """Registers per work-item and spill bytes of a stage's kernel as NVIDIA's compiler reports
     them (build log with -cl-nv-verbose), or None on drivers that report nothing (PoCL, ...)."""
     if not is_nvidia(ctx):
         return None
-    problem = prepare(op, **problem_args)
-    s, d = resolve(op, stage, problem, ctx, defines)
-    jit = jit_defines(s, problem, d)
-    source = stage_source(s, jit)
-    return ptxas_usage(build_log(ctx, s.kernel, jit, ["-cl-nv-verbose"], source=source))
+    kernel, jit, source = _stage_build(ctx, stage, defines, op, problem_args)
+    return ptxas_usage(build_log(ctx, kernel, jit, ["-cl-nv-verbose"], source=source))
 
 
 def program_ptx(ctx, stage, defines: dict | None = None, op: str = "conv_dgrad", **problem_args) -> str | None:
@@ -51,10 +56,8 @@ def program_ptx(ctx, stage, defines: dict | None = None, op: str = "conv_dgrad",
     returns as the program's binary), or None on other drivers."""
     if not is_nvidia(ctx):
         return None
-    problem = prepare(op, **problem_args)
-    s, d = resolve(op, stage, problem, ctx, defines)
-    jit = jit_defines(s, problem, d)
-    program = build(ctx, s.kernel, jit, source=stage_source(s, jit))
+    kernel, jit, source = _stage_build(ctx, stage, defines, op, problem_args)
+    program = build(ctx, kernel, jit, source=source)
     return program.get_info(cl.program_info.BINARIES)[0].decode(errors="replace")
 
 

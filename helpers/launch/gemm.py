@@ -291,8 +291,10 @@ def padded_k(p: Problem, d: dict) -> int:
     return cdiv(k, ilv) * ilv if ilv else k
 
 
-SPLIT_MAX = 16                # runs of the reduction at most (13_tc_nhwc.cu: SPLITK)
-SPLIT_MIN_TERMS = 128         # reduction indices per run at least (4 chunks of 32 16-bit values)
+# split_count's bounds, for the tensor-core stages (13_tc_nhwc.cu: SPLITK) and igemm_phases (SPLITS)
+SPLIT_MAX = 16                # runs of the reduction at most
+SPLIT_MIN_TERMS = 128         # reduction indices per run at least: 4 chunks of 32 values for the
+                              # tensor-core stages, 8 tile steps of TK = 16 for igemm_phases
 
 
 def nhwc_splits(p: Problem, d: dict) -> int:
