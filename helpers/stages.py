@@ -128,7 +128,8 @@ CONV_DGRAD = [
           ("prefetch_cuda", ".cu", "cuda",
            "stage 09_prefetch in CUDA: the same tile, double buffer and one barrier per chunk"))],
     # Chapter 10: bank conflicts. The slab transposed for float4 reads (its copy conflicts), then
-    # two fixes: padding, XOR swizzle. VEC4 and WPAD describe the layout to the bank model
+    # two fixes: padding, XOR swizzle; then what the profiler shows next: the copy's arithmetic,
+    # done once (hoisted). VEC4 and WPAD describe the layout to the bank model
     # (helpers/chapters/local.py). Each has a CUDA twin (ncu counts its bank conflicts). 10_swizzle's
     # switch ROWCOPY=1 (default 0: the recorded runs) copies dy by whole stored rows: a candidate of
     # the search, so the grid tests and the PTX compile take it too.
@@ -143,7 +144,9 @@ CONV_DGRAD = [
                             "instead of 32-way, float4 reads kept"),
           ("swizzle", 0, {"ROWCOPY": 0}, "no padding: float4s of a row XOR-swizzled by the row, the copy "
                                          "storing 4 channels x 8 rows per warp; ROWCOPY=1: dy copied by "
-                                         "whole stored rows"))
+                                         "whole stored rows"),
+          ("hoisted", 4, {}, "10_padded with the copy's index arithmetic done once: per copied element an "
+                             "offset, a limit on k0 and a local address in registers, one add per chunk"))
       for suffix, ext, backend in (("", ".cl", "opencl"), ("_cuda", ".cu", "cuda"))],
 ]
 

@@ -10,7 +10,7 @@ from helpers.stages import REGISTRY
 
 from shapes import case_id, conv_grid, require_paths
 
-TILED = ("local_tile", "register_block", "prefetch", "transposed", "padded", "swizzle")
+TILED = ("local_tile", "register_block", "prefetch", "transposed", "padded", "swizzle", "hoisted")
 # the tiled stages' switches (a define whose candidates are 0 and 1), each away from its default:
 # test_conv_dgrad grids the defaults, this the other setting, over the same grid with guards
 SWITCHES = [(s.name, {k: v}) for s in REGISTRY["conv_dgrad"] if s.family == "local" and s.backend == "opencl"
@@ -189,3 +189,24 @@ def test_ncu_record_is_parsed_from_ncu_csv_and_the_launch_lines():
     assert rows[0]["grid"] == [224, 2, 1] and rows[0]["block"] == [128, 1, 1]
     with pytest.raises(RuntimeError, match="expected 7 launches"):
         ncu_banks.parse("\n".join(runs[:-1] + table))
+
+
+def test_ncu_limits_record_keeps_fractions_and_counts():
+    """The limits set (python -m helpers.ncu_banks --set limits): ncu's ratios stay fractions,
+    its counts integers, one row per configuration, the FFMA share computable."""
+    import json
+    from helpers import ncu_banks
+    configs, metrics, n, _, _ = ncu_banks.SETS["limits"]
+    assert [t for t, _ in configs] == ["prefetch", "transposed", "padded", "swizzle", "hoisted"] and n == 64
+    runs, table = [], ['"ID","Kernel Name","Metric Name","Metric Unit","Metric Value"']
+    for i, (twin, d) in enumerate(configs):
+        runs.append(ncu_banks.MARK + json.dumps({"stage": f"10_{twin}_cuda", "layer": "res64@56", "n": 64, "defines": d,
+                                                 "steps": [["conv_dgrad", [28672, 2], [128, 1]]], "max_error": 1e-6}))
+        table += [f'"{i}","conv_dgrad","{m}","","{"0.53" if "stalled" in m or "pct" in m else f"{1000 * i + 32:,}"}"'
+                  for m in metrics]
+    rows = ncu_banks.parse("\n".join([*runs, *table]), "limits")
+    assert rows[2]["stall_short_scoreboard"] == 0.53 and rows[2]["issue_active_pct"] == 0.53
+    assert rows[2]["instructions"] == 2032 and rows[2]["ffma_thread_instructions"] == 2032
+    assert {f"stall_{r}" for r in ncu_banks.STALLS} <= set(rows[4])
+    with pytest.raises(RuntimeError, match="expected 5 launches"):
+        ncu_banks.parse("\n".join(runs[:-1] + table), "limits")
