@@ -54,8 +54,10 @@ LIMIT_METRICS = {"launch__registers_per_thread": "registers",
                  "gpu__time_duration.sum": "ncu_time_ns",
                  **{f"smsp__average_warps_issue_stalled_{r}_per_issue_active.ratio": f"stall_{r}" for r in STALLS}}
 # the tiles of the recorded run (results/local/run2_*: the search's choices); 10_hoisted at 10_padded's
-LIMIT_CONFIGS = [(twin, dict(TILE, TY=ty)) for twin, ty in
-                 (("prefetch", 4), ("transposed", 8), ("padded", 8), ("swizzle", 4), ("hoisted", 8))]
+# tile, then at the tile its own search chose on the H200 (results/local/run4_tune_*)
+LIMIT_CONFIGS = [*[(twin, dict(TILE, TY=ty)) for twin, ty in
+                   (("prefetch", 4), ("transposed", 8), ("padded", 8), ("swizzle", 4), ("hoisted", 8))],
+                 ("hoisted", dict(TILE, TY=4, XPW=4, CPW=8))]
 SETS = {"banks": (CONFIGS, METRICS, N, "ncu_bank_conflicts", "ncu_banks_rowcopy"),
         "limits": (LIMIT_CONFIGS, LIMIT_METRICS, 64, "ncu_limits", "ncu_limits")}
 MARK = "NCU_BANKS_RUN "
@@ -120,7 +122,8 @@ def main(argv=None) -> int:
     rec = {"schema": 1, "kind": kind, "device": device, "driver": driver,
            "date": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
            "command": "python -m helpers.ncu_banks" + (f" --set {a.set}" if a.set != "banks" else ""),
-           "ncu_command": shlex.join(["ncu", *cmd[1:]]), "rows": parse(proc.stdout, a.set)}
+           "ncu_command": shlex.join(["ncu", *("python3" if c == sys.executable else c for c in cmd[1:])]),
+           "rows": parse(proc.stdout, a.set)}
     path = a.out or RESULTS / "local" / f"{stem}_conv_dgrad_{slug(device)}.json"   # as bench names files
     with open(path, "w") as f:
         f.write(json.dumps(rec, indent=1) + "\n")

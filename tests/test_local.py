@@ -197,7 +197,7 @@ def test_ncu_limits_record_keeps_fractions_and_counts():
     import json
     from helpers import ncu_banks
     configs, metrics, n, _, _ = ncu_banks.SETS["limits"]
-    assert [t for t, _ in configs] == ["prefetch", "transposed", "padded", "swizzle", "hoisted"] and n == 64
+    assert [t for t, _ in configs] == ["prefetch", "transposed", "padded", "swizzle", "hoisted", "hoisted"] and n == 64
     runs, table = [], ['"ID","Kernel Name","Metric Name","Metric Unit","Metric Value"']
     for i, (twin, d) in enumerate(configs):
         runs.append(ncu_banks.MARK + json.dumps({"stage": f"10_{twin}_cuda", "layer": "res64@56", "n": 64, "defines": d,
@@ -208,5 +208,5 @@ def test_ncu_limits_record_keeps_fractions_and_counts():
     assert rows[2]["stall_short_scoreboard"] == 0.53 and rows[2]["issue_active_pct"] == 0.53
     assert rows[2]["instructions"] == 2032 and rows[2]["ffma_thread_instructions"] == 2032
     assert {f"stall_{r}" for r in ncu_banks.STALLS} <= set(rows[4])
-    with pytest.raises(RuntimeError, match="expected 5 launches"):
+    with pytest.raises(RuntimeError, match="expected 6 launches"):
         ncu_banks.parse("\n".join(runs[:-1] + table), "limits")

@@ -27,6 +27,15 @@ def global_reads(dims: dict, d: dict | None = None) -> dict:
     return {"dy": groups * chunks * f["patch"], "w": groups * chunks * f["weights"]}
 
 
+def tile_fmas(dims: dict, d: dict) -> int:
+    """Multiply-adds a tiled stage executes (stride 1): every position of every tile, idle ones
+    past the plane's edge included, every channel of every block, every depth of every chunk and
+    every tap. The layer itself needs N*H*W*C*K*KH*KW; ncu's FFMA count is this one."""
+    up = lambda x, m: -(-x // m) * m       # noqa: E731
+    return (dims["N"] * up(dims["H"], d["TY"]) * up(dims["W"], d["TX"]) * up(dims["C"], d["CB"])
+            * up(dims["K"], d["KC"]) * dims["KH"] * dims["KW"])
+
+
 def reuse(dims: dict, d: dict | None = None) -> dict:
     """How many times each global value is read on average (1: once), and FLOPs per byte read."""
     reads = global_reads(dims, d)

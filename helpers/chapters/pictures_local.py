@@ -309,6 +309,45 @@ def explained_loads() -> list[str]:
 ROWCOPY_TARGET = 0.95   # share of 10_transposed's store conflicts (ncu) that 10_swizzle ROWCOPY=1 should remove
 
 
+def limits_table() -> list[str]:
+    """What limits chapters 09-10's stages once the conflicts are gone: ncu's counters on the CUDA
+    twins at the recorded run's tiles (results/local/ncu_limits_*, written by `python -m
+    helpers.ncu_banks --set limits`). Per twin: registers per work-item, active warps (% of the
+    SM's 64), busy issue slots, the FFMA share of the issued instructions, the other instructions
+    per warp and chunk of KC output channels, ncu's time and the three largest stall reasons
+    (warps stalled per issued instruction); then ncu's FFMA count against the tile model's."""
+    from ..analysis.results import load
+    recs = load("local/ncu_limits_conv_dgrad_*.json")
+    if not recs:
+        return ["No ncu record of the limits is in results/local/ yet (python -m helpers.ncu_banks --set limits writes it)."]
+    out = []
+    for rec in recs:
+        r0 = rec["rows"][0]
+        out += [f"{rec['device']} (driver {rec['driver']}, {rec['date'][:10]}, `{rec['command']}`): "
+                f"{r0['layer']} at batch {r0['n']}, one launch each",
+                f"{'stage':<14}{'tile':>8}{'registers':>10}{'warps':>7}{'issue':>7}{'FFMA':>7}"
+                f"{'other/warp/chunk':>17}{'ncu ms':>8}  largest stalls"]
+        for r in rec["rows"]:
+            d = r["defines"]
+            warps = r["grid"][0] * r["grid"][1] * r["block"][0] // 32
+            chunks = -(-RES64["K"] // d["KC"])
+            ffma = r["ffma_thread_instructions"] / 32
+            stalls = sorted(((v, k[6:]) for k, v in r.items() if k.startswith("stall_") and k != "stall_selected"),
+                            reverse=True)[:3]
+            out.append(f"{r['twin']:<14}{d['TX']:>5}x{d['TY']:<2}{r['registers']:>10}{r['warps_active_pct']:>6.1f}%"
+                       f"{r['issue_active_pct']:>6.1f}%{ffma / r['instructions']:>7.1%}"
+                       f"{(r['instructions'] - ffma) / warps / chunks:>17.0f}{r['ncu_time_ns'] / 1e6:>8.3f}  "
+                       + ", ".join(f"{name} {v:.2f}" for v, name in stalls))
+        dims = dict(RES64, N=r0["n"])
+        need = dims["N"] * dims["H"] * dims["W"] * dims["C"] * dims["K"] * dims["KH"] * dims["KW"]
+        for r in rec["rows"]:
+            model = local.tile_fmas(dims, r["defines"])
+            out.append(f"{r['twin']:<14} FFMA: ncu {r['ffma_thread_instructions']:,}, tile model {model:,} "
+                       f"({'equal' if model == r['ffma_thread_instructions'] else 'DIFFERENT'}), "
+                       f"x{model / need:.3f} the layer's {need:,}")
+    return out
+
+
 def rowcopy_counts() -> list[str]:
     """ncu's record of the ROWCOPY switch (results/local/ncu_banks_rowcopy_*, written by
     `python -m helpers.ncu_banks`): per twin, tile and ROWCOPY, the store conflicts beside the
