@@ -210,3 +210,20 @@ def test_ncu_limits_record_keeps_fractions_and_counts():
     assert {f"stall_{r}" for r in ncu_banks.STALLS} <= set(rows[4])
     with pytest.raises(RuntimeError, match="expected 6 launches"):
         ncu_banks.parse("\n".join(runs[:-1] + table), "limits")
+
+
+def test_recorded_ffma_counts_are_the_tile_models():
+    """ncu's FFMA count on each recorded twin (results/local/ncu_limits_*) is the tile model's
+    multiply-adds (idle positions of the last tile in a row included): chapter 10 quotes both."""
+    import json
+    from helpers.analysis.results import RESULTS
+    from helpers.chapters.pictures_local import RES64
+    paths = sorted((RESULTS / "local").glob("ncu_limits_conv_dgrad_*.json"))
+    assert paths, "chapter 10 reads an ncu limits record; none is in results/local/"
+    for path in paths:
+        for r in json.loads(path.read_text())["rows"]:
+            assert r["max_abs_error"] < 1e-3
+            assert r["ffma_thread_instructions"] == local.tile_fmas(dict(RES64, N=r["n"]), r["defines"]), r["twin"]
+    rows = {(r["twin"], r["defines"]["TY"]): r for r in json.loads(paths[0].read_text())["rows"]}
+    # the change of 10_hoisted, at 10_padded's tile: fewer instructions for the same multiply-adds
+    assert rows[("10_hoisted", 8)]["instructions"] < rows[("10_padded", 8)]["instructions"]

@@ -127,13 +127,13 @@ def layer_dims(lay: dict) -> dict:
 
 
 def recorded_runs(pattern: str = "run*_conv_dgrad_*.json") -> list[dict]:
-    """GPU runs in results/local/ that hold chapter 09 stages, oldest first."""
+    """GPU runs in results/local/ that hold chapter 09 or 10 stages, oldest first."""
     import json
     from ..analysis.results import RESULTS
     runs = []
     for path in sorted((RESULTS / "local").glob(pattern)):
         run = json.loads(path.read_text())
-        if run["device"].get("type") == "GPU" and any(r["number"] == 9 for r in run["rows"]):
+        if run["device"].get("type") == "GPU" and any(r["number"] in (9, 10) for r in run["rows"]):
             run["file"] = path.name
             runs.append(run)
     return runs
@@ -325,8 +325,8 @@ def limits_table() -> list[str]:
         r0 = rec["rows"][0]
         out += [f"{rec['device']} (driver {rec['driver']}, {rec['date'][:10]}, `{rec['command']}`): "
                 f"{r0['layer']} at batch {r0['n']}, one launch each",
-                f"{'stage':<14}{'tile':>8}{'registers':>10}{'warps':>7}{'issue':>7}{'FFMA':>7}"
-                f"{'other/warp/chunk':>17}{'ncu ms':>8}  largest stalls"]
+                f"{'stage':<14}{'tile':>13}{'registers':>10}{'warps':>7}{'issue':>7}{'FFMA':>7}"
+                f"{'other/warp/chunk':>17}{'of them LDS':>12}{'ncu ms':>8}  largest stalls"]
         for r in rec["rows"]:
             d = r["defines"]
             warps = r["grid"][0] * r["grid"][1] * r["block"][0] // 32
@@ -334,18 +334,45 @@ def limits_table() -> list[str]:
             ffma = r["ffma_thread_instructions"] / 32
             stalls = sorted(((v, k[6:]) for k, v in r.items() if k.startswith("stall_") and k != "stall_selected"),
                             reverse=True)[:3]
-            out.append(f"{r['twin']:<14}{d['TX']:>5}x{d['TY']:<2}{r['registers']:>10}{r['warps_active_pct']:>6.1f}%"
+            tile = f"{d['TX']}x{d['TY']} {d['XPW']}x{d['CPW']}"
+            out.append(f"{r['twin']:<14}{tile:>13}{r['registers']:>10}{r['warps_active_pct']:>6.1f}%"
                        f"{r['issue_active_pct']:>6.1f}%{ffma / r['instructions']:>7.1%}"
-                       f"{(r['instructions'] - ffma) / warps / chunks:>17.0f}{r['ncu_time_ns'] / 1e6:>8.3f}  "
+                       f"{(r['instructions'] - ffma) / warps / chunks:>17.0f}"
+                       f"{r['shared_ld_instructions'] / warps / chunks:>12.0f}{r['ncu_time_ns'] / 1e6:>8.3f}  "
                        + ", ".join(f"{name} {v:.2f}" for v, name in stalls))
         dims = dict(RES64, N=r0["n"])
         need = dims["N"] * dims["H"] * dims["W"] * dims["C"] * dims["K"] * dims["KH"] * dims["KW"]
-        for r in rec["rows"]:
-            model = local.tile_fmas(dims, r["defines"])
-            out.append(f"{r['twin']:<14} FFMA: ncu {r['ffma_thread_instructions']:,}, tile model {model:,} "
-                       f"({'equal' if model == r['ffma_thread_instructions'] else 'DIFFERENT'}), "
-                       f"x{model / need:.3f} the layer's {need:,}")
+        pairs = {(r["ffma_thread_instructions"], local.tile_fmas(dims, r["defines"])) for r in rec["rows"]}
+        for counted, model in sorted(pairs):
+            n = sum((r["ffma_thread_instructions"], local.tile_fmas(dims, r["defines"])) == (counted, model)
+                    for r in rec["rows"])
+            out.append(f"multiply-adds: ncu counts {counted:,} in {n} of the {len(rec['rows'])} launches, the tile "
+                       f"model {model:,} ({'equal' if counted == model else 'DIFFERENT'}); the layer needs {need:,} "
+                       f"(x{model / need:.3f})")
     return out
+
+
+def same_tile_pairs(before: str = "10_padded", after: str = "10_hoisted",
+                    pattern: str = "run4_same_tile*_conv_dgrad_resnet50_*.json") -> list[str]:
+    """Two stages timed in one run at one tile (bench --defines), per recorded run: each layer's
+    medians, t(before) / t(after) and the interquartile ranges; the geometric mean over the
+    stride-1 layers."""
+    from ..analysis.summary import geomean
+    out = []
+    for run in recorded_runs(pattern):
+        rows = {(r["layer"], r["key"]): r for r in run["rows"]}
+        d = next(r["defines"] for r in run["rows"] if r["key"] == after)
+        out.append(f"{run['device']['name']} ({run['date'][:10]}, {run['file']}): both at "
+                   f"TX={d['TX']}, TY={d['TY']}, XPW={d['XPW']}, CPW={d['CPW']}, CB={d['CB']}, KC={d['KC']}")
+        ratios = {}
+        for lay in dict.fromkeys(r["layer"] for r in run["rows"]):
+            a, b = rows[(lay, before)], rows[(lay, after)]
+            ratios[lay] = a["median_ms"] / b["median_ms"]
+            ran = "" if b["ran"] == after else f" (both ran {b['ran']}: stride 2)"
+            out.append(f"   {lay:<14}{before} {a['median_ms']:.4f} ms ({a['q1_ms']:.4f}-{a['q3_ms']:.4f}), "
+                       f"{after} {b['median_ms']:.4f} ms ({b['q1_ms']:.4f}-{b['q3_ms']:.4f}): x{ratios[lay]:.2f}{ran}")
+        out.append(f"   geometric mean over the stride-1 layers: x{geomean(v for k, v in ratios.items() if '/s' not in k):.2f}")
+    return out or ["No run of the two stages at one tile is recorded in results/local/ yet."]
 
 
 def rowcopy_counts() -> list[str]:
