@@ -130,7 +130,11 @@ void conv_dgrad(__global const float* restrict dy, __global const float* restric
                 const int N, const int C, const int H, const int W,
                 const int K, const int OH, const int OW, const int PAD) {
     GEMM_TILES(As, Bs);
+#if STORE_LOCAL
     GEMM_C_TILE(Cs);
+#else
+    __local float* Cs = 0;          // no staging tile: the stores go straight from the registers
+#endif
 #if PHASE_CONSTANT
     // One copy of phase_gemm per phase, each with its phase a constant once the loop is unrolled.
     // The branch is the same for the whole work-group, so the barriers inside it are legal.
