@@ -250,6 +250,14 @@ CONV_DGRAD += [
     Stage("conv_dgrad", 11, "igemm_delta", "conv_dgrad/11_igemm_delta.cl",
           "the phase split with a precomputed offset (delta) table per phase: no division in the "
           "operand fetches", launch="delta", jit="phase_split", fast={"PHASED": 1}, **IGEMM),
+    Stage("conv_dgrad", 11, "igemm_taps", "conv_dgrad/11_igemm_taps.cl",
+          "igemm_phases with the reduction walked tap by tap (channels innermost): a step of TK lies "
+          "in one tap, decoded once per step; an element is one multiply-add and a load. K % TK == 0, "
+          "else igemm_phases", launch="phases", jit="phase_split_k", fast={"PHASED": 1}, fallback="igemm_phases",
+          **dict(IGEMM, requires="taps_requires",      # float4 tile reads and prefetch: on by default
+                 defines={**TILES, "GEMM_LDS4": 1, "GEMM_PREFETCH": 1, "PHASE_CONSTANT": 1, "STORE_LOCAL": 1,
+                          "SPLIT_TARGET": 1},
+                 tune={**GEMM_FAMILY["tune"], "SPLIT_TARGET": [1, 128, 256, 512]})),
     Stage("conv_dgrad", 11, "igemm_nhwc", "conv_dgrad/11_igemm_nhwc.cl",
           "igemm_analytic on channel-last copies: dy' to NHWC and w to (R,S,K,C), the GEMM "
           "(N*H*W) x C with k innermost (float4 loads when C % 4 == 0), dx back to NCHW",

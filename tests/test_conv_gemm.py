@@ -61,11 +61,37 @@ def test_column_workspace_past_32_bit_indexing_falls_back_to_the_implicit_gemm()
     assert launch.cols_size(big) == 512 * 9 * 256 * 56 * 56
 
 
-def test_phase_split_switches_match_the_reference_with_guards(ctx):
-    """igemm_phases' switches (the phase a constant or not, dx through local memory or not) under
-    both tile-read layouts, on strided grid cases and two stride-1 ones, with guards. The defaults
-    (both on, GEMM_LDS4 off) run the whole grid in tests/test_conv_dgrad.py."""
+PHASE_STAGES = ("igemm_phases", "igemm_taps")   # the phase split's switches and split-K: both kernels
+
+
+def test_tap_major_reduction_runs_itself_where_k_allows_and_falls_back_elsewhere(ctx):
+    """11_igemm_taps needs K % TK == 0 (a step inside one tap): on those grid cases it runs its own
+    kernel (fast at stride > 1, general at stride 1), elsewhere igemm_phases, with the reason."""
+    ran = {True: 0, False: 0}
+    for c in GRID[::7]:
+        args = random_problem_args(c["n"], c["c"], c["h"], c["w"], c["k"], c["kernel"], c["stride"],
+                                   c["padding"], c["activation"])
+        plan = helpers.plan_stage("conv_dgrad", "igemm_taps", ctx=ctx, defines={"TK": 16}, **args)
+        fits = c["k"] % 16 == 0
+        assert plan.stage.name == ("igemm_taps" if fits else "igemm_phases"), c
+        ran[fits] += 1
+    assert ran[True] >= 10 and ran[False] >= 10, ran
+    from helpers.launch import hook
+    stage = helpers.get_stage("conv_dgrad", "igemm_taps")
+    args = random_problem_args(1, 8, 9, 9, 12, 3, 1, 1, "none")
+    why = hook(stage, "requires")(helpers.prepare("conv_dgrad", **args), dict(stage.defines))
+    assert "K (output channels) a multiple of TK = 16" in why and "K = 12" in why
+
+
+@pytest.mark.parametrize("stage", PHASE_STAGES)
+def test_phase_split_switches_match_the_reference_with_guards(ctx, stage):
+    """The phase split's switches (the phase a constant or not, dx through local memory or not)
+    under both tile-read layouts, on strided grid cases and two stride-1 ones, with guards. The
+    defaults run the whole grid in tests/test_conv_dgrad.py."""
     cases = [c for c in GRID if c["stride"] > 1][::12] + [c for c in GRID if c["stride"] == 1][::100]
+    if stage == "igemm_taps":                                   # cases where it runs itself
+        cases = [c for c in GRID if c["stride"] > 1 and c["k"] % 16 == 0][::4] + \
+                [c for c in GRID if c["stride"] == 1 and c["k"] % 16 == 0][::20]
     switches = [(0, 1, 1), (1, 0, 1), (1, 1, 1), (1, 0, 0)]     # PHASE_CONSTANT, STORE_LOCAL, GEMM_LDS4
     TILES = {"TM": 64, "TN": 64, "TK": 16, "WM": 4, "WN": 4}   # legal on any device, whatever is tuned
     for i, c in enumerate(cases):
@@ -73,23 +99,27 @@ def test_phase_split_switches_match_the_reference_with_guards(ctx):
                                    c["padding"], c["activation"], seed=i)
         for const, local, lds4 in switches:
             d = {"PHASE_CONSTANT": const, "STORE_LOCAL": local, "GEMM_LDS4": lds4, **TILES}
-            res = helpers.check_stage("conv_dgrad", "igemm_phases", ctx=ctx, guard=True, defines=d, **args)
+            res = helpers.check_stage("conv_dgrad", stage, ctx=ctx, guard=True, defines=d, **args)
             assert res.path == ("fast" if c["stride"] > 1 else "general"), (c, d)
 
 
-def test_phase_split_k_matches_the_reference_with_guards(ctx, monkeypatch):
-    """igemm_phases with its reduction cut into runs (SPLIT_TARGET far above the grid, and runs
+@pytest.mark.parametrize("stage", PHASE_STAGES)
+def test_phase_split_k_matches_the_reference_with_guards(ctx, monkeypatch, stage):
+    """igemm_phases (and igemm_taps) with its reduction cut into runs (SPLIT_TARGET far above the grid, and runs
     down to 16 terms, so the grid's short reductions split too, into runs of one step or of
     several), on strided and stride-1 grid cases, with guards around dx and the workspace of
     slices; the plan must really run split_sum."""
     monkeypatch.setattr(launch, "SPLIT_MIN_TERMS", 16)
     cases = [c for c in GRID if c["stride"] > 1][::10] + [c for c in GRID if c["stride"] == 1][::25]
+    if stage == "igemm_taps":
+        cases = [c for c in GRID if c["k"] % 16 == 0][::6]
     split = 0
     for i, c in enumerate(cases):
         args = random_problem_args(c["n"], c["c"], c["h"], c["w"], c["k"], c["kernel"], c["stride"],
                                    c["padding"], c["activation"], seed=i)
         d = {"SPLIT_TARGET": 4096, "TM": 64, "TN": 64, "TK": 16, "WM": 4, "WN": 4}
-        plan = helpers.plan_stage("conv_dgrad", "igemm_phases", ctx=ctx, defines=d, **args)
+        plan = helpers.plan_stage("conv_dgrad", stage, ctx=ctx, defines=d, **args)
+        assert plan.stage.name == stage
         splits = launch.phase_splits(plan.problem, plan.defines)
         assert plan.jit_defines["SPLITS"] == splits
         if splits > 1:
@@ -97,7 +127,7 @@ def test_phase_split_k_matches_the_reference_with_guards(ctx, monkeypatch):
             assert [s.kernel for s in plan.steps] == ["conv_dgrad", "split_sum"]
             one = launch.phases_geometry(plan.problem, plan.defines)[0]
             assert plan.steps[0].global_size == (one[0], one[1] * splits, c["stride"] ** 2)
-        helpers.check_stage("conv_dgrad", "igemm_phases", ctx=ctx, guard=True, defines=d, **args)
+        helpers.check_stage("conv_dgrad", stage, ctx=ctx, guard=True, defines=d, **args)
     assert split >= len(cases) // 2, f"only {split} of {len(cases)} cases split"
 
 

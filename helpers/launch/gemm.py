@@ -62,6 +62,15 @@ def conv_tiles_requires(p: Problem, d: dict):
     return tile_requires(d, fixed_column=True)
 
 
+def taps_requires(p: Problem, d: dict):
+    """11_igemm_taps: the tiles, and each step of TK reduction indices inside one tap (K % TK == 0)."""
+    k, tk = p.dims["K"], d.get("TK", 16)
+    if k % tk:
+        return (f"the tap-major reduction needs K (output channels) a multiple of TK = {tk}, so that a "
+                f"step lies inside one tap; this problem has K = {k}")
+    return tile_requires(d, fixed_column=True)
+
+
 def igemm_geometry(p: Problem, d: dict):
     """Implicit GEMM over all input positions: M = C, N = N*H*W."""
     q = p.dims

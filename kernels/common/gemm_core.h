@@ -15,6 +15,9 @@
 //     GEMM_VEC_B = 1  and GEMM_B4(k, n): B[k][n .. n+3] as a float4 (the 4 all in or all out)
 // Each work-item fetches B in the same column every step (GEMM_B_COL, when WG % TN == 0): an
 // implicit GEMM decodes that column once, outside the reduction loop.
+// Optionally, what is the same for every element of a step (both default to nothing):
+//     GEMM_STEP_STATE declarations at the top of gemm_accumulate, for the fetches to read
+//     GEMM_STEP(k0)   statements run once per step k0, before its elements are fetched
 //
 // GEMM_PREFETCH = 1 (default 0) overlaps the copy of the next step with the arithmetic of this
 // one. Without it each step runs: global loads -> (wait for them) -> local stores -> barrier (1)
@@ -94,6 +97,12 @@
                                       // work-items storing along k hit different banks
 #define GEMM_TILES(As, Bs) __local float As[TK * GEMM_LDA]; __local float Bs[TK * TN]
 #endif
+#ifndef GEMM_STEP_STATE
+#define GEMM_STEP_STATE
+#endif
+#ifndef GEMM_STEP
+#define GEMM_STEP(k0)
+#endif
 #define GEMM_TID ((int)(get_local_id(1) * GEMM_RN + get_local_id(0)))
 #define GEMM_B_COL (GEMM_TID % TN)    // the column of B this work-item fetches, every step
 
@@ -155,6 +164,7 @@
 
 // A macro, not a function: GEMM_A and GEMM_B name gemm_accumulate's arguments.
 #define GEMM_FETCH(k0) do {                                                                  \
+        GEMM_STEP(k0);                                                                      \
         _Pragma("unroll") for (int p = 0; p < GEMM_PA; p++) {                               \
             const int i = tid + p * GEMM_WG;                                                \
             if (GEMM_A_IN(i)) ra[p] = GEMM_A_GET(i, k0);                                    \
@@ -197,6 +207,7 @@ inline void gemm_store(__local float* As, __local float* Bs, const int tid,
 inline void gemm_accumulate(GEMM_ARGS, const int m0, const int n0, const int k_total,
                             __local float* As, __local float* Bs, float acc[WM][WN]) {
     const int tn = get_local_id(0), tm = get_local_id(1), tid = GEMM_TID;
+    GEMM_STEP_STATE
 #if GEMM_PREFETCH
     GEMM_A_T ra[GEMM_PA];                         // this work-item's elements of the next step
     GEMM_B_T rb[GEMM_PB];
@@ -206,6 +217,7 @@ inline void gemm_accumulate(GEMM_ARGS, const int m0, const int n0, const int k_t
 #if GEMM_PREFETCH
         gemm_store(As, Bs, tid, ra, rb);          // step k0, fetched during step k0-TK's products
 #else
+        GEMM_STEP(k0);
 #if GEMM_VEC_A
         for (int i = tid; i < TM * TK / 4; i += GEMM_WG) {     // 4 consecutive k of one row
             const int mm = i / (TK / 4), kk = 4 * (i % (TK / 4));
