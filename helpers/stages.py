@@ -254,9 +254,8 @@ CONV_DGRAD += [
           "igemm_phases with the reduction walked tap by tap (channels innermost): a step of TK lies "
           "in one tap, decoded once per step; an element is one multiply-add and a load. K % TK == 0, "
           "else igemm_phases", launch="phases", jit="phase_split_k", fast={"PHASED": 1}, fallback="igemm_phases",
-          **dict(IGEMM, requires="taps_requires",      # float4 tile reads and prefetch: on by default
-                 defines={**TILES, "GEMM_LDS4": 1, "GEMM_PREFETCH": 1, "PHASE_CONSTANT": 1, "STORE_LOCAL": 1,
-                          "SPLIT_TARGET": 1},
+          **dict(IGEMM, requires="taps_requires",
+                 defines={**TILES, "PHASE_CONSTANT": 1, "STORE_LOCAL": 1, "SPLIT_TARGET": 1},
                  tune={**GEMM_FAMILY["tune"], "SPLIT_TARGET": [1, 128, 256, 512]})),
     Stage("conv_dgrad", 11, "igemm_nhwc", "conv_dgrad/11_igemm_nhwc.cl",
           "igemm_analytic on channel-last copies: dy' to NHWC and w to (R,S,K,C), the GEMM "
