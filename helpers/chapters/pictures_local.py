@@ -368,7 +368,7 @@ def same_tile_pairs(before: str = "10_padded", after: str = "10_hoisted",
         for lay in dict.fromkeys(r["layer"] for r in run["rows"]):
             a, b = rows[(lay, before)], rows[(lay, after)]
             ratios[lay] = a["median_ms"] / b["median_ms"]
-            ran = "" if b["ran"] == after else f" (both ran {b['ran']}: stride 2)"
+            ran = "" if b["ran"] == after else f" (both ran {b['ran']}, their fallback)"
             out.append(f"   {lay:<14}{before} {a['median_ms']:.4f} ms ({a['q1_ms']:.4f}-{a['q3_ms']:.4f}), "
                        f"{after} {b['median_ms']:.4f} ms ({b['q1_ms']:.4f}-{b['q3_ms']:.4f}): x{ratios[lay]:.2f}{ran}")
         out.append(f"   geometric mean over the stride-1 layers: x{geomean(v for k, v in ratios.items() if '/s' not in k):.2f}")
