@@ -48,14 +48,19 @@
 // 16v .. 16v+15 of the block into ping (v even) or pong (v odd); depth i's 9 weights are floats
 // 9i .. 9i+8, so they are complete once load (9i+8)/16 has arrived, and they may start in the
 // previous load: that is why two registers take turns. After unrolling, every index here is a
-// constant and wk lives in registers.
+// constant and wk lives in registers. A 16-wide load is written as two vload8: on x86 CPUs without
+// AVX-512, PoCL's vload16 returns a float16 through an ABI its built-in library does not share
+// (its compiler warns so) and the upper 8 floats arrive as garbage; a GPU compiles both the same.
 inline void load_weights_16x3x3(weights3x3 wk[16], __global const float* p) {
     union { float16 v; float s[16]; } pp[2];           // ping = pp[0], pong = pp[1]
 #pragma unroll
     for (int i = 0; i < 16; i++) {
         const int last = (9 * i + 8) / 16;              // the load that completes depth i
         if (i == 0 || last != (9 * i - 1) / 16)         // not yet loaded for depth i - 1
-            pp[last % 2].v = vload16(last, p);
+        {                                               // one 16-wide load, as two 8-wide halves
+            pp[last % 2].v.lo = vload8(2 * last, p);
+            pp[last % 2].v.hi = vload8(2 * last + 1, p);
+        }
 #pragma unroll
         for (int t = 0; t < 9; t++)
             wk[i].s[t] = pp[((9 * i + t) / 16) % 2].s[(9 * i + t) % 16];
