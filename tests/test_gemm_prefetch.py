@@ -55,12 +55,16 @@ def op_cases(op):
     raise AssertionError(f"no grid for op {op}: add it here")
 
 
-def includes_gemm_core(relpath: str) -> bool:
+def includes_gemm_core(relpath: str, seen: frozenset = frozenset()) -> bool:
+    """Whether a kernel file includes gemm_core.h, itself or through what it includes (another
+    stage's file, "../dir/x.cl", or a shared header in kernels/common, e.g. phase_gemm.h)."""
     text = kernel_source(relpath)
     if '#include "gemm_core.h"' in text:
         return True
     here = relpath.rsplit("/", 1)[0]
-    return any(includes_gemm_core(f"{here}/{inc}") for inc in re.findall(r'#include "(\.\./[^"]+\.cl)"', text))
+    included = [f"{here}/{inc}" if inc.startswith("../") else f"common/{inc}"
+                for inc in re.findall(r'#include "([^"]+)"', text)]
+    return any(includes_gemm_core(inc, seen | {relpath}) for inc in included if inc not in seen)
 
 
 def test_every_gemm_core_stage_declares_the_switch():
