@@ -435,7 +435,11 @@ class CudaPlan(BasePlan):
         if need > dev["total_memory"]:
             raise ValueError(f"the tensors need {need / 2**30:.2f} GiB, more than the "
                              f"{dev['total_memory'] / 2**30:.2f} GiB of {dev['name']}; use a smaller batch")
-        self.module = cuda.build(s.kernel, self.jit_defines, source=stage_source(s, self.jit_defines))
+        if s.arch and f"sm_{dev['compute_capability']}a" != s.arch:
+            raise DeviceLimitError(f"stage {s.key} is built for {s.arch} (its instructions exist on no other "
+                                   f"GPU), but {dev['name']} is sm_{dev['compute_capability']}; run "
+                                   f"{s.fallback or 'another tensor-core stage'} instead")
+        self.module = cuda.build(s.kernel, self.jit_defines, source=stage_source(s, self.jit_defines), arch=s.arch)
         self._make_tensors()
         self._bound = [self._bind(step, dev) for step in self.steps]
 
@@ -458,20 +462,25 @@ class CudaPlan(BasePlan):
             if g % l:
                 raise RuntimeError(f"registry bug: global size {step.global_size} is not a multiple "
                                    f"of the block {step.local_size}")
-        return k, step.global_size, step.local_size, step_values(self, step)
+        if step.shared:
+            if step.shared > dev["max_shared_per_block"]:
+                raise DeviceLimitError(f"stage {self.stage.key}: {step.shared:,} bytes of shared memory per block, "
+                                       f"but {dev['name']} allows {dev['max_shared_per_block']:,}; lower STAGES")
+            k.max_dynamic_shared_size_bytes = step.shared    # beyond 48 KiB a kernel must opt in
+        return k, step.global_size, step.local_size, step_values(self, step), step.shared
 
     def _rebind(self, names: set, t: cuda.CudaTensor) -> None:
         """A launch's arguments are a tuple of this plan's: rebuilt from the tensors now bound."""
-        self._bound = [(k, g, l, step_values(self, step)) for (k, g, l, _), step in zip(self._bound, self.steps)]
+        self._bound = [(k, g, l, step_values(self, step), sh) for (k, g, l, _, sh), step in zip(self._bound, self.steps)]
 
     def enqueue(self) -> list:
         """Launch every kernel of the stage once (asynchronously)."""
-        for k, g, l, args in self._bound:
-            cuda.launch(k, g, l, args)
+        for k, g, l, args, shared in self._bound:
+            cuda.launch(k, g, l, args, shared)
         return []
 
     def _launches(self) -> list:
-        return [functools.partial(cuda.launch, k, g, l, args) for k, g, l, args in self._bound]
+        return [functools.partial(cuda.launch, k, g, l, args, shared) for k, g, l, args, shared in self._bound]
 
     def time(self, **kwargs) -> list:
         """Milliseconds per repetition, by CUDA events (backends/cuda.py); use time_plan, which

@@ -47,6 +47,8 @@ class Stage:
                                      # runs the fastest within the workspace budget (helpers/chooser.py)
     epilogue: bool = False           # conv_forward: adds the bias and applies the activation
                                      # (helpers/ops/conv_forward.py: stage_requires)
+    arch: str = ""                   # CUDA: the one GPU architecture the kernel is built for
+                                     # (sm_90a: Hopper's wgmma); empty: the device's own
 
     @property
     def tensor_cores(self) -> bool:
@@ -336,6 +338,23 @@ CONV_DGRAD += [
          "tc_fp16_nhwc on bfloat16 tensors (K % 8 == 0)"),
         ("tc_tf32_nhwc", "tf32", "nhwc_tf32", "mma_nhwc_tf32", "mma_nhwc_tf32_requires", "tc_tf32",
          "tc_fp16_nhwc with TF32 operands rounded in the copies and mma.sync m16n8k8 (K % 4 == 0)"))]
+# the same kernel with the product on Hopper's warpgroup MMA (WGMMA = 1, built for sm_90a): two
+# warpgroups per block, each wgmma.mma_async reading a 64 x 32-byte slice of A and a BN x 32-byte
+# slice of B straight from the swizzled shared ring; the ring (128-byte rows) in dynamic shared memory
+WGMMA_TC = dict(NHWC_TC, arch="sm_90a",
+                defines={**NHWC_TC["defines"], "WGMMA": 1, "BN": 128, "CH": 8, "STAGES": 4},
+                tune={"BN": [64, 128, 256], "STAGES": [3, 4, 5], "SPLIT_TARGET": [1, 128, 256, 512]})
+CONV_DGRAD += [
+    Stage("conv_dgrad", 13, name, "conv_dgrad/13_tc_nhwc.cu", title, precision=precision, jit=jit,
+          launch=launch, requires=requires, fallback=fallback, **WGMMA_TC)
+    for name, precision, jit, launch, requires, fallback, title in (
+        ("tc_fp16_wgmma", "fp16", "nhwc_fp16", "mma_nhwc", "mma_nhwc_requires", "tc_fp16_pipe",
+         "tc_fp16_nhwc with the product on Hopper's wgmma.mma_async (sm_90a): operands read by the "
+         "tensor cores from the swizzled shared ring, no ldmatrix (K % 8 == 0)"),
+        ("tc_bf16_wgmma", "bf16", "nhwc_bf16", "mma_nhwc", "mma_nhwc_requires", "tc_bf16",
+         "tc_fp16_wgmma on bfloat16 tensors (K % 8 == 0)"),
+        ("tc_tf32_wgmma", "tf32", "nhwc_tf32", "mma_nhwc_tf32", "mma_nhwc_tf32_requires", "tc_tf32",
+         "tc_fp16_wgmma with TF32 operands, wgmma m64n128k8 (K % 4 == 0)"))]
 # the same kernel on dy' interleaved in groups of 32 channels, (N, K/32, OH, OW, 32) (MegEngine's
 # NCHW32), K padded with zeros to a whole group: no K is refused
 CONV_DGRAD += [

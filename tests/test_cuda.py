@@ -40,6 +40,14 @@ PTX_HOLDS = {
     "tc_bf16_nchw32": ["mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32", ".entry dy_to_nchw32("],
     "tc_tf32_nchw32": ["mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32", "cvt.rna.tf32.f32",
                        ".entry dy_to_nchw32("],
+    # Hopper's warpgroup MMA (WGMMA = 1, sm_90a only): wgmma reads both tiles from shared memory
+    # (m64n64: the test problem has 2 channels, so the blocks narrow to 64, gemm.wgmma_fit)
+    "tc_tf32_wgmma": ["wgmma.mma_async.sync.aligned.m64n64k8.f32.tf32.tf32", "wgmma.fence.sync.aligned",
+                      "wgmma.wait_group.sync.aligned", "fence.proxy.async.shared::cta", "cp.async.cg.shared.global",
+                      "cvt.rna.tf32.f32"],
+    "tc_fp16_wgmma": ["wgmma.mma_async.sync.aligned.m64n64k16.f32.f16.f16", "wgmma.commit_group.sync.aligned",
+                      "fence.proxy.async.shared::cta", "cp.async.cg.shared.global"],
+    "tc_bf16_wgmma": ["wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16", "fence.proxy.async.shared::cta"],
     # the forward pass on the same kernel (FWD = 1): one transpose for both copies, its own product
     "conv_forward/tc_fp16_nhwc": ["mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32", "ldmatrix.sync.aligned.m8n8.x4",
                                   "cp.async.cg.shared.global", ".entry to_channel_last(", ".entry conv_forward("],
@@ -55,6 +63,12 @@ def holds_key(s) -> str:
 
 
 ARCHS = ("compute_80", "compute_90")
+
+
+def archs(stage) -> tuple:
+    """The virtual architectures a stage's kernel is compiled for: its own (Stage.arch, e.g.
+    sm_90a for wgmma), else Ampere's and Hopper's."""
+    return (stage.arch.replace("sm_", "compute_"),) if stage.arch else ARCHS
 NO_NVRTC = nvrtc.missing()
 NO_CUDA = cuda_missing()
 # problems that set every define a conv_dgrad kernel reads: kernel sizes, strides, activations
@@ -110,12 +124,12 @@ def test_cuda_kernel_compiles_to_ptx(stage):
         for c in PROBLEMS:
             problem = prepare(stage.op, **_args(c, op=stage.op))
             jit = jit_defines(stage, problem, defines)
-            for arch in ARCHS:
+            for arch in archs(stage):
                 ptx = nvrtc.compile_ptx(stage.kernel, jit, arch, source=stage_source(stage, jit))
                 assert f".entry {stage.entry or stage.op}(" in ptx
-                assert f".target sm_{arch[-2:]}" in ptx
+                assert f".target {arch.replace('compute_', 'sm_')}" in ptx
                 count += 1
-    assert count >= len(PROBLEMS) * len(ARCHS)
+    assert count >= len(PROBLEMS) * len(archs(stage))
 
 
 @pytest.mark.skipif(NO_NVRTC is not None, reason=f"{NO_NVRTC}")
@@ -124,7 +138,7 @@ def test_tensor_core_ptx_holds_its_instructions(stage):
     assert set(PTX_HOLDS) == {holds_key(s) for s in TENSOR_CORES}, "declare each tensor-core stage's PTX"
     problem = prepare(stage.op, **_args(PROBLEMS[1], op=stage.op))      # K*KH*KW = 400: the pipelined path
     jit = jit_defines(stage, problem, stage.defines)
-    for arch in ARCHS:
+    for arch in archs(stage):
         ptx = nvrtc.compile_ptx(stage.kernel, jit, arch, source=stage_source(stage, jit))
         for instruction in PTX_HOLDS[holds_key(stage)]:
             assert instruction in ptx, f"{stage.name} ({arch}): no {instruction} in its PTX"
@@ -299,6 +313,46 @@ def test_split_k_where_the_product_has_few_blocks(stage):
     fwd = helpers.get_stage("conv_forward", "tc_fp16_nhwc")
     assert "SPLIT_TARGET" not in fwd.defines and "SPLITK" not in jit_defines(fwd, prepare(
         "conv_forward", **_args(PROBLEMS[1], op="conv_forward")), fwd.defines)
+
+
+def test_wgmma_blocks_fit_the_layer_and_the_build_needs_sm_90a():
+    """The wgmma stages: 256 threads and a dynamic ring per block; BN narrowed to what the layer's
+    channels need, in the kernel's build and the grid alike; a ring past Hopper's 227 KiB refused;
+    a build for any target but sm_90a stops at the kernel's #error."""
+    from helpers.launch import gemm
+    from helpers.ops import conv_dgrad as op
+    from helpers.ops.layers import layer_set
+    s = helpers.get_stage("conv_dgrad", "tc_tf32_wgmma")
+    assert s.arch == "sm_90a" and s.defines["WGMMA"] == 1 and s.defines["BN"] == 128
+    for name, c, bn in (("res64@56", 64, 64), ("res128@28", 128, 128), ("res512@7", 512, 128)):
+        p = prepare("conv_dgrad", **op.layer_args(next(l for l in layer_set("resnet50") if l["name"] == name)))
+        assert p.dims["C"] == c
+        product = next(st for st in gemm.mma_nhwc_steps(p, s.defines) if st.kernel == "conv_dgrad")
+        assert jit_defines(s, p, s.defines)["BN"] == bn, name
+        assert product.global_size[1] == -(-c // bn) and product.local_size == (256, 1, 1), name
+        assert product.shared == s.defines["STAGES"] * (128 + bn) * 128 + 1024, name
+    big = {**s.defines, "BN": 256, "STAGES": 5}
+    p = prepare("conv_dgrad", **op.layer_args(next(l for l in layer_set("resnet50") if l["name"] == "res512@7")))
+    assert "227 KiB" not in (why := hook(s, "requires")(p, big)) and f"{gemm.WGMMA_SHARED:,}" in why
+    assert hook(s, "requires")(p, dict(s.defines)) is None
+    if NO_NVRTC is None:
+        jit = jit_defines(s, p, s.defines)
+        with pytest.raises(nvrtc.CudaCompileError, match="needs a build for sm_90a"):
+            nvrtc.compile_ptx(s.kernel, jit, "compute_90", source=stage_source(s, jit))
+
+
+@pytest.mark.skipif(NO_CUDA is not None, reason=f"{NO_CUDA}")
+@pytest.mark.parametrize("stage", ["tc_tf32_wgmma", "tc_fp16_wgmma", "tc_bf16_wgmma"])
+def test_wgmma_block_widths_match_reference_with_guards(stage):
+    """BN = 64, 128 and 256 (the grid's few channels narrow every block to 64): layers of 300 and
+    260 channels, so each width runs with a partial last block, stride 1 and 2, an activation,
+    guard zones around every tensor."""
+    for bn in (64, 128, 256):
+        for i, (n, c, h, w, k, stride) in enumerate(((2, 300, 9, 7, 40, 1), (1, 260, 11, 10, 24, 2))):
+            args = random_problem_args(n, c, h, w, k, 3, stride, 1, "relu" if i else "none", seed=i)
+            d = {"BN": bn, "STAGES": 3}
+            assert helpers.plan_stage("conv_dgrad", stage, defines=d, **args).jit_defines["BN"] == bn
+            helpers.check_stage("conv_dgrad", stage, guard=True, defines=d, **args)
 
 
 @pytest.mark.skipif(NO_CUDA is not None, reason=f"{NO_CUDA}")

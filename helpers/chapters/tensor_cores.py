@@ -30,6 +30,7 @@ STAGES = ("memoized_bounds_cuda", "tc_tf32", "tc_fp16", "tc_bf16")   # fp32 firs
 NHWC_STAGES = ("tc_fp16_nhwc", "tc_bf16_nhwc", "tc_tf32_nhwc")      # step 5: one file, three precisions
 NCHW32_STAGES = ("tc_fp16_nchw32", "tc_bf16_nchw32", "tc_tf32_nchw32")   # the same kernel, dy' interleaved
 TC_STAGES = ("tc_tf32", "tc_fp16", "tc_bf16", "tc_fp16_ldm", "tc_fp16_pipe") + NHWC_STAGES + NCHW32_STAGES
+WGMMA_STAGES = ("tc_fp16_wgmma", "tc_bf16_wgmma", "tc_tf32_wgmma")   # step 7: step 5's kernel on wgmma (sm_90a)
 BK = 32          # reduction indices per shared row (kernels/conv_dgrad/13_*.cu)
 DENSE_TF32 = 989.4 / 2      # TFLOP/s, H200 SXM data sheet (TF32 with 2:4 sparsity, halved): not measured
 
@@ -239,13 +240,18 @@ def split_rows(split: dict, unsplit: dict) -> list[dict]:
 # -- step 6: the forward pass on the same kernel (FWD = 1) -------------------------------------
 
 def forward_blocks(kernel: str = "conv_dgrad/13_tc_nhwc.cu") -> list[tuple[int, list[str]]]:
-    """The kernel's lines that only the forward pass compiles: each ``#if FWD`` block up to its
-    ``#else``, ``#elif`` or ``#endif``, as (first line number, lines)."""
+    """The kernel's lines that only the forward pass compiles (switch_blocks of FWD)."""
+    return switch_blocks("FWD", kernel)
+
+
+def switch_blocks(switch: str, kernel: str = "conv_dgrad/13_tc_nhwc.cu") -> list[tuple[int, list[str]]]:
+    """The kernel's lines that only a build with ``switch`` = 1 compiles: each ``#if <switch>``
+    block up to its ``#else``, ``#elif`` or ``#endif``, as (first line number, lines)."""
     from ..engine.build import kernel_source
     lines = kernel_source(kernel).splitlines()
     out, i = [], 0
     while i < len(lines):
-        if lines[i].strip() == "#if FWD":
+        if lines[i].strip() == f"#if {switch}":
             depth, j = 0, i + 1
             while depth or not lines[j].strip().startswith(("#else", "#elif", "#endif")):
                 depth += lines[j].strip().startswith("#if")
@@ -254,6 +260,22 @@ def forward_blocks(kernel: str = "conv_dgrad/13_tc_nhwc.cu") -> list[tuple[int, 
             out.append((i + 2, lines[i + 1:j]))
             i = j
         i += 1
+    return out
+
+
+def wgmma_rows(run: dict) -> list[dict]:
+    """Per (layer, precision) of a recorded run holding step 5's and step 7's stages: both times,
+    cuDNN's in that precision, and the ratios (step 5 / step 7, each stage / cuDNN)."""
+    rows = recorded_rows(run)
+    by = {(r["layer"], r["stage"]): r for r in rows}
+    out = []
+    for r in rows:
+        if r["stage"] in WGMMA_STAGES:
+            before = by[r["layer"], r["stage"].replace("_wgmma", "_nhwc")]
+            out.append({"layer": r["layer"], "precision": r["precision"], "nhwc_ms": before["ms"],
+                        "wgmma_ms": r["ms"], "tflops": r["tflops"], "cudnn_ms": r["cudnn_ms"],
+                        "speedup": before["ms"] / r["ms"], "x_cudnn": r["x_cudnn"],
+                        "nhwc_x_cudnn": before["x_cudnn"]})
     return out
 
 

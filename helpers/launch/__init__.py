@@ -32,6 +32,7 @@ class Step:
     global_size: tuple
     local_size: tuple | None
     args: tuple
+    shared: int = 0        # CUDA: bytes of dynamic shared memory per block (0: none)
 
 
 @dataclass(frozen=True)

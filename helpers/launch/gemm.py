@@ -291,6 +291,8 @@ def mma_pipe_requires(p: Problem, d: dict):
 # -- tensor cores on channel-last copies (13_tc_nhwc.cu): dy' and w copied, then the product ---
 
 NHWC_SHARED = 48 * 1024       # bytes of shared memory a block may declare statically
+WGMMA_SHARED = 227 * 1024     # bytes of (dynamic) shared memory a block may use on Hopper, the
+                              # only GPUs with wgmma
 
 
 def padded_k(p: Problem, d: dict) -> int:
@@ -306,6 +308,16 @@ SPLIT_MIN_TERMS = 128         # reduction indices per run at least: 4 chunks of 
                               # tensor-core stages, 8 tile steps of TK = 16 for igemm_phases
 
 
+def wgmma_fit(p: Problem, d: dict) -> dict:
+    """The defines the channel-last product runs with: with WGMMA, BN no wider than the layer's
+    channels need (the smallest of 64, 128, 256 that holds min(C, BN)): the block's channels are
+    the width of every wgmma instruction, so a 64-channel layer in 128-wide blocks would run half of
+    them on padding. Without WGMMA, d as it is."""
+    if not d.get("WGMMA"):
+        return d
+    return {**d, "BN": next(b for b in (64, 128, 256) if b >= min(p.dims["C"], d["BN"]))}
+
+
 def nhwc_splits(p: Problem, d: dict) -> int:
     """Split-K of the channel-last input gradient: where the product has fewer blocks (128
     positions x BN channels) than SPLIT_TARGET, the reduction is cut into runs, one per grid
@@ -313,7 +325,7 @@ def nhwc_splits(p: Problem, d: dict) -> int:
     A reduction shorter than SPLIT_MIN terms (KH*KW*K) is never split: the two extra launches (zero
     the float32 dx, round it into dx) cost more there than the product gains. SPLIT_TARGET = 1
     never splits; the forward pass never does."""
-    q = p.dims
+    q, d = p.dims, wgmma_fit(p, d)
     terms = q["KH"] * q["KW"] * padded_k(p, d)
     if d.get("FWD") or terms < d.get("SPLIT_MIN", 0):
         return 1
@@ -348,12 +360,20 @@ def mma_nhwc_requires(p: Problem, d: dict, chunk: int = 8, reduced: str = "K"):
     the channels the product sums over (the forward pass's C)."""
     if d["STAGES"] < 2:
         return f"STAGES = {d['STAGES']}: the ring needs at least 2 buffers"
-    if d["BN"] not in (64, 128):
+    if d.get("WGMMA"):
+        d = wgmma_fit(p, d)
+        if d["BN"] not in (64, 128, 256) or d["CH"] != 8:
+            return (f"BN = {d['BN']}, CH = {d['CH']}: the wgmma product reads 64, 128 or 256 channels per "
+                    f"block and 128-byte shared rows (CH = 8)")
+        if mma_ring_bytes(d) > WGMMA_SHARED:
+            return (f"STAGES * (128 + BN) * 128 + 1024 = {mma_ring_bytes(d):,} bytes of shared memory, more "
+                    f"than the {WGMMA_SHARED:,} a Hopper block may use; lower STAGES or BN")
+    elif d["BN"] not in (64, 128):
         return f"BN = {d['BN']}: a block holds 64 or 128 channels (warps of 64 x 32)"
     if d["CH"] not in (4, 8):
         return f"CH = {d['CH']}: a shared row holds 4 or 8 chunks of 16 bytes"
     shared = d["STAGES"] * (MMA_TILE[0] + d["BN"]) * 16 * d["CH"]
-    if shared > NHWC_SHARED:
+    if shared > NHWC_SHARED and not d.get("WGMMA"):     # wgmma's ring is dynamic (mma_ring_bytes)
         return (f"STAGES * (128 + BN) * 16 * CH = {shared:,} bytes of shared memory, more than the "
                 f"{NHWC_SHARED:,} a block declares statically; lower STAGES, BN or CH")
     if p.dims[reduced] % chunk and not d.get("ILV"):
@@ -361,6 +381,18 @@ def mma_nhwc_requires(p: Problem, d: dict, chunk: int = 8, reduced: str = "K"):
         return (f"{reduced} = {p.dims[reduced]} is not a multiple of {chunk} ({copied} is copied {chunk} "
                 f"channels at a time)")
     return None
+
+
+def mma_threads(d: dict) -> int:
+    """Threads per block of 13_tc_nhwc.cu's product: two warpgroups with WGMMA, else 2 * BN."""
+    return 256 if d.get("WGMMA") else 2 * d["BN"]
+
+
+def mma_ring_bytes(d: dict) -> int:
+    """Dynamic shared memory of the product: with WGMMA the ring of STAGES slots of A (128 rows)
+    and B (BN rows) of 16 * CH bytes, plus 1024 to align it to wgmma's swizzle; else none (the
+    ring is declared statically)."""
+    return d["STAGES"] * (MMA_TILE[0] + d["BN"]) * 16 * d["CH"] + 1024 if d.get("WGMMA") else 0
 
 
 def mma_nhwc_tf32_requires(p: Problem, d: dict):
@@ -381,14 +413,15 @@ def mma_nhwc_steps(p: Problem, d: dict) -> list:
     """dy' to (N, OH, OW, K) or (N, KR/32, OH, OW, 32) through 64 x 64 blocks, w to (C, KH, KW, KR)
     per channel, WK values of k at a time (128, or 32 for kernels beyond 5x5: the shared block
     stays small), then the product into dx."""
-    q, kr = p.dims, padded_k(p, d)
-    threads, splits = 2 * d["BN"], nhwc_splits(p, d)
+    q, kr, d = p.dims, padded_k(p, d), wgmma_fit(p, d)
+    threads, splits = mma_threads(d), nhwc_splits(p, d)
     wk = 128 if q["KH"] * q["KW"] <= 25 else 32       # 13_tc_nhwc.cu: WK
     steps = [Step("dy_to_nchw32" if d.get("ILV") else "dy_to_nhwc", *channel_last_copy(q["OH"] * q["OW"], kr, q["N"]),
                   ("grad_output", "output", "dyp_copy", "K", "OH", "OW")),
              Step("w_to_crsk", (cdiv(kr, wk) * 256, q["C"]), (256, 1), ("weight", "w_crsk", "C", "K")),
              Step("conv_dgrad", (cdiv(q["N"] * q["H"] * q["W"], MMA_TILE[0]) * threads, cdiv(q["C"], d["BN"]), splits),
-                  (threads, 1, 1), ("dyp_copy", "w_crsk", "dx_split" if splits > 1 else "grad_input", *p.scalars))]
+                  (threads, 1, 1), ("dyp_copy", "w_crsk", "dx_split" if splits > 1 else "grad_input", *p.scalars),
+                  mma_ring_bytes(d))]
     if splits == 1:
         return steps
     n = q["N"] * q["C"] * q["H"] * q["W"]
@@ -402,9 +435,10 @@ def tf32_operands(p: Problem, d: dict) -> dict:
 
 
 def with_splits(operands):
-    """The jit of a channel-last or interleaved input-gradient stage: its operands' defines and
-    its split of K (the launch computes the same nhwc_splits for the grid)."""
-    return lambda p, d: {**operands(p, d), "SPLITK": nhwc_splits(p, d)}
+    """The jit of a channel-last or interleaved input-gradient stage: its operands' defines, its
+    split of K and its block's channels (the launch computes the same nhwc_splits and wgmma_fit
+    for the grid)."""
+    return lambda p, d: {**operands(p, d), "SPLITK": nhwc_splits(p, d), "BN": wgmma_fit(p, d)["BN"]}
 
 
 nhwc_fp16, nhwc_bf16, nhwc_tf32 = (with_splits(f) for f in (fp16_operands, bf16_operands, tf32_operands))

@@ -98,16 +98,17 @@ __device__ __forceinline__ void put(h16* p, float v) { *p = to_h16(v); }   // ro
 struct Store { template <typename T> __device__ __forceinline__ void operator()(T* p, float v) const { put(p, v); } };
 struct Add { __device__ __forceinline__ void operator()(float* p, float v) const { atomicAdd(p, v); } };
 
-// The warp's sums into dx (NCHW; m = (n, h, w)), from position m_warp and channel c_warp on:
-// c0, c1 hold position g, channels 2t, 2t+1; c2, c3 position g + 8 (the fragment layout above).
-// Positions past NP and channels past C are not written.
-template <typename T, typename Op = Store>
-__device__ __forceinline__ void store_dx(T* dx, const float acc[4][4][4], int m_warp, int c_warp, int g, int t,
+// The warp's sums into dx (NCHW; m = (n, h, w)), from position m_warp and channel c_warp on, as
+// MT x NT tiles of 16 positions x 8 channels (4 x 4 for the mma.sync stages; 1 x BN/8 for a warp's
+// share of a wgmma product): c0, c1 hold position g, channels 2t, 2t+1; c2, c3 position g + 8
+// (the fragment layout above). Positions past NP and channels past C are not written.
+template <int MT, int NT, typename T, typename Op = Store>
+__device__ __forceinline__ void store_dx(T* dx, const float (&acc)[MT][NT][4], int m_warp, int c_warp, int g, int t,
                                          int NP, int C, int HW, Op write = Op()) {
 #pragma unroll
-    for (int mt = 0; mt < 4; mt++)
+    for (int mt = 0; mt < MT; mt++)
 #pragma unroll
-        for (int nt = 0; nt < 4; nt++)
+        for (int nt = 0; nt < NT; nt++)
 #pragma unroll
             for (int e = 0; e < 4; e++) {
                 const int m = m_warp + mt * 16 + g + (e >> 1) * 8;
@@ -149,6 +150,84 @@ __device__ __forceinline__ void cp_async16(unsigned dst, const void* src, int by
 __device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;"); }
 template <int N>
 __device__ __forceinline__ void cp_async_wait() { asm volatile("cp.async.wait_group %0;" :: "n"(N)); }
+
+// -- Hopper's warpgroup MMA (wgmma, sm_90a only) ------------------------------------------------
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)     // built for sm_90a / compute_90a: the only targets with wgmma
+// A warpgroup (4 warps, 128 threads) multiplies a 64-row tile of A by an N-column tile of B, both
+// read by the tensor cores straight from shared memory, into fp32 accumulators spread over its
+// registers. Issued asynchronously: wgmma_commit closes a group of them, wgmma_wait<n> waits until
+// at most n groups are in flight. The accumulators of warp w of the group are rows 16w .. 16w+15
+// in the layout of mma.sync's C fragments, one 16 x 8 tile per 8 columns (store_dx reads them so).
+//
+// A shared tile is described by 64 bits: its start address, and how its rows lie. Here rows of 128
+// bytes (one row of A or B: 32 tf32 or 64 16-bit values along the reduction), consecutive, with
+// the 128-byte swizzle: the 16-byte chunk j of row r lies at chunk j ^ (r % 8). That is the layout
+// 13_tc_nhwc.cu already gives its rows with CH = 8 (SWZ), chosen there for ldmatrix; the hardware
+// undoes the XOR on its own, provided the tile starts at a multiple of 1024 bytes (8 rows).
+// Fields: start address / 16 (bits 0-13), leading byte offset / 16 (16-29: unused by swizzled
+// K-major tiles, 1 by convention), stride byte offset / 16 (32-45: 1024 bytes from one group of 8
+// rows to the next), swizzle mode (62-63: 1 = 128 bytes). A k-step further along the rows starts
+// 32 bytes further (8 tf32 or 16 16-bit values): the descriptor's address alone moves.
+__device__ __forceinline__ unsigned long long wg_desc(unsigned addr) {
+    return (unsigned long long)((addr & 0x3FFFF) >> 4) | (1ull << 16) | ((unsigned long long)(1024 >> 4) << 32)
+           | (1ull << 62);
+}
+__device__ __forceinline__ void wgmma_fence() { asm volatile("wgmma.fence.sync.aligned;" ::: "memory"); }
+__device__ __forceinline__ void wgmma_commit() { asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory"); }
+template <int N>
+__device__ __forceinline__ void wgmma_wait() { asm volatile("wgmma.wait_group.sync.aligned %0;" :: "n"(N) : "memory"); }
+// cp.async writes shared memory through the generic proxy, wgmma reads it through the async proxy:
+// this fence (before the barrier that publishes a tile) orders the two.
+__device__ __forceinline__ void fence_async_shared() { asm volatile("fence.proxy.async.shared::cta;" ::: "memory"); }
+// Keeps the compiler from moving accumulator registers across an asynchronous wgmma.
+__device__ __forceinline__ void pin(float* d, int n) {
+    for (int i = 0; i < n; i++) asm volatile("" : "+f"(d[i]) :: "memory");
+}
+
+// d (64 x BN, fp32) += A (64 x k, shared, desc a) . B (k x BN, shared as BN rows of k, desc b), one
+// k-step: k = 8 tf32 values (TF32_OPS) or 16 fp16/bf16 values, 32 bytes of every row. A thread
+// holds BN / 2 accumulators, each an operand of the asm: WGMMA_OUT names them 8 at a time.
+#define WGMMA_OUT8(d, o) "+f"(d[o]), "+f"(d[o + 1]), "+f"(d[o + 2]), "+f"(d[o + 3]), \
+                         "+f"(d[o + 4]), "+f"(d[o + 5]), "+f"(d[o + 6]), "+f"(d[o + 7])
+#define WGMMA_OUT32(d, o) WGMMA_OUT8(d, o), WGMMA_OUT8(d, o + 8), WGMMA_OUT8(d, o + 16), WGMMA_OUT8(d, o + 24)
+template <int BN_, bool TF32_OPS> struct Wgmma;
+template <bool TF32_OPS> struct Wgmma<64, TF32_OPS> {
+    static __device__ __forceinline__ void run(float* d, unsigned long long a, unsigned long long b) {
+        if (TF32_OPS)
+            asm volatile("{ .reg .pred p; setp.ne.b32 p, %34, 0;\n"
+                         "wgmma.mma_async.sync.aligned.m64n64k8.f32.tf32.tf32 {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31}, %32, %33, p, 1, 1; }"
+                         : WGMMA_OUT32(d, 0) : "l"(a), "l"(b), "r"(1));
+        else
+            asm volatile("{ .reg .pred p; setp.ne.b32 p, %34, 0;\n"
+                         "wgmma.mma_async.sync.aligned.m64n64k16.f32." MMA_16 "." MMA_16 " {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31}, %32, %33, p, 1, 1, 0, 0; }"
+                         : WGMMA_OUT32(d, 0) : "l"(a), "l"(b), "r"(1));
+    }
+};
+template <bool TF32_OPS> struct Wgmma<128, TF32_OPS> {
+    static __device__ __forceinline__ void run(float* d, unsigned long long a, unsigned long long b) {
+        if (TF32_OPS)
+            asm volatile("{ .reg .pred p; setp.ne.b32 p, %66, 0;\n"
+                         "wgmma.mma_async.sync.aligned.m64n128k8.f32.tf32.tf32 {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63}, %64, %65, p, 1, 1; }"
+                         : WGMMA_OUT32(d, 0), WGMMA_OUT32(d, 32) : "l"(a), "l"(b), "r"(1));
+        else
+            asm volatile("{ .reg .pred p; setp.ne.b32 p, %66, 0;\n"
+                         "wgmma.mma_async.sync.aligned.m64n128k16.f32." MMA_16 "." MMA_16 " {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63}, %64, %65, p, 1, 1, 0, 0; }"
+                         : WGMMA_OUT32(d, 0), WGMMA_OUT32(d, 32) : "l"(a), "l"(b), "r"(1));
+    }
+};
+template <bool TF32_OPS> struct Wgmma<256, TF32_OPS> {
+    static __device__ __forceinline__ void run(float* d, unsigned long long a, unsigned long long b) {
+        if (TF32_OPS)
+            asm volatile("{ .reg .pred p; setp.ne.b32 p, %130, 0;\n"
+                         "wgmma.mma_async.sync.aligned.m64n256k8.f32.tf32.tf32 {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63, %64, %65, %66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79, %80, %81, %82, %83, %84, %85, %86, %87, %88, %89, %90, %91, %92, %93, %94, %95, %96, %97, %98, %99, %100, %101, %102, %103, %104, %105, %106, %107, %108, %109, %110, %111, %112, %113, %114, %115, %116, %117, %118, %119, %120, %121, %122, %123, %124, %125, %126, %127}, %128, %129, p, 1, 1; }"
+                         : WGMMA_OUT32(d, 0), WGMMA_OUT32(d, 32), WGMMA_OUT32(d, 64), WGMMA_OUT32(d, 96) : "l"(a), "l"(b), "r"(1));
+        else
+            asm volatile("{ .reg .pred p; setp.ne.b32 p, %130, 0;\n"
+                         "wgmma.mma_async.sync.aligned.m64n256k16.f32." MMA_16 "." MMA_16 " {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63, %64, %65, %66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79, %80, %81, %82, %83, %84, %85, %86, %87, %88, %89, %90, %91, %92, %93, %94, %95, %96, %97, %98, %99, %100, %101, %102, %103, %104, %105, %106, %107, %108, %109, %110, %111, %112, %113, %114, %115, %116, %117, %118, %119, %120, %121, %122, %123, %124, %125, %126, %127}, %128, %129, p, 1, 1, 0, 0; }"
+                         : WGMMA_OUT32(d, 0), WGMMA_OUT32(d, 32), WGMMA_OUT32(d, 64), WGMMA_OUT32(d, 96) : "l"(a), "l"(b), "r"(1));
+    }
+};
+#endif
 
 // -- the A operand: dy' gathered for one position -------------------------------------------
 // A thread walks the reduction index kk = (k*KH + r)*KW + s of its position in order, so

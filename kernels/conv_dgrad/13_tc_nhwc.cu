@@ -84,11 +84,23 @@ static_assert(!(FWD && ILV), "the forward pass reads x channel-last");
 #ifndef SPLITK
 #define SPLITK 1              // runs of the reduction, one per grid layer (1: the whole sum per block)
 #endif
+#ifndef WGMMA
+#define WGMMA 0               // 1: the product on Hopper's warpgroup MMA (below; sm_90a only)
+#endif
+#if WGMMA && !defined(__CUDA_ARCH_FEAT_SM90_ALL)
+#error "WGMMA = 1 needs a build for sm_90a (NVRTC --gpu-architecture=sm_90a or compute_90a)"
+#endif
+static_assert(!WGMMA || (CH == 8 && (BN == 64 || BN == 128 || BN == 256) && !FWD),
+              "wgmma reads 128-byte rows (CH = 8), 64, 128 or 256 channels per block, input gradient only");
 static_assert(SPLITK == 1 || !FWD, "split-K serves the input gradient (its epilogue needs the whole sum)");
 // the copy of dy' fuses the activation's derivative (input gradient); forward, ACT is the epilogue's
 #define DERIV (ACT != ACT_NONE && !FWD)
 #define BM 128                // positions per block
+#if WGMMA
+#define THREADS 256           // two warpgroups, 64 positions x BN channels each
+#else
 #define THREADS (2 * BN)      // warps: 2 along the positions x BN/32 along the channels
+#endif
 #define ROW (16 * CH)         // bytes per shared row
 
 #if TF32
@@ -233,8 +245,16 @@ typedef elem out_t;
 extern "C" __global__ void __launch_bounds__(THREADS)
 PRODUCT(const elem* __restrict__ dyp, const elem* __restrict__ wp, out_t* __restrict__ dx, BIAS_ARG
         int N, int C, int H, int W, int K, int OH, int OW, int PAD) {
+#if WGMMA
+    // the ring in dynamic shared memory (more than the 48 KiB a block may declare statically), from
+    // the first multiple of 1024 bytes: every slot then starts at one, as wgmma's swizzle wants
+    extern __shared__ unsigned char ring[];
+    const unsigned a_base = (smem_addr(ring) + 1023) & ~1023u, b_base = a_base + STAGES * BM * ROW;
+#else
     __shared__ __align__(128) unsigned char As[STAGES][BM * ROW];
     __shared__ __align__(128) unsigned char Bs[STAGES][BN * ROW];
+    const unsigned a_base = smem_addr(As[0]), b_base = smem_addr(Bs[0]);
+#endif
     const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
     const int g = lane >> 2, t = lane & 3;
     const int NP = N * H * W, HW = H * W, KR = padded_k(K), KC = (KR + BK - 1) / BK, RSK = KH * KW * KR;
@@ -255,7 +275,6 @@ PRODUCT(const elem* __restrict__ dyp, const elem* __restrict__ wp, out_t* __rest
     const int first = 0, chunks = KH * KW * KC;
 #endif
     const int m0 = blockIdx.x * BM, c0 = blockIdx.y * BN;
-    const int warp_m = (warp & 1) * 64, warp_n = (warp >> 1) * 32;
 
     // this thread copies chunk j of the A and B rows arow + e * STEP. STEP is a multiple of 8, so
     // those rows share their swizzle: their shared addresses differ by e * STEP rows.
@@ -288,7 +307,7 @@ PRODUCT(const elem* __restrict__ dyp, const elem* __restrict__ wp, out_t* __rest
     // the next chunk to copy, advanced by counting (no division per chunk): tap (r, s), the
     // chunk's first channel k0, and its slot in the ring
     int cr = first / KC / KW, cs = first / KC % KW, ck0 = first % KC * BK, cslot = 0;
-    const unsigned a_dst = smem_addr(As[0]) + SWZ(arow, j), b_dst = smem_addr(Bs[0]) + SWZ(arow, j);
+    const unsigned a_dst = a_base + SWZ(arow, j), b_dst = b_base + SWZ(arow, j);
     auto copy_next = [&]() {
         const int k = ck0 + j * EPC;
         const bool k_ok = k < KR;
@@ -325,6 +344,42 @@ PRODUCT(const elem* __restrict__ dyp, const elem* __restrict__ wp, out_t* __rest
         cslot = cslot + 1 == STAGES ? 0 : cslot + 1;
     };
 
+#if WGMMA
+    // Warpgroup wg multiplies rows 64 wg .. 64 wg + 63 of the A tile by the whole B tile; its warp
+    // w holds rows 16 w .. 16 w + 15 of that, all BN channels (acc[0][nt]: channels 8 nt ..).
+    const int wg = warp >> 2;
+    float acc[1][BN / 8][4];
+    for (int nt = 0; nt < BN / 8; nt++)
+        for (int e = 0; e < 4; e++) acc[0][nt][e] = 0.0f;
+#pragma unroll
+    for (int s = 0; s < STAGES - 1; s++) {
+        if (s < chunks) copy_next();
+        cp_async_commit();
+    }
+    int slot = 0;
+    for (int i = 0; i < chunks; i++) {
+        cp_async_wait<STAGES - 2>();      // this thread's copies of chunk i have landed
+        fence_async_shared();             // ... where wgmma can see them
+        __syncthreads();                  // everyone's
+        const unsigned as = a_base + slot * (BM * ROW) + wg * 64 * ROW, bs = b_base + slot * (BN * ROW);
+        slot = slot + 1 == STAGES ? 0 : slot + 1;
+        wgmma_fence();
+        pin(&acc[0][0][0], BN / 2);
+#pragma unroll
+        for (int h = 0; h < CH / 2; h++)  // k-steps of 32 bytes along the rows
+            Wgmma<BN, TF32>::run(&acc[0][0][0], wg_desc(as + 32 * h), wg_desc(bs + 32 * h));
+        wgmma_commit();
+        wgmma_wait<1>();                  // chunk i-1's products are done (chunk i's may run on) ...
+        pin(&acc[0][0][0], BN / 2);
+        __syncthreads();                  // ... in both warpgroups: its slot may be refilled
+        if (i + STAGES - 1 < chunks) copy_next();
+        cp_async_commit();                // (an empty group near the end keeps the count)
+    }
+    wgmma_wait<0>();
+    pin(&acc[0][0][0], BN / 2);
+    const int warp_m = wg * 64 + (warp & 3) * 16, warp_n = 0;
+#else
+    const int warp_m = (warp & 1) * 64, warp_n = (warp >> 1) * 32;
     // each lane's ldmatrix addresses within a slot, for every k-step of a chunk: fixed
     unsigned a_ld[CH / 2][4], b_ld[CH / 2][2];
 #pragma unroll
@@ -350,7 +405,7 @@ PRODUCT(const elem* __restrict__ dyp, const elem* __restrict__ wp, out_t* __rest
         __syncthreads();                  // everyone's; and chunk i-1's buffers are no longer read
         if (i + STAGES - 1 < chunks) copy_next();
         cp_async_commit();                // (an empty group near the end keeps the count)
-        const unsigned as = smem_addr(As[0]) + slot * (BM * ROW), bs = smem_addr(Bs[0]) + slot * (BN * ROW);
+        const unsigned as = a_base + slot * (BM * ROW), bs = b_base + slot * (BN * ROW);
         slot = slot + 1 == STAGES ? 0 : slot + 1;
 #pragma unroll
         for (int h = 0; h < CH / 2; h++) {              // k-steps of two chunks each
@@ -366,6 +421,7 @@ PRODUCT(const elem* __restrict__ dyp, const elem* __restrict__ wp, out_t* __rest
                 for (int nt = 0; nt < 4; nt++) mma_step(acc[mt][nt], a[mt], b[nt]);
         }
     }
+#endif
     cp_async_wait<0>();
 
 #if FWD

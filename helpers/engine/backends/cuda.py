@@ -26,7 +26,8 @@ def device():
     name = props["name"].decode() if isinstance(props["name"], bytes) else str(props["name"])
     return {"id": dev.id, "name": name, "total_memory": int(props["totalGlobalMem"]),
             "l2_bytes": int(props["l2CacheSize"]), "max_threads_per_block": int(props["maxThreadsPerBlock"]),
-            "compute_capability": dev.compute_capability}
+            "compute_capability": dev.compute_capability,
+            "max_shared_per_block": int(props.get("sharedMemPerBlockOptin", props["sharedMemPerBlock"]))}
 
 
 def options(defines: dict) -> tuple:
@@ -35,17 +36,35 @@ def options(defines: dict) -> tuple:
 
 
 @functools.lru_cache(maxsize=256)
-def _module(text: str, opts: tuple):
+def _module(text: str, opts: tuple, arch: str = ""):
     import cupy
-    mod = cupy.RawModule(code=text, options=opts, backend="nvrtc")
-    mod.compile()
-    return mod
+    if not arch:
+        mod = cupy.RawModule(code=text, options=opts, backend="nvrtc")
+        mod.compile()
+        return mod
+    # CuPy builds for the device's own architecture (sm_90 on Hopper), which has no wgmma: the
+    # kernel is compiled here for ``arch`` (sm_90a) with NVRTC, and the module loaded from its PTX.
+    import tempfile
+    from cupy.cuda import nvrtc
+    prog = nvrtc.createProgram(text, "kernel.cu", (), ())
+    try:
+        try:
+            nvrtc.compileProgram(prog, (*opts, f"--gpu-architecture={arch}", "-default-device"))
+        except nvrtc.NVRTCError as e:
+            raise RuntimeError(f"NVRTC cannot build the kernel for {arch}: {nvrtc.getProgramLog(prog)}") from e
+        ptx = nvrtc.getPTX(prog)
+    finally:
+        nvrtc.destroyProgram(prog)
+    with tempfile.NamedTemporaryFile("wb", suffix=".ptx", delete=False) as f:
+        f.write(ptx if isinstance(ptx, bytes) else ptx.encode())
+    return cupy.RawModule(path=f.name)
 
 
-def build(relpath: str, defines: dict, source: str | None = None):
-    """A compiled module of kernels/<relpath> (cached per source text and options)."""
+def build(relpath: str, defines: dict, source: str | None = None, arch: str = ""):
+    """A compiled module of kernels/<relpath> (cached per source text and options); ``arch``: a
+    target other than the device's own (a stage's Stage.arch)."""
     text = source if source is not None else kernel_source(relpath)
-    return _module(text, options(defines))
+    return _module(text, options(defines), arch)
 
 
 class CudaTensor(Tensor):
@@ -79,10 +98,11 @@ class CudaTensor(Tensor):
             dest.set(src)
 
 
-def launch(kernel, global_size: tuple, local_size: tuple, args: tuple) -> None:
-    """One launch with the OpenCL geometry: grid = global size / block, per dimension."""
+def launch(kernel, global_size: tuple, local_size: tuple, args: tuple, shared: int = 0) -> None:
+    """One launch with the OpenCL geometry: grid = global size / block, per dimension; ``shared``
+    bytes of dynamic shared memory per block."""
     grid = tuple(int(g) // int(l) for g, l in zip(global_size, local_size))
-    kernel(grid, tuple(int(l) for l in local_size), args)
+    kernel(grid, tuple(int(l) for l in local_size), args, shared_mem=int(shared))
 
 
 def synchronize() -> None:
