@@ -48,13 +48,24 @@
 // is cut into SPLITK runs of chunks, one per grid layer z; each block adds its partial sums into a
 // float32 copy of dx with atomicAdd, zeroed first (splitk_zero), and splitk_store rounds it into dx.
 // How many splits: helpers/launch/gemm.py: nhwc_splits (the stage's SPLIT_TARGET: blocks wanted).
-// JIT parameters: KH, KW, STRIDE, ACT, TF32, BF16, BN, STAGES, CH, ILV, FWD, BIAS, SPLITK.
+// WGMMA = 1 (tc_fp16_wgmma, tc_bf16_wgmma, tc_tf32_wgmma; Hopper only, built for sm_90a): the same
+// copies, ring and reduction order, the product on the warpgroup MMA instead of ldmatrix and
+// mma.sync. Two warpgroups per block, 64 positions each; one wgmma.mma_async per k-step of a chunk
+// multiplies the warpgroup's 64 x 32-byte slice of A by all BN rows of B, both read by the tensor
+// cores straight from the ring through descriptors (tc.cuh: wg_desc), whose 128-byte swizzle is SWZ
+// with CH = 8. The ring lives in dynamic shared memory from a multiple of 1024 bytes; a chunk's
+// wgmma group runs while the block copies a later chunk (wgmma_wait<1>, then a barrier before the
+// slot of the chunk before is refilled). BN = 64, 128 or 256, narrowed by the launch to what C
+// needs (helpers/launch/gemm.py: wgmma_fit). Input gradient only.
+// JIT parameters: KH, KW, STRIDE, ACT, TF32, BF16, BN, STAGES, CH, ILV, FWD, BIAS, SPLITK, WGMMA.
 // Measured (H200, ResNet-50 layers at batch 64, results/conv_dgrad_resnet50_tc_nvidia-h200.json):
 // fp16 135.1 TFLOP/s geometric mean, x2.67 tc_fp16_pipe, x0.67 cuDNN fp16; tf32 81.7 TFLOP/s, x0.61
 // cuDNN TF32. Interleaved (ILV = 32): the same within 3 % on every layer (NHWC / NCHW32 time
 // x0.97 to x1.01). Nsight Compute (results/tc/ncu_nhwc_nvidia-h200.txt): issue slots half busy;
 // the busiest pipeline the integer ALU (fp16) or the tensor operations (tf32: ncu's "Shared"
 // pipeline, the one FP64 and tensor units share); 25 % theoretical occupancy.
+// WGMMA = 1 (results/conv_dgrad_resnet50_wgmma_nvidia-h200.json): x1.24 (tf32) and x1.27 (fp16) over
+// the mma.sync product on ResNet-50, x0.76 and x0.80 cuDNN in the same precision.
 
 #include "tc.cuh"
 
