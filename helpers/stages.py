@@ -327,17 +327,6 @@ TC_TILES, TC_TILES_TUNE = {"BN": 64, "STAGES": 3, "CH": 4}, {"BN": [64, 128], "S
 NHWC_TC = dict(family="gemm", backend="cuda", defines={**TC_TILES, "SPLIT_TARGET": 128, "SPLIT_MIN": 2048},
                tune={**TC_TILES_TUNE, "SPLIT_TARGET": [1, 128, 256, 512]})
 FORWARD_TC = dict(NHWC_TC, defines={**TC_TILES, "FWD": 1}, tune=TC_TILES_TUNE)
-CONV_DGRAD += [
-    Stage("conv_dgrad", 13, name, "conv_dgrad/13_tc_nhwc.cu", title, precision=precision, jit=jit,
-          launch=launch, requires=requires, fallback=fallback, **NHWC_TC)
-    for name, precision, jit, launch, requires, fallback, title in (
-        ("tc_fp16_nhwc", "fp16", "nhwc_fp16", "mma_nhwc", "mma_nhwc_requires", "tc_fp16_pipe",
-         "dy' and w copied channel-last, the reduction in (r, s, k) order: both operands by cp.async, "
-         "16 bytes per copy, into a ring of STAGES buffers (K % 8 == 0)"),
-        ("tc_bf16_nhwc", "bf16", "nhwc_bf16", "mma_nhwc", "mma_nhwc_requires", "tc_bf16",
-         "tc_fp16_nhwc on bfloat16 tensors (K % 8 == 0)"),
-        ("tc_tf32_nhwc", "tf32", "nhwc_tf32", "mma_nhwc_tf32", "mma_nhwc_tf32_requires", "tc_tf32",
-         "tc_fp16_nhwc with TF32 operands rounded in the copies and mma.sync m16n8k8 (K % 4 == 0)"))]
 # the same kernel with the product on Hopper's warpgroup MMA (WGMMA = 1, built for sm_90a): two
 # warpgroups per block, each wgmma.mma_async reading a 64 x 32-byte slice of A and a BN x 32-byte
 # slice of B straight from the swizzled shared ring; the ring (128-byte rows) in dynamic shared memory
@@ -346,15 +335,25 @@ WGMMA_TC = dict(NHWC_TC, arch="sm_90a",
                 tune={"BN": [64, 128, 256], "STAGES": [3, 4, 5], "SPLIT_TARGET": [1, 128, 256, 512]})
 CONV_DGRAD += [
     Stage("conv_dgrad", 13, name, "conv_dgrad/13_tc_nhwc.cu", title, precision=precision, jit=jit,
-          launch=launch, requires=requires, fallback=fallback, **WGMMA_TC)
-    for name, precision, jit, launch, requires, fallback, title in (
-        ("tc_fp16_wgmma", "fp16", "nhwc_fp16", "mma_nhwc", "mma_nhwc_requires", "tc_fp16_pipe",
-         "tc_fp16_nhwc with the product on Hopper's wgmma.mma_async (sm_90a): operands read by the "
-         "tensor cores from the swizzled shared ring, no ldmatrix (K % 8 == 0)"),
-        ("tc_bf16_wgmma", "bf16", "nhwc_bf16", "mma_nhwc", "mma_nhwc_requires", "tc_bf16",
-         "tc_fp16_wgmma on bfloat16 tensors (K % 8 == 0)"),
-        ("tc_tf32_wgmma", "tf32", "nhwc_tf32", "mma_nhwc_tf32", "mma_nhwc_tf32_requires", "tc_tf32",
-         "tc_fp16_wgmma with TF32 operands, wgmma m64n128k8 (K % 4 == 0)"))]
+          launch=launch, requires=requires, fallback=fallback, **kind)
+    for kind, entries in (
+        (NHWC_TC, (
+            ("tc_fp16_nhwc", "fp16", "nhwc_fp16", "mma_nhwc", "mma_nhwc_requires", "tc_fp16_pipe",
+             "dy' and w copied channel-last, the reduction in (r, s, k) order: both operands by cp.async, "
+             "16 bytes per copy, into a ring of STAGES buffers (K % 8 == 0)"),
+            ("tc_bf16_nhwc", "bf16", "nhwc_bf16", "mma_nhwc", "mma_nhwc_requires", "tc_bf16",
+             "tc_fp16_nhwc on bfloat16 tensors (K % 8 == 0)"),
+            ("tc_tf32_nhwc", "tf32", "nhwc_tf32", "mma_nhwc_tf32", "mma_nhwc_tf32_requires", "tc_tf32",
+             "tc_fp16_nhwc with TF32 operands rounded in the copies and mma.sync m16n8k8 (K % 4 == 0)"))),
+        (WGMMA_TC, (
+            ("tc_fp16_wgmma", "fp16", "nhwc_fp16", "mma_nhwc", "mma_nhwc_requires", "tc_fp16_pipe",
+             "tc_fp16_nhwc with the product on Hopper's wgmma.mma_async (sm_90a): operands read by the "
+             "tensor cores from the swizzled shared ring, no ldmatrix (K % 8 == 0)"),
+            ("tc_bf16_wgmma", "bf16", "nhwc_bf16", "mma_nhwc", "mma_nhwc_requires", "tc_bf16",
+             "tc_fp16_wgmma on bfloat16 tensors (K % 8 == 0)"),
+            ("tc_tf32_wgmma", "tf32", "nhwc_tf32", "mma_nhwc_tf32", "mma_nhwc_tf32_requires", "tc_tf32",
+             "tc_fp16_wgmma with TF32 operands, wgmma m64nBNk8 (K % 4 == 0)"))))
+    for name, precision, jit, launch, requires, fallback, title in entries]
 # the same kernel on dy' interleaved in groups of 32 channels, (N, K/32, OH, OW, 32) (MegEngine's
 # NCHW32), K padded with zeros to a whole group: no K is refused
 CONV_DGRAD += [

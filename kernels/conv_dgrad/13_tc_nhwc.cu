@@ -354,6 +354,13 @@ PRODUCT(const elem* __restrict__ dyp, const elem* __restrict__ wp, out_t* __rest
         }
         cslot = cslot + 1 == STAGES ? 0 : cslot + 1;
     };
+    // the first STAGES - 1 chunks go out before the loop; slot: the ring's slot of chunk i
+#pragma unroll
+    for (int s = 0; s < STAGES - 1; s++) {
+        if (s < chunks) copy_next();
+        cp_async_commit();
+    }
+    int slot = 0;
 
 #if WGMMA
     // Warpgroup wg multiplies rows 64 wg .. 64 wg + 63 of the A tile by the whole B tile; its warp
@@ -362,12 +369,6 @@ PRODUCT(const elem* __restrict__ dyp, const elem* __restrict__ wp, out_t* __rest
     float acc[1][BN / 8][4];
     for (int nt = 0; nt < BN / 8; nt++)
         for (int e = 0; e < 4; e++) acc[0][nt][e] = 0.0f;
-#pragma unroll
-    for (int s = 0; s < STAGES - 1; s++) {
-        if (s < chunks) copy_next();
-        cp_async_commit();
-    }
-    int slot = 0;
     for (int i = 0; i < chunks; i++) {
         cp_async_wait<STAGES - 2>();      // this thread's copies of chunk i have landed
         fence_async_shared();             // ... where wgmma can see them
@@ -404,13 +405,6 @@ PRODUCT(const elem* __restrict__ dyp, const elem* __restrict__ wp, out_t* __rest
 
     float acc[4][4][4];
     zero_acc(acc);
-
-#pragma unroll
-    for (int s = 0; s < STAGES - 1; s++) {
-        if (s < chunks) copy_next();
-        cp_async_commit();
-    }
-    int slot = 0;
     for (int i = 0; i < chunks; i++) {
         cp_async_wait<STAGES - 2>();      // this thread's copies of chunk i have landed
         __syncthreads();                  // everyone's; and chunk i-1's buffers are no longer read
