@@ -437,8 +437,8 @@ class CudaPlan(BasePlan):
                              f"{dev['total_memory'] / 2**30:.2f} GiB of {dev['name']}; use a smaller batch")
         if s.arch and f"sm_{dev['compute_capability']}a" != s.arch:
             raise DeviceLimitError(f"stage {s.key} is built for {s.arch} (its instructions exist on no other "
-                                   f"GPU), but {dev['name']} is sm_{dev['compute_capability']}; run "
-                                   f"{s.fallback or 'another tensor-core stage'} instead")
+                                   f"GPU), but {dev['name']} is sm_{dev['compute_capability']}; run a stage "
+                                   f"built for any GPU instead (chapter 13's tc_*_nhwc: the same product on mma.sync)")
         self.module = cuda.build(s.kernel, self.jit_defines, source=stage_source(s, self.jit_defines), arch=s.arch)
         self._make_tensors()
         self._bound = [self._bind(step, dev) for step in self.steps]

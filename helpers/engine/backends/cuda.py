@@ -44,7 +44,10 @@ def _module(text: str, opts: tuple, arch: str = ""):
         return mod
     # CuPy builds for the device's own architecture (sm_90 on Hopper), which has no wgmma: the
     # kernel is compiled here for ``arch`` (sm_90a) with NVRTC, and the module loaded from its PTX.
+    import hashlib
+    import os
     import tempfile
+    from pathlib import Path
     from cupy.cuda import nvrtc
     prog = nvrtc.createProgram(text, "kernel.cu", (), ())
     try:
@@ -55,9 +58,14 @@ def _module(text: str, opts: tuple, arch: str = ""):
         ptx = nvrtc.getPTX(prog)
     finally:
         nvrtc.destroyProgram(prog)
-    with tempfile.NamedTemporaryFile("wb", suffix=".ptx", delete=False) as f:
-        f.write(ptx if isinstance(ptx, bytes) else ptx.encode())
-    return cupy.RawModule(path=f.name)
+    data = ptx if isinstance(ptx, bytes) else ptx.encode()
+    path = Path(tempfile.gettempdir()) / "course-ptx" / f"{hashlib.sha256(data).hexdigest()[:24]}.ptx"
+    if not path.exists():                       # one file per distinct PTX, shared by processes
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_suffix(f".{os.getpid()}.tmp")
+        tmp.write_bytes(data)
+        tmp.replace(path)
+    return cupy.RawModule(path=str(path))
 
 
 def build(relpath: str, defines: dict, source: str | None = None, arch: str = ""):
