@@ -356,8 +356,8 @@ def mma_nhwc_scratch(p: Problem, d: dict, dtype: str = "float16") -> dict:
 
 def mma_nhwc_requires(p: Problem, d: dict, chunk: int = 8, reduced: str = "K"):
     """Channel-last, a 16-byte copy (``chunk`` values) must not straddle two taps (interleaved,
-    K is padded and nothing is refused); the ring must fit the static shared memory. ``reduced``:
-    the channels the product sums over (the forward pass's C)."""
+    K is padded and nothing is refused); the ring must fit the shared memory (declared statically,
+    or with WGMMA dynamic). ``reduced``: the channels the product sums over (the forward pass's C)."""
     if d["STAGES"] < 2:
         return f"STAGES = {d['STAGES']}: the ring needs at least 2 buffers"
     if d.get("WGMMA"):
@@ -368,14 +368,14 @@ def mma_nhwc_requires(p: Problem, d: dict, chunk: int = 8, reduced: str = "K"):
         if mma_ring_bytes(d) > WGMMA_SHARED:
             return (f"STAGES * (128 + BN) * 128 + 1024 = {mma_ring_bytes(d):,} bytes of shared memory, more "
                     f"than the {WGMMA_SHARED:,} a Hopper block may use; lower STAGES or BN")
-    elif d["BN"] not in (64, 128):
-        return f"BN = {d['BN']}: a block holds 64 or 128 channels (warps of 64 x 32)"
-    if d["CH"] not in (4, 8):
-        return f"CH = {d['CH']}: a shared row holds 4 or 8 chunks of 16 bytes"
-    shared = d["STAGES"] * (MMA_TILE[0] + d["BN"]) * 16 * d["CH"]
-    if shared > NHWC_SHARED and not d.get("WGMMA"):     # wgmma's ring is dynamic (mma_ring_bytes)
-        return (f"STAGES * (128 + BN) * 16 * CH = {shared:,} bytes of shared memory, more than the "
-                f"{NHWC_SHARED:,} a block declares statically; lower STAGES, BN or CH")
+    else:
+        if d["BN"] not in (64, 128):
+            return f"BN = {d['BN']}: a block holds 64 or 128 channels (warps of 64 x 32)"
+        if d["CH"] not in (4, 8):
+            return f"CH = {d['CH']}: a shared row holds 4 or 8 chunks of 16 bytes"
+        if ring_bytes(d) > NHWC_SHARED:
+            return (f"STAGES * (128 + BN) * 16 * CH = {ring_bytes(d):,} bytes of shared memory, more than the "
+                    f"{NHWC_SHARED:,} a block declares statically; lower STAGES, BN or CH")
     if p.dims[reduced] % chunk and not d.get("ILV"):
         copied = "x" if reduced == "C" else "dy'"
         return (f"{reduced} = {p.dims[reduced]} is not a multiple of {chunk} ({copied} is copied {chunk} "
@@ -388,11 +388,15 @@ def mma_threads(d: dict) -> int:
     return 256 if d.get("WGMMA") else 2 * d["BN"]
 
 
+def ring_bytes(d: dict) -> int:
+    """The product's ring: STAGES slots of A (128 rows) and B (BN rows) of 16 * CH bytes."""
+    return d["STAGES"] * (MMA_TILE[0] + d["BN"]) * 16 * d["CH"]
+
+
 def mma_ring_bytes(d: dict) -> int:
-    """Dynamic shared memory of the product: with WGMMA the ring of STAGES slots of A (128 rows)
-    and B (BN rows) of 16 * CH bytes, plus 1024 to align it to wgmma's swizzle; else none (the
-    ring is declared statically)."""
-    return d["STAGES"] * (MMA_TILE[0] + d["BN"]) * 16 * d["CH"] + 1024 if d.get("WGMMA") else 0
+    """Dynamic shared memory of the product: with WGMMA the ring plus 1024 bytes to align it to
+    wgmma's swizzle; else none (the ring is declared statically)."""
+    return ring_bytes(d) + 1024 if d.get("WGMMA") else 0
 
 
 def mma_nhwc_tf32_requires(p: Problem, d: dict):

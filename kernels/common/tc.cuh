@@ -186,45 +186,46 @@ __device__ __forceinline__ void pin(float* d, int n) {
 
 // d (64 x BN, fp32) += A (64 x k, shared, desc a) . B (k x BN, shared as BN rows of k, desc b), one
 // k-step: k = 8 tf32 values (TF32_OPS) or 16 fp16/bf16 values, 32 bytes of every row. A thread
-// holds BN / 2 accumulators, each an operand of the asm: WGMMA_OUT names them 8 at a time.
+// holds BN / 2 accumulators, each an operand of the asm (%0 .. %BN/2-1; then the two descriptors
+// and the scale of d): WGMMA_OUT32 binds them 32 at a time, WGMMA_R0 .. WGMMA_R3 name them.
 #define WGMMA_OUT8(d, o) "+f"(d[o]), "+f"(d[o + 1]), "+f"(d[o + 2]), "+f"(d[o + 3]), \
                          "+f"(d[o + 4]), "+f"(d[o + 5]), "+f"(d[o + 6]), "+f"(d[o + 7])
 #define WGMMA_OUT32(d, o) WGMMA_OUT8(d, o), WGMMA_OUT8(d, o + 8), WGMMA_OUT8(d, o + 16), WGMMA_OUT8(d, o + 24)
+#define WGMMA_R0 "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, " \
+                 "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31"
+#define WGMMA_R1 "%32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, " \
+                 "%48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63"
+#define WGMMA_R2 "%64, %65, %66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79, " \
+                 "%80, %81, %82, %83, %84, %85, %86, %87, %88, %89, %90, %91, %92, %93, %94, %95"
+#define WGMMA_R3 "%96, %97, %98, %99, %100, %101, %102, %103, %104, %105, %106, %107, %108, %109, %110, %111, " \
+                 "%112, %113, %114, %115, %116, %117, %118, %119, %120, %121, %122, %123, %124, %125, %126, %127"
+// one wgmma of width N: REGS the accumulator list, A, B, P the operand numbers of the descriptors
+// and the scale of d, then the accumulators bound
+#define WGMMA_RUN(N, REGS, A, B, P, ...)                                                                \
+    if (TF32_OPS)                                                                                       \
+        asm volatile("{ .reg .pred p; setp.ne.b32 p, %" #P ", 0;\n"                                     \
+                     "wgmma.mma_async.sync.aligned.m64n" #N "k8.f32.tf32.tf32 {" REGS "}, %" #A ", %" #B ", p, 1, 1; }" \
+                     : __VA_ARGS__ : "l"(a), "l"(b), "r"(1));                                                \
+    else                                                                                                \
+        asm volatile("{ .reg .pred p; setp.ne.b32 p, %" #P ", 0;\n"                                     \
+                     "wgmma.mma_async.sync.aligned.m64n" #N "k16.f32." MMA_16 "." MMA_16 " {" REGS "}, %" #A ", %" #B \
+                     ", p, 1, 1, 0, 0; }"                                                               \
+                     : __VA_ARGS__ : "l"(a), "l"(b), "r"(1))
 template <int BN_, bool TF32_OPS> struct Wgmma;
 template <bool TF32_OPS> struct Wgmma<64, TF32_OPS> {
     static __device__ __forceinline__ void run(float* d, unsigned long long a, unsigned long long b) {
-        if (TF32_OPS)
-            asm volatile("{ .reg .pred p; setp.ne.b32 p, %34, 0;\n"
-                         "wgmma.mma_async.sync.aligned.m64n64k8.f32.tf32.tf32 {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31}, %32, %33, p, 1, 1; }"
-                         : WGMMA_OUT32(d, 0) : "l"(a), "l"(b), "r"(1));
-        else
-            asm volatile("{ .reg .pred p; setp.ne.b32 p, %34, 0;\n"
-                         "wgmma.mma_async.sync.aligned.m64n64k16.f32." MMA_16 "." MMA_16 " {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31}, %32, %33, p, 1, 1, 0, 0; }"
-                         : WGMMA_OUT32(d, 0) : "l"(a), "l"(b), "r"(1));
+        WGMMA_RUN(64, WGMMA_R0, 32, 33, 34, WGMMA_OUT32(d, 0));
     }
 };
 template <bool TF32_OPS> struct Wgmma<128, TF32_OPS> {
     static __device__ __forceinline__ void run(float* d, unsigned long long a, unsigned long long b) {
-        if (TF32_OPS)
-            asm volatile("{ .reg .pred p; setp.ne.b32 p, %66, 0;\n"
-                         "wgmma.mma_async.sync.aligned.m64n128k8.f32.tf32.tf32 {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63}, %64, %65, p, 1, 1; }"
-                         : WGMMA_OUT32(d, 0), WGMMA_OUT32(d, 32) : "l"(a), "l"(b), "r"(1));
-        else
-            asm volatile("{ .reg .pred p; setp.ne.b32 p, %66, 0;\n"
-                         "wgmma.mma_async.sync.aligned.m64n128k16.f32." MMA_16 "." MMA_16 " {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63}, %64, %65, p, 1, 1, 0, 0; }"
-                         : WGMMA_OUT32(d, 0), WGMMA_OUT32(d, 32) : "l"(a), "l"(b), "r"(1));
+        WGMMA_RUN(128, WGMMA_R0 ", " WGMMA_R1, 64, 65, 66, WGMMA_OUT32(d, 0), WGMMA_OUT32(d, 32));
     }
 };
 template <bool TF32_OPS> struct Wgmma<256, TF32_OPS> {
     static __device__ __forceinline__ void run(float* d, unsigned long long a, unsigned long long b) {
-        if (TF32_OPS)
-            asm volatile("{ .reg .pred p; setp.ne.b32 p, %130, 0;\n"
-                         "wgmma.mma_async.sync.aligned.m64n256k8.f32.tf32.tf32 {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63, %64, %65, %66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79, %80, %81, %82, %83, %84, %85, %86, %87, %88, %89, %90, %91, %92, %93, %94, %95, %96, %97, %98, %99, %100, %101, %102, %103, %104, %105, %106, %107, %108, %109, %110, %111, %112, %113, %114, %115, %116, %117, %118, %119, %120, %121, %122, %123, %124, %125, %126, %127}, %128, %129, p, 1, 1; }"
-                         : WGMMA_OUT32(d, 0), WGMMA_OUT32(d, 32), WGMMA_OUT32(d, 64), WGMMA_OUT32(d, 96) : "l"(a), "l"(b), "r"(1));
-        else
-            asm volatile("{ .reg .pred p; setp.ne.b32 p, %130, 0;\n"
-                         "wgmma.mma_async.sync.aligned.m64n256k16.f32." MMA_16 "." MMA_16 " {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63, %64, %65, %66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79, %80, %81, %82, %83, %84, %85, %86, %87, %88, %89, %90, %91, %92, %93, %94, %95, %96, %97, %98, %99, %100, %101, %102, %103, %104, %105, %106, %107, %108, %109, %110, %111, %112, %113, %114, %115, %116, %117, %118, %119, %120, %121, %122, %123, %124, %125, %126, %127}, %128, %129, p, 1, 1, 0, 0; }"
-                         : WGMMA_OUT32(d, 0), WGMMA_OUT32(d, 32), WGMMA_OUT32(d, 64), WGMMA_OUT32(d, 96) : "l"(a), "l"(b), "r"(1));
+        WGMMA_RUN(256, WGMMA_R0 ", " WGMMA_R1 ", " WGMMA_R2 ", " WGMMA_R3, 128, 129, 130,
+                  WGMMA_OUT32(d, 0), WGMMA_OUT32(d, 32), WGMMA_OUT32(d, 64), WGMMA_OUT32(d, 96));
     }
 };
 #endif
