@@ -58,3 +58,32 @@ def test_recorded_results_give_a_row_per_gpu_layer():
         assert r["x_vendor"] == pytest.approx(r["vendor_ms"] / r["ms"])
     assert "x vendor" in compare.table(rows).splitlines()[0]
     assert compare.table([]).startswith("No GPU run")
+
+
+def test_no_recorded_product_beats_the_measured_fma_peak():
+    """A float32 product that performs every multiply-add (a GEMM, a direct or GEMM-lowered
+    convolution, a library's SGEMM) cannot run faster than the device's measured FMA peak: a time
+    that does measured something else (only a library's last kernel, say). Winograd stages, stage
+    auto (which may pick one) and the convolution vendors (cuDNN picks FFT and Winograd too) do
+    fewer multiplications and are left out."""
+    from helpers.analysis.results import load
+    from helpers.stages import get_stage
+    checked = 0
+    for run in load("**/*.json"):
+        peak = run.get("roofline", {}).get("fma_gflops")
+        if run.get("kind") != "bench" or not peak:
+            continue
+        entries = [("library " + v["name"], v) for v in run.get("libraries", [])]
+        if run["op"] == "gemm":
+            entries += [("vendor " + v.get("name", ""), v) for v in run.get("vendor", [])]
+        for r in run["rows"]:
+            stage = get_stage(run["op"], r["ran"])
+            if r.get("precision", "fp32") == "fp32" and stage.family != "winograd" and not stage.choose:
+                entries.append((r["ran"], r))
+        for what, e in entries:
+            assert e["gflops"] <= 1.05 * peak, (
+                f"{run['file']}: {what} on {e['layer']} at {e['gflops']:,.0f} GFLOP/s, above the measured "
+                f"FMA peak ({peak:,.0f}): its time cannot be the whole product")
+            checked += 1
+    if not checked:
+        pytest.skip("no recorded run with a measured peak in results/")
