@@ -329,10 +329,12 @@ NHWC_TC = dict(family="gemm", backend="cuda", defines={**TC_TILES, "SPLIT_TARGET
 FORWARD_TC = dict(NHWC_TC, defines={**TC_TILES, "FWD": 1}, tune=TC_TILES_TUNE)
 # the same kernel with the product on Hopper's warpgroup MMA (WGMMA = 1, built for sm_90a): two
 # warpgroups per block, each wgmma.mma_async reading a 64 x 32-byte slice of A and a BN x 32-byte
-# slice of B straight from the swizzled shared ring; the ring (128-byte rows) in dynamic shared memory
+# slice of B straight from the swizzled shared ring; the ring (128-byte rows) in dynamic shared memory.
+# BN is the widest block; each layer's is narrowed to its channels and to the device's fill
+# (helpers/launch/gemm.py: wgmma_fit), so it is not searched: a search over one layer set would not see it
 WGMMA_TC = dict(NHWC_TC, arch="sm_90a",
-                defines={**NHWC_TC["defines"], "WGMMA": 1, "BN": 128, "CH": 8, "STAGES": 4},
-                tune={"BN": [64, 128, 256], "STAGES": [3, 4, 5], "SPLIT_TARGET": [1, 128, 256, 512]})
+                defines={**NHWC_TC["defines"], "WGMMA": 1, "BN": 256, "CH": 8, "STAGES": 4},
+                tune={"STAGES": [3, 4, 5], "SPLIT_TARGET": [1, 128, 256, 512]})
 CONV_DGRAD += [
     Stage("conv_dgrad", 13, name, "conv_dgrad/13_tc_nhwc.cu", title, precision=precision, jit=jit,
           launch=launch, requires=requires, fallback=fallback, **kind)

@@ -319,22 +319,33 @@ def test_split_k_where_the_product_has_few_blocks(stage):
 
 def test_wgmma_blocks_fit_the_layer_and_the_build_needs_sm_90a():
     """The wgmma stages: 256 threads and a dynamic ring per block; BN narrowed to what the layer's
-    channels need, in the kernel's build and the grid alike; a ring past Hopper's 227 KiB refused;
+    channels need, to the device's fill and to the shared memory, in the kernel's build and the
+    grid alike; a ring past Hopper's 227 KiB even at BN = 64 refused;
     a build for any target but sm_90a stops at the kernel's #error."""
     from helpers.launch import gemm
     from helpers.ops import conv_dgrad as op
     from helpers.ops.layers import layer_set
     s = helpers.get_stage("conv_dgrad", "tc_tf32_wgmma")
-    assert s.arch == "sm_90a" and s.defines["WGMMA"] == 1 and s.defines["BN"] == 128
-    for name, c, bn in (("res64@56", 64, 64), ("res128@28", 128, 128), ("res512@7", 512, 128)):
-        p = prepare("conv_dgrad", **op.layer_args(next(l for l in layer_set("resnet50") if l["name"] == name)))
+    assert s.arch == "sm_90a" and s.defines["WGMMA"] == 1 and s.defines["BN"] == 256
+    assert s.defines["SPLIT_TARGET"] == 128 and "BN" not in s.tune
+    layers = {l["name"]: l for l in layer_set("resnet50") + layer_set("vgg16")}
+    # (layer, C, SPLIT_TARGET, BN): narrowed to the channels (res64@56, res128@28), to the fill where
+    # 256-wide blocks would be fewer than SPLIT_TARGET (res512@7: 25 x 2, vgg512@14: 49 x 2; not
+    # below 128), kept where they are not (vgg512@28: 196 x 2), or where the target is 1; and to the
+    # shared memory (5 buffers of 256-wide blocks: 246,784 bytes)
+    for name, c, target, bn, *stages in (
+            ("res64@56", 64, 128, 64), ("res128@28", 128, 128, 128), ("res512@7", 512, 128, 128),
+            ("vgg512@14", 512, 128, 128), ("vgg512@28", 512, 128, 256), ("res512@7", 512, 1, 256),
+            ("res512@7", 512, 10_000, 128), ("vgg512@28", 512, 128, 128, 5)):
+        p = prepare("conv_dgrad", **op.layer_args(layers[name]))
+        d = {**s.defines, "SPLIT_TARGET": target, "STAGES": stages[0] if stages else s.defines["STAGES"]}
         assert p.dims["C"] == c
-        product = next(st for st in gemm.mma_nhwc_steps(p, s.defines) if st.kernel == "conv_dgrad")
-        assert jit_defines(s, p, s.defines)["BN"] == bn, name
+        product = next(st for st in gemm.mma_nhwc_steps(p, d) if st.kernel == "conv_dgrad")
+        assert jit_defines(s, p, d)["BN"] == bn, name
         assert product.global_size[1] == -(-c // bn) and product.local_size == (256, 1, 1), name
-        assert product.shared == s.defines["STAGES"] * (128 + bn) * 128 + 1024, name
-    big = {**s.defines, "BN": 256, "STAGES": 5}
-    p = prepare("conv_dgrad", **op.layer_args(next(l for l in layer_set("resnet50") if l["name"] == "res512@7")))
+        assert product.shared == d["STAGES"] * (128 + bn) * 128 + 1024, name
+    big = {**s.defines, "STAGES": 10, "SPLIT_TARGET": 1}       # not even 64-wide blocks fit
+    p = prepare("conv_dgrad", **op.layer_args(layers["res512@7"]))
     why = hook(s, "requires")(p, big)
     assert f"{gemm.mma_ring_bytes(gemm.wgmma_fit(p, big)):,} bytes" in why and f"{gemm.WGMMA_SHARED:,}" in why
     assert hook(s, "requires")(p, dict(s.defines)) is None
@@ -353,7 +364,7 @@ def test_wgmma_block_widths_match_reference_with_guards(stage):
     for bn in (64, 128, 256):
         for i, (n, c, h, w, k, stride) in enumerate(((2, 300, 9, 7, 40, 1), (1, 260, 11, 10, 24, 2))):
             args = random_problem_args(n, c, h, w, k, 3, stride, 1, "relu" if i else "none", seed=i)
-            d = {"BN": bn, "STAGES": 3}
+            d = {"BN": bn, "STAGES": 3, "SPLIT_TARGET": 1}    # no split, no narrowing for the fill
             plan = helpers.plan_stage("conv_dgrad", stage, defines=d, **args)
             assert plan.stage.name == stage and plan.jit_defines["BN"] == bn    # its own kernel, this width
             helpers.check_stage("conv_dgrad", stage, guard=True, defines=d, **args)

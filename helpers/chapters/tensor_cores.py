@@ -147,7 +147,7 @@ def recorded_rows(run: dict) -> list[dict]:
     for r in run["rows"]:
         v = vendor.get((r["layer"], r["precision"]))
         out.append({"layer": r["layer"], "stage": r["stage"], "precision": r["precision"], "path": r["path"],
-                    "ms": r["median_ms"], "tflops": r["gflops"] / 1e3,
+                    "defines": r["defines"], "ms": r["median_ms"], "tflops": r["gflops"] / 1e3,
                     "cudnn_ms": v["median_ms"] if v else float("nan"),
                     "cudnn_tflops": v["gflops"] / 1e3 if v else float("nan"),
                     "x_cudnn": r.get("x_vendor", float("nan"))})
@@ -265,7 +265,8 @@ def switch_blocks(switch: str, kernel: str = "conv_dgrad/13_tc_nhwc.cu") -> list
 
 def wgmma_rows(run: dict) -> list[dict]:
     """Per (layer, precision) of a recorded run holding step 5's and step 7's stages: both times,
-    cuDNN's in that precision, and the ratios (step 5 / step 7, each stage / cuDNN)."""
+    cuDNN's in that precision, the ratios (step 5 / step 7, each stage / cuDNN), and step 7's block
+    width and split of the reduction (BN, SPLITK: as gemm.wgmma_fit and nhwc_splits chose them)."""
     rows = recorded_rows(run)
     by = {(r["layer"], r["stage"]): r for r in rows}
     out = []
@@ -275,7 +276,8 @@ def wgmma_rows(run: dict) -> list[dict]:
             out.append({"layer": r["layer"], "precision": r["precision"], "nhwc_ms": before["ms"],
                         "wgmma_ms": r["ms"], "tflops": r["tflops"], "cudnn_ms": r["cudnn_ms"],
                         "speedup": before["ms"] / r["ms"], "x_cudnn": r["x_cudnn"],
-                        "nhwc_x_cudnn": before["x_cudnn"]})
+                        "nhwc_x_cudnn": before["x_cudnn"], "bn": r["defines"]["BN"],
+                        "splits": r["defines"].get("SPLITK", 1)})
     return out
 
 

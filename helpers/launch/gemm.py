@@ -308,14 +308,30 @@ SPLIT_MIN_TERMS = 128         # reduction indices per run at least: 4 chunks of 
                               # tensor-core stages, 8 tile steps of TK = 16 for igemm_phases
 
 
+WGMMA_WIDTHS = (64, 128, 256)  # channels per block: the N of one wgmma instruction
+WGMMA_FILL_FLOOR = 128          # blocks are narrowed for the device's fill down to this width
+
+
 def wgmma_fit(p: Problem, d: dict) -> dict:
-    """The defines the channel-last product runs with: with WGMMA, BN no wider than the layer's
-    channels need (the smallest of 64, 128, 256 that holds min(C, BN)): the block's channels are
-    the width of every wgmma instruction, so a 64-channel layer in 128-wide blocks would run half of
-    them on padding. Without WGMMA, d as it is."""
+    """The defines the channel-last product runs with. With WGMMA, BN is the widest block: a
+    layer's blocks are no wider than its channels need (the smallest of 64, 128, 256 that holds
+    min(C, BN); the block's channels are the width of every wgmma instruction, so a 64-channel
+    layer in 128-wide blocks would run half of them on padding); halved (not below
+    WGMMA_FILL_FLOOR) while the layer would give fewer blocks than SPLIT_TARGET, the blocks this
+    device needs busy (tuned per device; nhwc_splits cuts the reduction below it): a wide block
+    reuses each copied dy value for more channels, a narrow one keeps every SM at work; and halved
+    while its ring of STAGES buffers would not fit WGMMA_SHARED (a ring that does not fit even
+    64-wide blocks is refused by mma_nhwc_requires). Without WGMMA, d as it is."""
     if not d.get("WGMMA"):
         return d
-    return {**d, "BN": next(b for b in (64, 128, 256) if b >= min(p.dims["C"], d["BN"]))}
+    q = p.dims
+    bn = next(b for b in WGMMA_WIDTHS if b >= min(q["C"], d["BN"]))
+    rows = cdiv(q["N"] * q["H"] * q["W"], MMA_TILE[0])
+    while bn > WGMMA_FILL_FLOOR and rows * cdiv(q["C"], bn) < d.get("SPLIT_TARGET", 1):
+        bn //= 2
+    while bn > WGMMA_WIDTHS[0] and mma_ring_bytes({**d, "BN": bn}) > WGMMA_SHARED:
+        bn //= 2
+    return {**d, "BN": bn}
 
 
 def nhwc_splits(p: Problem, d: dict) -> int:
