@@ -83,3 +83,18 @@ def test_each_row_is_compared_with_cudnn_in_its_precision():
     assert [r["x_vendor"] for r in out["rows"]] == [0.5, 0.25]
     with pytest.raises(ValueError, match="precision"):
         cudnn_conv_dgrad(None, None, (1, 1, 1, 1), 1, 0, precision="fp8")
+
+
+def test_recorded_profiles_read_back():
+    """Chapter 13 prints Nsight Compute's reports from results/tc: each run of the report is read
+    back with the metrics the prose quotes (a report recorded with other sections would lose them)."""
+    from helpers.chapters import tensor_cores as tc
+    step5 = tc.ncu_summary()
+    assert set(step5) == {"tc_fp16_nhwc res64@56", "tc_tf32_nhwc res64@56", "tc_fp16_nhwc res128@56/s2"}
+    step7 = tc.ncu_summary("tc/ncu_wgmma_nvidia-h200.txt", tc.NCU_METRICS + tc.NCU_MEMORY)
+    assert len(step7) == 4
+    for run, m in step7.items():
+        assert set(tc.NCU_METRICS + tc.NCU_MEMORY) <= set(m) and "top pipeline" in m, run
+        assert {"wait", "barrier", "selected"} <= set(m["stalls"]) and 1 < sum(m["stalls"].values()) < 100, run
+    wide = step7["tc_tf32_wgmma vgg512@28"]
+    assert wide["top pipeline"][1].endswith("(Tensor)") and wide["Registers Per Thread"][0] > 128

@@ -304,13 +304,18 @@ def forward_rows(with_epilogue: dict, bare: dict) -> list[dict]:
 NCU_METRICS = ("Duration", "Compute (SM) Throughput", "Memory Throughput", "Issue Slots Busy",
                "Executed Ipc Active", "Eligible Warps Per Scheduler", "Registers Per Thread",
                "Static Shared Memory Per Block", "Theoretical Occupancy", "Achieved Occupancy")
+# step 7's report adds where the bytes come from and how full each scheduler is
+NCU_MEMORY = ("L2 Cache Throughput", "L2 Hit Rate", "DRAM Throughput", "Dynamic Shared Memory Per Block",
+              "Active Warps Per Scheduler")
 TOP_PIPE = re.compile(r"(\S+) is the highest-utilized pipeline \(([\d.]+)%\)")
+STALL = re.compile(r"smsp__average_warps_issue_stalled_(\w+)_per_issue_active\.ratio\s+\S+\s+([\d.]+)")
 
 
-def ncu_summary(path: str = "tc/ncu_nhwc_nvidia-h200.txt") -> dict:
+def ncu_summary(path: str = "tc/ncu_nhwc_nvidia-h200.txt", metrics=NCU_METRICS) -> dict:
     """{"stage layer": {metric: (value, unit)}} from a recorded Nsight Compute text report under
-    results/ ("== stage layer" lines separate the runs; the metrics named in NCU_METRICS, and the
-    pipeline ncu names as the most used, as "top pipeline": (percent, its name))."""
+    results/ ("== stage layer" lines separate the runs; the ``metrics`` named, the pipeline ncu
+    names as the most used, as "top pipeline": (percent, its name), and where the report holds
+    them the warps' stall reasons, as "stalls": {reason: cycles per issued instruction})."""
     from ..analysis.results import RESULTS
     out, run = {}, None
     for line in (RESULTS / path).read_text().splitlines():
@@ -323,7 +328,10 @@ def ncu_summary(path: str = "tc/ncu_nhwc_nvidia-h200.txt") -> dict:
         top = TOP_PIPE.search(line)
         if top:
             out[run]["top pipeline"] = (float(top.group(2)), f"% ({top.group(1)})")
-        for name in NCU_METRICS:
+        stall = STALL.search(line)
+        if stall:
+            out[run].setdefault("stalls", {})[stall.group(1)] = float(stall.group(2))
+        for name in metrics:
             if line.strip().startswith(name + " ") and name not in out[run]:   # the first: SpeedOfLight's
                 parts = line.split()
                 unit = " ".join(parts[len(name.split()):-1])
