@@ -355,6 +355,24 @@ def test_wgmma_blocks_fit_the_layer_and_the_build_needs_sm_90a():
             nvrtc.compile_ptx(s.kernel, jit, "compute_90", source=stage_source(s, jit))
 
 
+@pytest.mark.skipif(NO_NVRTC is not None, reason=f"{NO_NVRTC}")
+def test_wgmma_rate_kernel_builds_for_sm_90a_only():
+    """kernels/peak/wgmma.cu (python -m helpers.tc_peak, chapter 13): step 7's loop without the
+    copies, four wgmma of the case's shape per iteration and the case's wait; the FLOP count
+    matches them; a build for sm_90 stops at the #error."""
+    from helpers import tc_peak
+    for precision, bn, waitn in tc_peak.CASES:
+        ptx = nvrtc.compile_ptx(tc_peak.KERNEL, {"TF32": int(precision == "tf32"), "BN": bn, "WAITN": waitn},
+                                "compute_90a")
+        k = 8 if precision == "tf32" else 16
+        assert ptx.count(f"wgmma.mma_async.sync.aligned.m64n{bn}k{k}.f32") == 4, (precision, bn)
+        assert f"wgmma.wait_group.sync.aligned {waitn};" in ptx and "cp.async" not in ptx and "bar.sync" not in ptx
+        assert tc_peak.flops(precision, bn, 3, 5) == 3 * 2 * 5 * 4 * 2 * 64 * bn * k
+    assert tc_peak.shared_bytes(256) == 1024 + 384 * 128
+    with pytest.raises(nvrtc.CudaCompileError, match="needs a build for sm_90a"):
+        nvrtc.compile_ptx(tc_peak.KERNEL, {}, "compute_90")
+
+
 @pytest.mark.skipif(NO_CUDA is not None, reason=f"{NO_CUDA}")
 @pytest.mark.parametrize("stage", ["tc_tf32_wgmma", "tc_fp16_wgmma", "tc_bf16_wgmma"])
 def test_wgmma_block_widths_match_reference_with_guards(stage):

@@ -1,0 +1,90 @@
+"""`python -m helpers.tc_peak`: the rate of Hopper's warpgroup MMA with nothing to feed it.
+
+kernels/peak/wgmma.cu runs step 7's product loop (chapter 13) on tiles that stay in shared memory:
+no copies, no barriers. What it reaches is what the tensor cores can do with wgmma reading both
+operands from shared memory; the gap to step 7's rate is what feeding them costs. Timed with CUDA
+events (warm-up, repeats, median and spread). Writes results/tc/wgmma_peak_<device>.json.
+"""
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import json
+import sys
+
+from .analysis.results import RESULTS
+from .engine.timing import Timing
+
+KERNEL = "peak/wgmma.cu"
+DATA_SHEET = {"tf32": 989.4 / 2, "fp16": 989.4}   # TFLOP/s, H100/H200 SXM dense (2:4 sparse halved)
+CASES = (("tf32", 256, 1), ("tf32", 256, 0), ("tf32", 128, 1), ("fp16", 256, 1), ("fp16", 128, 1))
+
+
+def flops(precision: str, bn: int, blocks: int, iters: int) -> int:
+    """Two warpgroups per block, four 64 x BN x k products per iteration (k = 8 tf32, 16 fp16)."""
+    return blocks * 2 * iters * 4 * 2 * 64 * bn * (8 if precision == "tf32" else 16)
+
+
+def shared_bytes(bn: int) -> int:
+    """The A tile (128 rows of 128 bytes), the B tile (BN rows) and 1024 bytes to align them."""
+    return 1024 + (128 + bn) * 128
+
+
+def measure(precision: str, bn: int, waitn: int, blocks_per_sm: int = 1, iters: int = 4000,
+            warmup: int = 2, repeats: int = 10) -> dict:
+    import cupy
+    from .engine.backends.cuda import build, time_launches
+    mod = build(KERNEL, {"TF32": int(precision == "tf32"), "BN": bn, "WAITN": waitn}, arch="sm_90a")
+    k = mod.get_function("wgmma_rate")
+    k.max_dynamic_shared_size_bytes = shared_bytes(bn)
+    sms = cupy.cuda.Device().attributes["MultiProcessorCount"]
+    out = cupy.zeros(256, cupy.float32)
+    grid = sms * blocks_per_sm
+    run = lambda: k((grid,), (256,), (out, cupy.int32(iters)), shared_mem=shared_bytes(bn))
+    t = Timing(time_launches([run], warmup=warmup, repeats=repeats, flush_bytes=0))
+    tflops = flops(precision, bn, grid, iters) / (t.median_ms * 1e-3) / 1e12
+    return {"precision": precision, "BN": bn, "WAITN": waitn, "blocks_per_sm": blocks_per_sm, "blocks": grid,
+            "iters": iters, **t.summary(), "tflops": tflops, "pct_data_sheet": 100 * tflops / DATA_SHEET[precision]}
+
+
+def driver() -> str:
+    """The NVIDIA driver's version as nvidia-smi prints it (the CUDA driver API's number without it)."""
+    import subprocess
+    try:
+        return subprocess.run(["nvidia-smi", "--query-gpu=driver_version", "--format=csv,noheader"],
+                              capture_output=True, text=True, check=True).stdout.splitlines()[0].strip()
+    except (OSError, subprocess.CalledProcessError, IndexError):
+        import cupy
+        return f"CUDA driver API {cupy.cuda.runtime.driverGetVersion()}"
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--out", default=None, help="JSON path (default results/tc/wgmma_peak_<device>.json; '-': print)")
+    a = ap.parse_args(argv)
+    from .bench import slug
+    from .engine.backends.cuda import device
+    name = device()["name"]
+    rows = [measure(p, bn, w, b) for p, bn, w in CASES for b in (1, 2)]
+    out = {"schema": 1, "kind": "wgmma_peak", "device": {"name": name, "type": "GPU", "driver": driver()},
+           "date": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
+           "command": " ".join(["python -m helpers.tc_peak", *(sys.argv[1:] if argv is None else argv)]),
+           "data_sheet_tflops": DATA_SHEET,
+           "formula": "TFLOP/s = blocks x 2 warpgroups x iterations x 4 x 2 x 64 x BN x k / median time",
+           "rows": rows}
+    text = json.dumps(out, indent=1)
+    for r in rows:
+        print(f"{r['precision']} BN {r['BN']:>3} wait<{r['WAITN']}> {r['blocks_per_sm']} block/SM: "
+              f"{r['tflops']:7.1f} TFLOP/s ({r['pct_data_sheet']:.1f} % of the data sheet)")
+    if a.out == "-":
+        print(text)
+        return 0
+    path = RESULTS / "tc" / f"wgmma_peak_{slug(name)}.json" if a.out is None else a.out
+    with open(path, "w") as f:
+        f.write(text + "\n")
+    print("wrote", path)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
