@@ -1,9 +1,10 @@
 """`python -m helpers.tc_peak`: the rate of Hopper's warpgroup MMA with nothing to feed it.
 
 kernels/peak/wgmma.cu runs step 7's product loop (chapter 13) on tiles that stay in shared memory:
-no copies, no barriers. What it reaches is what the tensor cores can do with wgmma reading both
-operands from shared memory; the gap to step 7's rate is what feeding them costs. Timed with CUDA
-events (warm-up, repeats, median and spread). Writes results/tc/wgmma_peak_<device>.json.
+no gather, no barriers. Without copies it reaches what the tensor cores can do with wgmma reading
+both operands from shared memory; with cp.async copies of step 7's volume beside it (from the L2
+cache into shared memory the tensor cores do not read), what those copies alone cost. Timed with
+CUDA events (warm-up, repeats, median and spread). Writes results/tc/wgmma_peak_<device>.json.
 """
 from __future__ import annotations
 
@@ -17,7 +18,11 @@ from .engine.timing import Timing
 
 KERNEL = "peak/wgmma.cu"
 DATA_SHEET = {"tf32": 989.4 / 2, "fp16": 989.4}   # TFLOP/s, H100/H200 SXM dense (2:4 sparse halved)
-CASES = (("tf32", 256, 1), ("tf32", 256, 0), ("tf32", 128, 1), ("fp16", 256, 1), ("fp16", 128, 1))
+# (precision, BN, WAITN, 16-byte copies per thread per iteration: 12 is step 7's with 256-wide blocks)
+CASES = (("tf32", 256, 1, 0), ("tf32", 256, 0, 0), ("tf32", 128, 1, 0), ("fp16", 256, 1, 0), ("fp16", 128, 1, 0),
+         ("tf32", 256, 1, 6), ("tf32", 256, 1, 12), ("tf32", 256, 1, 24), ("fp16", 256, 1, 12))
+SINK = 48 * 1024             # kernels/peak/wgmma.cu: the shared memory the copies write
+SPAN = 32 * 2**20            # bytes the copies read, cycling: less than the H100's and H200's L2 cache
 
 
 def flops(precision: str, bn: int, blocks: int, iters: int) -> int:
@@ -26,11 +31,12 @@ def flops(precision: str, bn: int, blocks: int, iters: int) -> int:
 
 
 def shared_bytes(bn: int) -> int:
-    """The A tile (128 rows of 128 bytes), the B tile (BN rows) and 1024 bytes to align them."""
-    return 1024 + (128 + bn) * 128
+    """The A tile (128 rows of 128 bytes), the B tile (BN rows), 1024 bytes to align them and the
+    copies' sink."""
+    return 1024 + (128 + bn) * 128 + SINK
 
 
-def measure(precision: str, bn: int, waitn: int, blocks_per_sm: int = 1, iters: int = 4000,
+def measure(precision: str, bn: int, waitn: int, copies: int = 0, iters: int = 4000,
             warmup: int = 2, repeats: int = 10) -> dict:
     import cupy
     from .engine.backends.cuda import build, time_launches
@@ -38,13 +44,17 @@ def measure(precision: str, bn: int, waitn: int, blocks_per_sm: int = 1, iters: 
     k = mod.get_function("wgmma_rate")
     k.max_dynamic_shared_size_bytes = shared_bytes(bn)
     sms = cupy.cuda.Device().attributes["MultiProcessorCount"]
-    out = cupy.zeros(256, cupy.float32)
-    grid = sms * blocks_per_sm
-    run = lambda: k((grid,), (256,), (out, cupy.int32(iters)), shared_mem=shared_bytes(bn))
+    out, src = cupy.zeros(256, cupy.float32), cupy.ones(SPAN // 4, cupy.float32)
+    grid = sms                                           # one block per SM, as step 7 runs
+    args = (src, out, cupy.int32(iters), cupy.int32(copies), cupy.int64(SPAN))
+    run = lambda: k((grid,), (256,), args, shared_mem=shared_bytes(bn))
     t = Timing(time_launches([run], warmup=warmup, repeats=repeats, flush_bytes=0))
-    tflops = flops(precision, bn, grid, iters) / (t.median_ms * 1e-3) / 1e12
-    return {"precision": precision, "BN": bn, "WAITN": waitn, "blocks_per_sm": blocks_per_sm, "blocks": grid,
-            "iters": iters, **t.summary(), "tflops": tflops, "pct_data_sheet": 100 * tflops / DATA_SHEET[precision]}
+    sec = t.median_ms * 1e-3
+    tflops = flops(precision, bn, grid, iters) / sec / 1e12
+    return {"precision": precision, "BN": bn, "WAITN": waitn, "copies_per_thread": copies,
+            "copy_kb_per_iteration": copies * 256 * 16 / 1024, "blocks": grid, "iters": iters, **t.summary(),
+            "tflops": tflops, "pct_data_sheet": 100 * tflops / DATA_SHEET[precision],
+            "copy_tbps": grid * iters * copies * 256 * 16 / sec / 1e12}
 
 
 def driver() -> str:
@@ -65,17 +75,18 @@ def main(argv=None) -> int:
     from .bench import slug
     from .engine.backends.cuda import device
     name = device()["name"]
-    rows = [measure(p, bn, w, b) for p, bn, w in CASES for b in (1, 2)]
+    rows = [measure(*case) for case in CASES]
     out = {"schema": 1, "kind": "wgmma_peak", "device": {"name": name, "type": "GPU", "driver": driver()},
            "date": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
            "command": " ".join(["python -m helpers.tc_peak", *(sys.argv[1:] if argv is None else argv)]),
            "data_sheet_tflops": DATA_SHEET,
-           "formula": "TFLOP/s = blocks x 2 warpgroups x iterations x 4 x 2 x 64 x BN x k / median time",
+           "formula": "TFLOP/s = blocks x 2 warpgroups x iterations x 4 x 2 x 64 x BN x k / median time; "
+                      "copies TB/s = blocks x iterations x copies x 256 threads x 16 bytes / median time",
            "rows": rows}
     text = json.dumps(out, indent=1)
     for r in rows:
-        print(f"{r['precision']} BN {r['BN']:>3} wait<{r['WAITN']}> {r['blocks_per_sm']} block/SM: "
-              f"{r['tflops']:7.1f} TFLOP/s ({r['pct_data_sheet']:.1f} % of the data sheet)")
+        print(f"{r['precision']} BN {r['BN']:>3} wait<{r['WAITN']}> copies {r['copies_per_thread']:>2}: "
+              f"{r['tflops']:7.1f} TFLOP/s ({r['pct_data_sheet']:.1f} % of the data sheet), copies {r['copy_tbps']:.2f} TB/s")
     if a.out == "-":
         print(text)
         return 0

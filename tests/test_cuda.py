@@ -358,17 +358,19 @@ def test_wgmma_blocks_fit_the_layer_and_the_build_needs_sm_90a():
 @pytest.mark.skipif(NO_NVRTC is not None, reason=f"{NO_NVRTC}")
 def test_wgmma_rate_kernel_builds_for_sm_90a_only():
     """kernels/peak/wgmma.cu (python -m helpers.tc_peak, chapter 13): step 7's loop without the
-    copies, four wgmma of the case's shape per iteration and the case's wait; the FLOP count
-    matches them; a build for sm_90 stops at the #error."""
+    gather and the barriers, four wgmma of the case's shape per iteration, the case's wait and the
+    copies beside them; the FLOP count matches them; a build for sm_90 stops at the #error."""
     from helpers import tc_peak
-    for precision, bn, waitn in tc_peak.CASES:
+    for precision, bn, waitn, _ in tc_peak.CASES:
         ptx = nvrtc.compile_ptx(tc_peak.KERNEL, {"TF32": int(precision == "tf32"), "BN": bn, "WAITN": waitn},
                                 "compute_90a")
         k = 8 if precision == "tf32" else 16
         assert ptx.count(f"wgmma.mma_async.sync.aligned.m64n{bn}k{k}.f32") == 4, (precision, bn)
-        assert f"wgmma.wait_group.sync.aligned {waitn};" in ptx and "cp.async" not in ptx and "bar.sync" not in ptx
+        assert f"wgmma.wait_group.sync.aligned {waitn};" in ptx and "bar.sync" not in ptx
+        assert "cp.async.cg.shared.global" in ptx and "cp.async.wait_group 1;" in ptx
         assert tc_peak.flops(precision, bn, 3, 5) == 3 * 2 * 5 * 4 * 2 * 64 * bn * k
-    assert tc_peak.shared_bytes(256) == 1024 + 384 * 128
+    assert tc_peak.shared_bytes(256) == 1024 + 384 * 128 + 48 * 1024
+    assert ("tf32", 256, 1, 12) in tc_peak.CASES and ("tf32", 256, 1, 0) in tc_peak.CASES
     with pytest.raises(nvrtc.CudaCompileError, match="needs a build for sm_90a"):
         nvrtc.compile_ptx(tc_peak.KERNEL, {}, "compute_90")
 
