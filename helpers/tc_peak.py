@@ -2,9 +2,11 @@
 
 kernels/peak/wgmma.cu runs step 7's product loop (chapter 13) on tiles that stay in shared memory:
 no gather, no barriers. Without copies it reaches what the tensor cores can do with wgmma reading
-both operands from shared memory; with cp.async copies of step 7's volume beside it (from the L2
-cache into shared memory the tensor cores do not read), what those copies alone cost. Timed with
-CUDA events (warm-up, repeats, median and spread). Writes results/tc/wgmma_peak_<device>.json.
+both operands from shared memory; with copies of step 7's volume beside it (from the L2 cache into
+shared memory the tensor cores do not read), what those copies alone cost: as step 7 issues them
+(cp.async, 16 bytes per thread) and as the Tensor Memory Accelerator would (cp.async.bulk, one
+thread, 16 KB per instruction). Timed with CUDA events (warm-up, repeats, median and spread).
+Writes results/tc/wgmma_peak_<device>.json.
 """
 from __future__ import annotations
 
@@ -18,9 +20,11 @@ from .engine.timing import Timing
 
 KERNEL = "peak/wgmma.cu"
 DATA_SHEET = {"tf32": 989.4 / 2, "fp16": 989.4}   # TFLOP/s, H100/H200 SXM dense (2:4 sparse halved)
-# (precision, BN, WAITN, 16-byte copies per thread per iteration: 12 is step 7's with 256-wide blocks)
-CASES = (("tf32", 256, 1, 0), ("tf32", 256, 0, 0), ("tf32", 128, 1, 0), ("fp16", 256, 1, 0), ("fp16", 128, 1, 0),
-         ("tf32", 256, 1, 6), ("tf32", 256, 1, 12), ("tf32", 256, 1, 24), ("fp16", 256, 1, 12))
+# (precision, BN, WAITN, copies: 4 KB each per block and iteration, 12 is step 7's with 256-wide
+# blocks; BULK: 0 cp.async, 16 bytes per thread, 1 cp.async.bulk)
+CASES = (("tf32", 256, 1, 0, 0), ("tf32", 256, 0, 0, 0), ("tf32", 128, 1, 0, 0), ("fp16", 256, 1, 0, 0),
+         ("fp16", 128, 1, 0, 0), ("tf32", 256, 1, 6, 0), ("tf32", 256, 1, 12, 0), ("tf32", 256, 1, 24, 0),
+         ("fp16", 256, 1, 12, 0), ("tf32", 256, 1, 12, 1), ("tf32", 256, 1, 24, 1), ("fp16", 256, 1, 12, 1))
 SINK = 48 * 1024             # kernels/peak/wgmma.cu: the shared memory the copies write
 SPAN = 32 * 2**20            # bytes the copies read, cycling: less than the H100's and H200's L2 cache
 
@@ -31,16 +35,16 @@ def flops(precision: str, bn: int, blocks: int, iters: int) -> int:
 
 
 def shared_bytes(bn: int) -> int:
-    """The A tile (128 rows of 128 bytes), the B tile (BN rows), 1024 bytes to align them and the
-    copies' sink."""
-    return 1024 + (128 + bn) * 128 + SINK
+    """The A tile (128 rows of 128 bytes), the B tile (BN rows), 1024 bytes to align them, the
+    copies' sink and two mbarriers."""
+    return 1024 + (128 + bn) * 128 + SINK + 16
 
 
-def measure(precision: str, bn: int, waitn: int, copies: int = 0, iters: int = 4000,
+def measure(precision: str, bn: int, waitn: int, copies: int = 0, bulk: int = 0, iters: int = 4000,
             warmup: int = 2, repeats: int = 10) -> dict:
     import cupy
     from .engine.backends.cuda import build, time_launches
-    mod = build(KERNEL, {"TF32": int(precision == "tf32"), "BN": bn, "WAITN": waitn}, arch="sm_90a")
+    mod = build(KERNEL, {"TF32": int(precision == "tf32"), "BN": bn, "WAITN": waitn, "BULK": bulk}, arch="sm_90a")
     k = mod.get_function("wgmma_rate")
     k.max_dynamic_shared_size_bytes = shared_bytes(bn)
     sms = cupy.cuda.Device().attributes["MultiProcessorCount"]
@@ -51,7 +55,8 @@ def measure(precision: str, bn: int, waitn: int, copies: int = 0, iters: int = 4
     t = Timing(time_launches([run], warmup=warmup, repeats=repeats, flush_bytes=0))
     sec = t.median_ms * 1e-3
     tflops = flops(precision, bn, grid, iters) / sec / 1e12
-    return {"precision": precision, "BN": bn, "WAITN": waitn, "copies_per_thread": copies,
+    return {"precision": precision, "BN": bn, "WAITN": waitn, "copies": copies,
+            "copy": "cp.async.bulk" if bulk else "cp.async",
             "copy_kb_per_iteration": copies * 256 * 16 / 1024, "blocks": grid, "iters": iters, **t.summary(),
             "tflops": tflops, "pct_data_sheet": 100 * tflops / DATA_SHEET[precision],
             "copy_tbps": grid * iters * copies * 256 * 16 / sec / 1e12}
@@ -85,7 +90,7 @@ def main(argv=None) -> int:
            "rows": rows}
     text = json.dumps(out, indent=1)
     for r in rows:
-        print(f"{r['precision']} BN {r['BN']:>3} wait<{r['WAITN']}> copies {r['copies_per_thread']:>2}: "
+        print(f"{r['precision']} BN {r['BN']:>3} wait<{r['WAITN']}> {r['copy']:<13} {r['copies']:>2}: "
               f"{r['tflops']:7.1f} TFLOP/s ({r['pct_data_sheet']:.1f} % of the data sheet), copies {r['copy_tbps']:.2f} TB/s")
     if a.out == "-":
         print(text)

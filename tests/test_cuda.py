@@ -361,16 +361,20 @@ def test_wgmma_rate_kernel_builds_for_sm_90a_only():
     gather and the barriers, four wgmma of the case's shape per iteration, the case's wait and the
     copies beside them; the FLOP count matches them; a build for sm_90 stops at the #error."""
     from helpers import tc_peak
-    for precision, bn, waitn, _ in tc_peak.CASES:
-        ptx = nvrtc.compile_ptx(tc_peak.KERNEL, {"TF32": int(precision == "tf32"), "BN": bn, "WAITN": waitn},
-                                "compute_90a")
+    for precision, bn, waitn, _, bulk in tc_peak.CASES:
+        ptx = nvrtc.compile_ptx(tc_peak.KERNEL, {"TF32": int(precision == "tf32"), "BN": bn, "WAITN": waitn,
+                                                 "BULK": bulk}, "compute_90a")
         k = 8 if precision == "tf32" else 16
         assert ptx.count(f"wgmma.mma_async.sync.aligned.m64n{bn}k{k}.f32") == 4, (precision, bn)
-        assert f"wgmma.wait_group.sync.aligned {waitn};" in ptx and "bar.sync" not in ptx
-        assert "cp.async.cg.shared.global" in ptx and "cp.async.wait_group 1;" in ptx
+        assert f"wgmma.wait_group.sync.aligned {waitn};" in ptx
+        if bulk:    # one thread's bulk copies, completing on an mbarrier; one barrier, after its init
+            assert "cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes" in ptx
+            assert "mbarrier.arrive.expect_tx" in ptx and "cp.async.cg" not in ptx and ptx.count("bar.sync") == 1
+        else:
+            assert "cp.async.cg.shared.global" in ptx and "cp.async.wait_group 1;" in ptx and "bar.sync" not in ptx
         assert tc_peak.flops(precision, bn, 3, 5) == 3 * 2 * 5 * 4 * 2 * 64 * bn * k
-    assert tc_peak.shared_bytes(256) == 1024 + 384 * 128 + 48 * 1024
-    assert ("tf32", 256, 1, 12) in tc_peak.CASES and ("tf32", 256, 1, 0) in tc_peak.CASES
+    assert tc_peak.shared_bytes(256) == 1024 + 384 * 128 + 48 * 1024 + 16
+    assert {("tf32", 256, 1, 0, 0), ("tf32", 256, 1, 12, 0), ("tf32", 256, 1, 12, 1)} <= set(tc_peak.CASES)
     with pytest.raises(nvrtc.CudaCompileError, match="needs a build for sm_90a"):
         nvrtc.compile_ptx(tc_peak.KERNEL, {}, "compute_90")
 

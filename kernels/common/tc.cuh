@@ -228,6 +228,27 @@ template <bool TF32_OPS> struct Wgmma<256, TF32_OPS> {
                   WGMMA_OUT32(d, 0), WGMMA_OUT32(d, 32), WGMMA_OUT32(d, 64), WGMMA_OUT32(d, 96));
     }
 };
+
+// -- bulk copies and the barriers they complete on (kernels/peak/wgmma.cu) -----------------------
+// An mbarrier (8 bytes of shared memory) completes a phase when the arrivals given to mbar_init
+// have arrived and the bytes announced by mbar_expect_bytes have landed; its parity bit then flips.
+// mbar_wait(bar, p) returns once the phase of parity p has completed (phases 0, 1, 0, ...).
+__device__ __forceinline__ void mbar_init(unsigned bar, unsigned arrivals) {
+    asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;" :: "r"(bar), "r"(arrivals) : "memory");
+}
+__device__ __forceinline__ void mbar_expect_bytes(unsigned bar, unsigned bytes) {   // and arrive
+    asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" :: "r"(bar), "r"(bytes) : "memory");
+}
+__device__ __forceinline__ void mbar_wait(unsigned bar, unsigned parity) {
+    asm volatile("{\n .reg .pred done;\n WAIT:\n mbarrier.try_wait.parity.shared::cta.b64 done, [%0], %1;\n"
+                 " @!done bra WAIT;\n}" :: "r"(bar), "r"(parity) : "memory");
+}
+// bytes (a multiple of 16) from global src to shared dst by the Tensor Memory Accelerator, one
+// instruction; their arrival counts on bar
+__device__ __forceinline__ void bulk_copy(unsigned dst, const void* src, unsigned bytes, unsigned bar) {
+    asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];"
+                 :: "r"(dst), "l"(src), "r"(bytes), "r"(bar) : "memory");
+}
 #endif
 
 // -- the A operand: dy' gathered for one position -------------------------------------------
