@@ -79,7 +79,11 @@ def main(argv=None) -> int:
     a = ap.parse_args(argv)
     from .bench import slug
     from .engine.backends.cuda import device
-    name = device()["name"]
+    dev = device()
+    name = dev["name"]
+    if str(dev["compute_capability"]) != "90":     # wgmma is Hopper's alone (sm_90a)
+        raise SystemExit(f"python -m helpers.tc_peak measures Hopper's wgmma: it needs an sm_90 GPU (H100, H200), "
+                         f"but {name} is sm_{dev['compute_capability']}; the H200's run is in results/tc/")
     rows = [measure(*case) for case in CASES]
     out = {"schema": 1, "kind": "wgmma_peak", "device": {"name": name, "type": "GPU", "driver": driver()},
            "date": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
