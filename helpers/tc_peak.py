@@ -78,8 +78,12 @@ def main(argv=None) -> int:
     ap.add_argument("--out", default=None, help="JSON path (default results/tc/wgmma_peak_<device>.json; '-': print)")
     a = ap.parse_args(argv)
     from .bench import slug
+    from .engine.backends import BackendUnavailable
     from .engine.backends.cuda import device
-    dev = device()
+    try:
+        dev = device()
+    except BackendUnavailable as err:
+        raise SystemExit(str(err)) from None
     name = dev["name"]
     if str(dev["compute_capability"]) != "90":     # wgmma is Hopper's alone (sm_90a)
         raise SystemExit(f"python -m helpers.tc_peak measures Hopper's wgmma: it needs an sm_90 GPU (H100, H200), "
