@@ -71,3 +71,18 @@ def test_batch_norm_switches_show_one_change_each():
                                   {"TWO_PASS_STATS": 1})))
     assert any("wg_merge" in ln for ln in stats if ln[0] == "-") and any("DOTU(d, d)" in ln for ln in stats if ln[0] == "+")
     assert not any("#if" in ln or "bn_backward" in ln or "STOREU" in ln for ln in stats), stats
+
+
+def test_a_shared_header_is_written_out_for_the_diff():
+    """11_igemm_phases keeps its GEMM and kernel in common/phase_gemm.h, 11_igemm_delta writes its
+    own: with the header inlined (its code, not its preamble or guard) and phases built like delta,
+    the code both share is context of the diff, not a whole kernel added."""
+    plain = str(show_diff("conv_dgrad", "igemm_phases", "igemm_delta").text).splitlines()
+    both = str(show_diff("conv_dgrad", "igemm_phases", "igemm_delta", {"PHASE_CONSTANT": 0, "STORE_LOCAL": 0},
+                         inline=("phase_gemm.h",)).text).splitlines()
+    shared = "    if (n0 >= NP) return;                // the whole work-group: past this phase's positions"
+    assert "+" + shared in plain and " " + shared in both
+    assert not any(ln.startswith(("-#include \"phase_gemm.h\"", "-#ifndef PHASE_GEMM_H", "-// Switches (JIT"))
+                   for ln in both)
+    added = lambda lines: sum(ln.startswith("+") and not ln.startswith("+++") for ln in lines)
+    assert added(both) < 0.8 * added(plain)         # delta's kernel body is no longer all new

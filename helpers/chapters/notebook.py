@@ -81,16 +81,19 @@ def show_source(op_or_path: str, stage=None) -> Source:
     return Source(kernel_source(path), "cuda" if path.endswith(".cu") else "c")
 
 
-def show_diff(op: str, old, new, switches: dict | None = None, new_switches: dict | None = None) -> Source:
+def show_diff(op: str, old, new, switches: dict | None = None, new_switches: dict | None = None,
+              inline: tuple = ()) -> Source:
     """The unified diff between two stages' kernel files: the lesson of a chapter.
 
     Where a stage's diff holds several ideas, its switches (`#if NAME` blocks of a -D parameter)
     let the chapter show them one at a time: ``switches`` fixes those parameters in both files
     (their `#if` blocks resolved, their `#ifndef` defaults dropped); ``new_switches`` sets them
     differently in the new file. ``show_diff(op, s, s, {"PREFETCH": 0}, {"PREFETCH": 1})`` is
-    what PREFETCH=1 changes in stage s."""
+    what PREFETCH=1 changes in stage s. ``inline``: headers of kernels/common whose code replaces
+    their `#include` line in both files, where one stage keeps in a shared header what the other
+    writes out (11_igemm_phases' kernel is in phase_gemm.h, 11_igemm_delta's in its own file)."""
     a, b = _path(op, old), _path(op, new)
-    before, after = kernel_source(a), kernel_source(b)
+    before, after = (_inlined(kernel_source(x), inline) for x in (a, b))
     if switches or new_switches:
         fixed = {**(switches or {}), **(new_switches or {})}
         before, after = resolve_switches(before, switches or {}), resolve_switches(after, fixed)
@@ -98,6 +101,21 @@ def show_diff(op: str, old, new, switches: dict | None = None, new_switches: dic
         b += "".join(f" {k}={v}" for k, v in fixed.items())
     lines = difflib.unified_diff(before.splitlines(), after.splitlines(), fromfile=a, tofile=b, lineterm="", n=2)
     return Source("\n".join(lines), "diff")
+
+
+def _inlined(text: str, headers: tuple) -> str:
+    """text with each `#include "h"` of ``headers`` replaced by h's code: without its opening
+    comment block and its include guard (the reader compares code, not a header's preamble)."""
+    for name in headers:
+        body = kernel_source(f"common/{name}").splitlines()
+        while body and (body[0].startswith("//") or not body[0].strip()):
+            body.pop(0)
+        guard = re.match(r"#\s*ifndef\s+(\w+_H)$", body[0]) if body else None
+        if guard and body[1].split()[-1] == guard.group(1) and body[-1].strip() == "#endif":
+            body = body[2:-1]
+        text = re.sub(rf'^#include "{re.escape(name)}".*$', lambda _: "\n".join(body).strip("\n"), text,
+                      flags=re.M)
+    return text
 
 
 _IF = re.compile(r"^#\s*if\s+(!?)\s*(\w+)\s*$")

@@ -25,6 +25,7 @@ from ..ops import conv_dgrad
 from ..ops.layers import layer_set
 from ..runner import plan_stage
 from ..stages import get_stage
+from ..tc_peak import DATA_SHEET
 
 STAGES = ("memoized_bounds_cuda", "tc_tf32", "tc_fp16", "tc_bf16")   # fp32 first: the float32 result
 NHWC_STAGES = ("tc_fp16_nhwc", "tc_bf16_nhwc", "tc_tf32_nhwc")      # step 5: one file, three precisions
@@ -32,7 +33,7 @@ NCHW32_STAGES = ("tc_fp16_nchw32", "tc_bf16_nchw32", "tc_tf32_nchw32")   # the s
 TC_STAGES = ("tc_tf32", "tc_fp16", "tc_bf16", "tc_fp16_ldm", "tc_fp16_pipe") + NHWC_STAGES + NCHW32_STAGES
 WGMMA_STAGES = ("tc_fp16_wgmma", "tc_bf16_wgmma", "tc_tf32_wgmma")   # step 7: step 5's kernel on wgmma (sm_90a)
 BK = 32          # reduction indices per shared row (kernels/conv_dgrad/13_*.cu)
-DENSE_TF32 = 989.4 / 2      # TFLOP/s, H200 SXM data sheet (TF32 with 2:4 sparsity, halved): not measured
+DENSE_TF32 = DATA_SHEET["tf32"]   # TFLOP/s, H200 SXM data sheet (TF32 with 2:4 sparsity, halved): not measured
 
 
 # -- the fragment layout of mma.sync.m16n8k8 (TF32) ------------------------------------------
