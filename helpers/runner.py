@@ -26,7 +26,7 @@ from .engine.check import CheckResult, check_close, tolerance_stored
 from .engine.devices import DeviceLimitError, get_context, get_queue
 from .engine.tensor import STORAGE, DeviceTensor, Tensor
 from .engine.timing import time_enqueue, time_enqueue_steps, time_plan
-from .launch import Step, family, hook
+from .launch import Step, TensorMap, family, hook
 from .ops import op_module
 from .ops.problem import Problem
 from .stages import REGISTRY, Stage, get_stage
@@ -191,10 +191,13 @@ def check_plan(plan, expected: tuple | None = None) -> CheckResult:
 
 def step_values(plan, step: Step) -> tuple:
     """A step's kernel arguments: tensors by name (their ``buffer``: an OpenCL buffer or a CuPy
-    array), the problem's int32 scalars by name, typed literals as they are."""
+    array), the problem's int32 scalars by name, typed literals as they are, tensor maps made
+    (CUDA: a device copy of the map, kept with the launch)."""
     values = []
     for a in step.args:
-        if not isinstance(a, str):
+        if isinstance(a, TensorMap):
+            values.append(cuda.tensor_map(plan.arrays[a.tensor], a.dims, a.box))
+        elif not isinstance(a, str):
             values.append(a)
         elif a in plan.arrays:
             values.append(plan.arrays[a].buffer)

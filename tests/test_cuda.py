@@ -10,6 +10,7 @@ import pytest
 
 import helpers
 from helpers.engine.backends import BackendUnavailable, cuda_missing, nvrtc
+from helpers.launch import gemm
 from helpers.ops import conv_forward
 from helpers.ops.conv_dgrad import random_problem_args
 from helpers.runner import hook, jit_defines, path_of, prepare, stage_source
@@ -20,6 +21,8 @@ from shapes import case_id, conv_grid
 CUDA_STAGES = [s for stages in REGISTRY.values() for s in stages if s.backend == "cuda"]
 TWINS = [s for s in CUDA_STAGES if s.name.endswith("_cuda")]        # of an OpenCL stage
 TENSOR_CORES = [s for s in CUDA_STAGES if s.tensor_cores]          # chapter 13
+TENSOR_COPY_4D = "cp.async.bulk.tensor.4d.shared::cluster.global.tile.mbarrier::complete_tx::bytes"
+TENSOR_COPY_3D = "cp.async.bulk.tensor.3d.shared::cluster.global.tile.mbarrier::complete_tx::bytes"
 # what each tensor-core stage's PTX must hold: its fast path, which must not silently disappear
 PTX_HOLDS = {
     "tc_tf32": ["mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32", "cvt.rna.tf32.f32"],
@@ -48,6 +51,13 @@ PTX_HOLDS = {
     "tc_fp16_wgmma": ["wgmma.mma_async.sync.aligned.m64n64k16.f32.f16.f16", "wgmma.commit_group.sync.aligned",
                       "fence.proxy.async.shared::cta", "cp.async.cg.shared.global"],
     "tc_bf16_wgmma": ["wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16", "fence.proxy.async.shared::cta"],
+    # step 8 (TMA = 1): both operands by the Tensor Memory Accelerator, one box per operand and chunk
+    # (4-d for dy', 3-d for w), paced by mbarriers; the product's copies are no longer cp.async
+    "tc_tf32_tma": ["wgmma.mma_async.sync.aligned.m64n64k8.f32.tf32.tf32", TENSOR_COPY_4D, TENSOR_COPY_3D,
+                    "mbarrier.try_wait.parity.shared::cta.b64", "mbarrier.arrive.expect_tx.shared::cta.b64",
+                    "mbarrier.arrive.shared::cta.b64", "cvt.rna.tf32.f32"],
+    "tc_fp16_tma": ["wgmma.mma_async.sync.aligned.m64n64k16.f32.f16.f16", TENSOR_COPY_4D, TENSOR_COPY_3D],
+    "tc_bf16_tma": ["wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16", TENSOR_COPY_4D, TENSOR_COPY_3D],
     # the forward pass on the same kernel (FWD = 1): one transpose for both copies, its own product
     "conv_forward/tc_fp16_nhwc": ["mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32", "ldmatrix.sync.aligned.m8n8.x4",
                                   "cp.async.cg.shared.global", ".entry to_channel_last(", ".entry conv_forward("],
@@ -78,6 +88,14 @@ PROBLEMS = [dict(n=1, c=3, h=7, w=9, k=4, kernel=3, stride=1, padding=1, activat
             dict(n=1, c=2, h=9, w=8, k=16, kernel=5, stride=2, padding=2, activation="relu"),
             dict(n=1, c=2, h=6, w=6, k=3, kernel=1, stride=3, padding=0, activation="tanh"),
             dict(n=1, c=2, h=6, w=6, k=3, kernel=2, stride=1, padding=0, activation="sigmoid")]
+
+
+def built_for(stage) -> list:
+    """PROBLEMS a stage's kernel is built for: a TMA kernel at stride 1 only (its requires sends
+    other strides to the stage's fallback before any build; the kernel asserts it), as stride 1."""
+    if stage.defines.get("TMA"):
+        return [dict(c, stride=1) for c in PROBLEMS]
+    return PROBLEMS
 
 
 def define_sets(stage):
@@ -123,7 +141,7 @@ def test_there_are_cuda_twins():
 def test_cuda_kernel_compiles_to_ptx(stage):
     count = 0
     for defines in define_sets(stage):
-        for c in PROBLEMS:
+        for c in built_for(stage):
             problem = prepare(stage.op, **_args(c, op=stage.op))
             jit = jit_defines(stage, problem, defines)
             for arch in archs(stage):
@@ -131,14 +149,14 @@ def test_cuda_kernel_compiles_to_ptx(stage):
                 assert f".entry {stage.entry or stage.op}(" in ptx
                 assert f".target {arch.replace('compute_', 'sm_')}" in ptx
                 count += 1
-    assert count >= len(PROBLEMS) * len(archs(stage))
+    assert count >= len(built_for(stage)) * len(archs(stage))
 
 
 @pytest.mark.skipif(NO_NVRTC is not None, reason=f"{NO_NVRTC}")
 @pytest.mark.parametrize("stage", TENSOR_CORES, ids=holds_key)
 def test_tensor_core_ptx_holds_its_instructions(stage):
     assert set(PTX_HOLDS) == {holds_key(s) for s in TENSOR_CORES}, "declare each tensor-core stage's PTX"
-    problem = prepare(stage.op, **_args(PROBLEMS[1], op=stage.op))      # K*KH*KW = 400: the pipelined path
+    problem = prepare(stage.op, **_args(built_for(stage)[1], op=stage.op))   # K*KH*KW = 400: the pipelined path
     jit = jit_defines(stage, problem, stage.defines)
     for arch in archs(stage):
         ptx = nvrtc.compile_ptx(stage.kernel, jit, arch, source=stage_source(stage, jit))
@@ -392,6 +410,70 @@ def test_wgmma_block_widths_match_reference_with_guards(stage):
             plan = helpers.plan_stage("conv_dgrad", stage, defines=d, **args)
             assert plan.stage.name == stage and plan.jit_defines["BN"] == bn    # its own kernel, this width
             helpers.check_stage("conv_dgrad", stage, guard=True, defines=d, **args)
+
+
+TMA_STAGES = ["tc_tf32_tma", "tc_fp16_tma", "tc_bf16_tma"]
+
+
+@pytest.mark.skipif(NO_NVRTC is not None, reason=f"{NO_NVRTC}")
+@pytest.mark.parametrize("stage", TMA_STAGES)
+def test_tma_product_copies_by_tensor_maps_only(stage):
+    """Step 8's product has no cp.async left (both operands come by the Tensor Memory
+    Accelerator), where step 7's had them for both operands."""
+    for name, copies in ((stage, 0), (stage.replace("_tma", "_wgmma"), 1)):
+        s = helpers.get_stage("conv_dgrad", name)
+        p = prepare("conv_dgrad", **_args(PROBLEMS[0]))
+        ptx = nvrtc.compile_ptx(s.kernel, jit_defines(s, p, s.defines), "compute_90a", stage_source(s, s.defines))
+        product = ptx[ptx.index(".entry conv_dgrad("):]
+        product = product[:product.index("\n}\n")]
+        assert ("cp.async.cg.shared.global" in product) == bool(copies), name
+        assert (TENSOR_COPY_4D in product) != bool(copies), name
+
+
+def test_tma_patches_cover_the_layer_with_least_padding():
+    """A TMA block's 128 positions are a patch PN x PH x PW of (N, H, W); the patch chosen for a
+    layer makes the fewest blocks: none padded where a patch divides the image (ResNet-50's 56,
+    28 and 14 at batch 64), an eighth of 7 x 7 (16 images x 7 rows x 8 columns)."""
+    def patch(n, h, w):
+        return gemm.tma_patch(prepare("conv_dgrad", **random_problem_args(n, 4, h, w, 4, 3, 1, 1, "none")))
+    for n, h, w in ((64, 56, 56), (64, 28, 28), (64, 14, 14), (8, 224, 224)):
+        pn, ph, pw = patch(n, h, w)
+        assert pn * ph * pw == 128 and n % pn == 0 and h % ph == 0 and w % pw == 0, (n, h, w, pn, ph, pw)
+    assert patch(64, 7, 7) == (16, 1, 8)
+    assert all(pn * ph * pw == 128 for pn, ph, pw in (patch(1, 9, 7), patch(3, 5, 300), patch(1, 1, 1)))
+
+
+@pytest.mark.parametrize("stage", TMA_STAGES)
+def test_tma_stage_refuses_strides_and_falls_back(stage):
+    """Stride 2 (a tap's dy rows are not one box) and, for 16-bit stages, K % 8 (the tensor map's
+    strides must be multiples of 16 bytes) run the wgmma stage instead."""
+    s = helpers.get_stage("conv_dgrad", stage)
+    requires = hook(s, "requires")
+    why = requires(prepare("conv_dgrad", **_args(PROBLEMS[1])), s.defines)
+    assert why and "stride 2" in why and "stride 1" in why, why
+    assert requires(prepare("conv_dgrad", **_args(dict(PROBLEMS[0], k=8))), s.defines) is None
+    k20 = requires(prepare("conv_dgrad", **_args(dict(PROBLEMS[0], k=20))), s.defines)
+    assert (k20 is None) == (stage == "tc_tf32_tma"), k20
+
+
+@pytest.mark.skipif(NO_CUDA is not None, reason=f"{NO_CUDA}")
+@pytest.mark.parametrize("stage", TMA_STAGES)
+def test_tma_stage_matches_reference_with_guards(stage):
+    """Step 8 on its own kernel (no fallback) with BN = 64, 128, 256, patches that overhang the
+    image (7, 9 and 30 columns), several images per patch, K not a multiple of a row (the box
+    reads zeros past K), C not a multiple of BN, split-K, an activation; guard zones around every
+    tensor and workspace."""
+    cases = ((2, 300, 9, 7, 40, 64), (3, 260, 5, 30, 72, 128), (1, 264, 14, 9, 136, 256))
+    for i, (n, c, h, w, k, bn) in enumerate(cases):
+        for split in (1, 512):
+            args = random_problem_args(n, c, h, w, k, 3, 1, 1, "relu" if i % 2 else "none", seed=i)
+            d = {"BN": bn, "STAGES": 3, "SPLIT_TARGET": split, "SPLIT_MIN": 128}
+            plan = helpers.plan_stage("conv_dgrad", stage, defines=d, **args)
+            jit = plan.jit_defines
+            assert plan.stage.name == stage and jit["TMA"] == 1, plan.stage.name
+            assert (jit["SPLITK"] > 1) == (split > 1) and (jit["BN"] == bn or split > 1), jit
+            helpers.check_stage("conv_dgrad", stage, guard=True, defines=d, **args)
+    assert path_of("conv_dgrad", stage, **_args(PROBLEMS[1])) == "fallback"     # stride 2
 
 
 @pytest.mark.skipif(NO_CUDA is not None, reason=f"{NO_CUDA}")

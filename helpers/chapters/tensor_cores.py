@@ -32,6 +32,7 @@ NHWC_STAGES = ("tc_fp16_nhwc", "tc_bf16_nhwc", "tc_tf32_nhwc")      # step 5: on
 NCHW32_STAGES = ("tc_fp16_nchw32", "tc_bf16_nchw32", "tc_tf32_nchw32")   # the same kernel, dy' interleaved
 TC_STAGES = ("tc_tf32", "tc_fp16", "tc_bf16", "tc_fp16_ldm", "tc_fp16_pipe") + NHWC_STAGES + NCHW32_STAGES
 WGMMA_STAGES = ("tc_fp16_wgmma", "tc_bf16_wgmma", "tc_tf32_wgmma")   # step 7: step 5's kernel on wgmma (sm_90a)
+TMA_STAGES = ("tc_fp16_tma", "tc_bf16_tma", "tc_tf32_tma")           # step 8: step 7's copies by the TMA
 BK = 32          # reduction indices per shared row (kernels/conv_dgrad/13_*.cu)
 DENSE_TF32 = DATA_SHEET["tf32"]   # TFLOP/s, H200 SXM data sheet (TF32 with 2:4 sparsity, halved): not measured
 
@@ -73,6 +74,48 @@ def draw_fragments(axes=None):
         ax.axis("off")
         ax.set_title(title, fontsize=9, y=top / 16)
     return axes
+
+
+# -- step 8: the boxes the Tensor Memory Accelerator copies ----------------------------------
+
+def tma_boxes(h0: int, w0: int, ph: int, pw: int, size: tuple, kernel: int = 3, pad: int = 1) -> list[dict]:
+    """For a block whose patch starts at row h0, column w0 of dx (PH x PW positions per image;
+    13_tc_nhwc.cu: TMA), the box of dy' each tap (r, s) copies: its first row and column in dy
+    (h0 + pad - r, w0 + pad - s) and how many of its PH x PW positions lie outside the image of
+    ``size`` (OH, OW), which the TMA fills with zeros instead of reading."""
+    out = []
+    for r in range(kernel):
+        for s in range(kernel):
+            top, left = h0 + pad - r, w0 + pad - s
+            inside = (sum(0 <= top + i < size[0] for i in range(ph)) * sum(0 <= left + j < size[1] for j in range(pw)))
+            out.append({"tap": (r, s), "row": top, "col": left, "zeros": ph * pw - inside})
+    return out
+
+
+def draw_tma_boxes(ax, h0: int = 0, w0: int = 0, ph: int = 8, pw: int = 8, size: tuple = (56, 56),
+                   taps=((0, 0), (1, 1), (2, 2))):
+    """dy' around a block's patch: the image's corner, the patch (dx positions), and the boxes of
+    a few taps, each one copy instruction; the part of a box outside the image is hatched (zeros)."""
+    import matplotlib.pyplot as plt
+    boxes = {b["tap"]: b for b in tma_boxes(h0, w0, ph, pw, size)}
+    lo, hi = min(h0, w0) - 2, max(h0 + ph, w0 + pw) + 2
+    ax.add_patch(plt.Rectangle((0, 0), size[1], size[0], facecolor="0.93", edgecolor="0.3", lw=1.5))
+    ax.add_patch(plt.Rectangle((w0, h0), pw, ph, facecolor="none", edgecolor="k", lw=2.5, ls="--"))
+    for (r, s), color in zip(taps, ("tab:blue", "tab:orange", "tab:red")):
+        b = boxes[r, s]
+        ax.add_patch(plt.Rectangle((b["col"] + 0.08 * r, b["row"] + 0.08 * r), pw, ph, facecolor=color, alpha=0.18,
+                                   edgecolor=color, lw=2, label=f"tap ({r}, {s}): box from ({b['row']}, {b['col']}), "
+                                   f"{b['zeros']} zero-filled"))
+    ax.add_patch(plt.Rectangle((lo, lo), -lo, hi - lo, facecolor="none", hatch="//", edgecolor="0.6", lw=0))
+    ax.add_patch(plt.Rectangle((0, lo), hi, -lo, facecolor="none", hatch="//", edgecolor="0.6", lw=0))
+    ax.set_xlim(lo, hi)
+    ax.set_ylim(hi, lo)
+    ax.set_aspect("equal")
+    ax.set_xlabel("column of dy' (ow)")
+    ax.set_ylabel("row of dy' (oh)")
+    ax.set_title(f"dashed: the block's {ph} x {pw} positions of dx (per image); hatched: outside the image")
+    ax.legend(loc="lower right", fontsize=8)
+    return ax
 
 
 # -- the bank model of the 16-bit stages' shared tiles ----------------------------------------
@@ -268,17 +311,28 @@ def wgmma_rows(run: dict) -> list[dict]:
     """Per (layer, precision) of a recorded run holding step 5's and step 7's stages: both times,
     cuDNN's in that precision, the ratios (step 5 / step 7, each stage / cuDNN), and step 7's block
     width and split of the reduction (BN, SPLITK: as gemm.wgmma_fit and nhwc_splits chose them)."""
+    return _step_rows(run, WGMMA_STAGES, "nhwc", "wgmma")
+
+
+def tma_rows(run: dict) -> list[dict]:
+    """wgmma_rows for step 7 (``wgmma_ms``) and step 8 (``tma_ms``), with step 8's patch (PN, PH,
+    PW: gemm.tma_patch) and ``fallback``: True where step 8 ran step 7's kernel (stride 2)."""
+    return _step_rows(run, TMA_STAGES, "wgmma", "tma")
+
+
+def _step_rows(run: dict, stages: tuple, old: str, new: str) -> list[dict]:
     rows = recorded_rows(run)
     by = {(r["layer"], r["stage"]): r for r in rows}
     out = []
     for r in rows:
-        if r["stage"] in WGMMA_STAGES:
-            before = by[r["layer"], r["stage"].replace("_wgmma", "_nhwc")]
-            out.append({"layer": r["layer"], "precision": r["precision"], "nhwc_ms": before["ms"],
-                        "wgmma_ms": r["ms"], "tflops": r["tflops"], "cudnn_ms": r["cudnn_ms"],
+        if r["stage"] in stages:
+            before, d = by[r["layer"], r["stage"].replace(f"_{new}", f"_{old}")], r["defines"]
+            patch = (128 // (d["PH"] * d["PW"]), d["PH"], d["PW"]) if d.get("TMA") else None
+            out.append({"layer": r["layer"], "precision": r["precision"], f"{old}_ms": before["ms"],
+                        f"{new}_ms": r["ms"], "tflops": r["tflops"], "cudnn_ms": r["cudnn_ms"],
                         "speedup": before["ms"] / r["ms"], "x_cudnn": r["x_cudnn"],
-                        "nhwc_x_cudnn": before["x_cudnn"], "bn": r["defines"]["BN"],
-                        "splits": r["defines"].get("SPLITK", 1)})
+                        f"{old}_x_cudnn": before["x_cudnn"], "bn": d["BN"], "splits": d.get("SPLITK", 1),
+                        "patch": patch, "fallback": r["path"] == "fallback"})
     return out
 
 

@@ -13,7 +13,7 @@ import numpy as np
 
 from ..ops.gemm import tile_requires
 from ..ops.problem import Problem
-from . import Step, Workspace, round_up
+from . import Step, TensorMap, Workspace, round_up
 
 
 # The kernels index their column workspaces with 32-bit integers.
@@ -308,6 +308,31 @@ SPLIT_MIN_TERMS = 128         # reduction indices per run at least: 4 chunks of 
                               # tensor-core stages, 8 tile steps of TK = 16 for igemm_phases
 
 
+def tma_patch(p: Problem) -> tuple:
+    """(PN, PH, PW) of a TMA block (13_tc_nhwc.cu: TMA) on the layer: patch_for its N, H, W."""
+    return patch_for(p.dims["N"], p.dims["H"], p.dims["W"])
+
+
+def patch_for(n: int, h: int, w: int) -> tuple:
+    """The patch of PN images x PH rows x PW columns that makes a TMA block's 128 positions on
+    images (n, h, w), chosen for the fewest blocks over them (the least padding: a patch that
+    divides the images wastes none; 7 x 7 images waste an eighth), then the widest rows."""
+    shapes = [(MMA_TILE[0] // (ph * pw), ph, pw) for pw in (1, 2, 4, 8, 16, 32, 64, 128)
+              for ph in (1, 2, 4, 8, 16, 32, 64, 128) if ph * pw <= MMA_TILE[0]]
+    return min(shapes, key=lambda s: (cdiv(n, s[0]) * cdiv(h, s[1]) * cdiv(w, s[2]), -s[2], -s[1]))
+
+
+def position_blocks(p: Problem, d: dict) -> int:
+    """Blocks of 128 positions over the layer: consecutive positions, or TMA's patches."""
+    q = p.dims
+    return patch_blocks(q["N"], q["H"], q["W"], tma_patch(p)) if d.get("TMA") else cdiv(q["N"] * q["H"] * q["W"], MMA_TILE[0])
+
+
+def patch_blocks(n: int, h: int, w: int, patch: tuple) -> int:
+    """Blocks of one patch (PN, PH, PW) each over images (n, h, w)."""
+    return cdiv(n, patch[0]) * cdiv(h, patch[1]) * cdiv(w, patch[2])
+
+
 WGMMA_WIDTHS = (64, 128, 256)  # channels per block: the N of one wgmma instruction
 WGMMA_FILL_FLOOR = 128          # blocks are narrowed for the device's fill down to this width
 
@@ -326,7 +351,7 @@ def wgmma_fit(p: Problem, d: dict) -> dict:
         return d
     q = p.dims
     bn = next(b for b in WGMMA_WIDTHS if b >= min(q["C"], d["BN"]))
-    rows = cdiv(q["N"] * q["H"] * q["W"], MMA_TILE[0])
+    rows = position_blocks(p, d)
     while bn > WGMMA_FILL_FLOOR and rows * cdiv(q["C"], bn) < d.get("SPLIT_TARGET", 1):
         bn //= 2
     while bn > WGMMA_WIDTHS[0] and mma_ring_bytes({**d, "BN": bn}) > WGMMA_SHARED:
@@ -345,7 +370,7 @@ def nhwc_splits(p: Problem, d: dict) -> int:
     terms = q["KH"] * q["KW"] * padded_k(p, d)
     if d.get("FWD") or terms < d.get("SPLIT_MIN", 0):
         return 1
-    blocks = cdiv(q["N"] * q["H"] * q["W"], MMA_TILE[0]) * cdiv(q["C"], d["BN"])
+    blocks = position_blocks(p, d) * cdiv(q["C"], d["BN"])
     return split_count(blocks, terms, d.get("SPLIT_TARGET", 1))
 
 
@@ -400,8 +425,9 @@ def mma_nhwc_requires(p: Problem, d: dict, chunk: int = 8, reduced: str = "K"):
 
 
 def mma_threads(d: dict) -> int:
-    """Threads per block of 13_tc_nhwc.cu's product: two warpgroups with WGMMA, else 2 * BN."""
-    return 256 if d.get("WGMMA") else 2 * d["BN"]
+    """Threads per block of 13_tc_nhwc.cu's product: two warpgroups with WGMMA (TMA: and the
+    copying warp), else 2 * BN."""
+    return 256 + 32 * bool(d.get("TMA")) if d.get("WGMMA") else 2 * d["BN"]
 
 
 def ring_bytes(d: dict) -> int:
@@ -419,8 +445,25 @@ def mma_nhwc_tf32_requires(p: Problem, d: dict):
     return mma_nhwc_requires(p, d, chunk=4)
 
 
+def mma_tma_requires(p: Problem, d: dict, chunk: int = 8):
+    """TMA reads a box of dy' per tap at stride 1 (a stride would skip rows between the taps'
+    boxes); its rows of k must be multiples of 16 bytes (the tensor map's strides), as for the copies."""
+    if p.dims["stride"] != 1:
+        return (f"stride {p.dims['stride']}: the TMA boxes of dy' are read at stride 1 (a tap's dy rows "
+                f"are then one box)")
+    return mma_nhwc_requires(p, d, chunk)
+
+
+def mma_tma_tf32_requires(p: Problem, d: dict):
+    return mma_tma_requires(p, d, chunk=4)
+
+
 def mma_nhwc_tf32_scratch(p: Problem, d: dict) -> dict:
     return mma_nhwc_scratch(p, d, "float32")
+
+
+def mma_nhwc_tf32_steps(p: Problem, d: dict) -> list:
+    return mma_nhwc_steps(p, d, item=4)
 
 
 def channel_last_copy(pixels: int, channels: int, images: int) -> tuple:
@@ -429,7 +472,7 @@ def channel_last_copy(pixels: int, channels: int, images: int) -> tuple:
     return (cdiv(pixels, 64) * 32, cdiv(channels, 64) * 8, images), (32, 8, 1)
 
 
-def mma_nhwc_steps(p: Problem, d: dict) -> list:
+def mma_nhwc_steps(p: Problem, d: dict, item: int = 2) -> list:
     """dy' to (N, OH, OW, K) or (N, KR/32, OH, OW, 32) through 64 x 64 blocks, w to (C, KH, KW, KR)
     per channel, WK values of k at a time (128, or 32 for kernels beyond 5x5: the shared block
     stays small), then the product into dx."""
@@ -439,8 +482,8 @@ def mma_nhwc_steps(p: Problem, d: dict) -> list:
     steps = [Step("dy_to_nchw32" if d.get("ILV") else "dy_to_nhwc", *channel_last_copy(q["OH"] * q["OW"], kr, q["N"]),
                   ("grad_output", "output", "dyp_copy", "K", "OH", "OW")),
              Step("w_to_crsk", (cdiv(kr, wk) * 256, q["C"]), (256, 1), ("weight", "w_crsk", "C", "K")),
-             Step("conv_dgrad", (cdiv(q["N"] * q["H"] * q["W"], MMA_TILE[0]) * threads, cdiv(q["C"], d["BN"]), splits),
-                  (threads, 1, 1), ("dyp_copy", "w_crsk", "dx_split" if splits > 1 else "grad_input", *p.scalars),
+             Step("conv_dgrad", (position_blocks(p, d) * threads, cdiv(q["C"], d["BN"]), splits),
+                  (threads, 1, 1), (*mma_operands(p, d, item), "dx_split" if splits > 1 else "grad_input", *p.scalars),
                   mma_ring_bytes(d))]
     if splits == 1:
         return steps
@@ -450,15 +493,27 @@ def mma_nhwc_steps(p: Problem, d: dict) -> list:
             + [Step("splitk_store", *flat, ("dx_split", "grad_input", np.int32(n)))])
 
 
+def mma_operands(p: Problem, d: dict, item: int) -> tuple:
+    """The product's operands: the copies' addresses, or with TMA their tensor maps: dy' as
+    (N, OH, OW, K) in boxes of one patch (PN, PH, PW) x one row of shared memory (128 bytes of k),
+    w as (C, KH*KW, K) in boxes of BN channels x one tap x 128 bytes of k; ``item``: bytes per value."""
+    if not d.get("TMA"):
+        return "dyp_copy", "w_crsk"
+    q, row = p.dims, 128 // item
+    return (TensorMap("dyp_copy", (q["K"], q["OW"], q["OH"], q["N"]), (row, *tma_patch(p)[::-1])),
+            TensorMap("w_crsk", (q["K"], q["KH"] * q["KW"], q["C"]), (row, 1, d["BN"])))
+
+
 def tf32_operands(p: Problem, d: dict) -> dict:
     return {"TF32": 1}
 
 
 def with_splits(operands):
     """The jit of a channel-last or interleaved input-gradient stage: its operands' defines, its
-    split of K and its block's channels (the launch computes the same nhwc_splits and wgmma_fit
-    for the grid)."""
-    return lambda p, d: {**operands(p, d), "SPLITK": nhwc_splits(p, d), "BN": wgmma_fit(p, d)["BN"]}
+    split of K, its block's channels and, with TMA, its patch (the launch computes the same
+    nhwc_splits, wgmma_fit and tma_patch for the grid)."""
+    return lambda p, d: {**operands(p, d), "SPLITK": nhwc_splits(p, d), "BN": wgmma_fit(p, d)["BN"],
+                         **(dict(zip(("PH", "PW"), tma_patch(p)[1:])) if d.get("TMA") else {})}
 
 
 nhwc_fp16, nhwc_bf16, nhwc_tf32 = (with_splits(f) for f in (fp16_operands, bf16_operands, tf32_operands))
@@ -506,7 +561,7 @@ ONE_KERNEL = {"gemm_naive": gemm_naive, "gemm_local": gemm_local, "gemm_blocked"
 SEVERAL = {"phases": (phases_steps, phases_scratch), "delta": (delta_steps, delta_scratch),
            "col2im": (col2im_steps, cols_scratch), "im2col": (im2col_steps, cols_scratch),
            "nhwc": (nhwc_steps, nhwc_scratch),
-           "mma_nhwc": (mma_nhwc_steps, mma_nhwc_scratch), "mma_nhwc_tf32": (mma_nhwc_steps, mma_nhwc_tf32_scratch),
+           "mma_nhwc": (mma_nhwc_steps, mma_nhwc_scratch), "mma_nhwc_tf32": (mma_nhwc_tf32_steps, mma_nhwc_tf32_scratch),
            "mma_fwd": (mma_fwd_steps, mma_fwd_scratch), "mma_fwd_tf32": (mma_fwd_steps, mma_fwd_tf32_scratch),
            "vol2col": (vol2col_steps, vol_scratch)}
 

@@ -98,13 +98,32 @@ __device__ __forceinline__ void put(h16* p, float v) { *p = to_h16(v); }   // ro
 struct Store { template <typename T> __device__ __forceinline__ void operator()(T* p, float v) const { put(p, v); } };
 struct Add { __device__ __forceinline__ void operator()(float* p, float v) const { atomicAdd(p, v); } };
 
-// The warp's sums into dx (NCHW; m = (n, h, w)), from position m_warp and channel c_warp on, as
-// MT x NT tiles of 16 positions x 8 channels (4 x 4 for the mma.sync stages; 1 x BN/8 for a warp's
-// share of a wgmma product): c0, c1 hold position g, channels 2t, 2t+1; c2, c3 position g + 8
-// (the fragment layout above). Positions past NP and channels past C are not written.
-template <int MT, int NT, typename T, typename Op = Store>
-__device__ __forceinline__ void store_dx(T* dx, const float (&acc)[MT][NT][4], int m_warp, int c_warp, int g, int t,
-                                         int NP, int C, int HW, Op write = Op()) {
+// Where row m of the product lies in dx (NCHW): ok(m) is false past the positions, at(m) is the
+// offset of (n, channel 0, h, w). Rows of most stages are positions m = (n, h, w) flattened;
+// 13_tc_nhwc.cu's TMA blocks hold a patch of PN images x PH rows x PW columns, their row m within it.
+struct LinearRows {
+    int NP, HW, C;
+    __device__ __forceinline__ bool ok(int m) const { return m < NP; }
+    __device__ __forceinline__ int at(int m) const { return m / HW * C * HW + m % HW; }
+};
+template <int ROWS, int COLS>          // the patch's rows and columns (PH, PW)
+struct PatchRows {
+    int n0, h0, w0, N, H, W, C;
+    __device__ __forceinline__ bool ok(int m) const {
+        return n0 + m / (ROWS * COLS) < N && h0 + m / COLS % ROWS < H && w0 + m % COLS < W;
+    }
+    __device__ __forceinline__ int at(int m) const {
+        return ((n0 + m / (ROWS * COLS)) * C * H + h0 + m / COLS % ROWS) * W + w0 + m % COLS;
+    }
+};
+
+// The warp's sums into dx (NCHW), from row m_warp and channel c_warp on, as MT x NT tiles of 16
+// rows x 8 channels (4 x 4 for the mma.sync stages; 1 x BN/8 for a warp's share of a wgmma
+// product): c0, c1 hold row g, channels 2t, 2t+1; c2, c3 row g + 8 (the fragment layout above).
+// Rows past the positions and channels past C are not written.
+template <int MT, int NT, typename T, typename Rows, typename Op = Store>
+__device__ __forceinline__ void store_dx(T* dx, const float (&acc)[MT][NT][4], const Rows& rows, int m_warp, int c_warp,
+                                         int g, int t, int C, int HW, Op write = Op()) {
 #pragma unroll
     for (int mt = 0; mt < MT; mt++)
 #pragma unroll
@@ -113,8 +132,14 @@ __device__ __forceinline__ void store_dx(T* dx, const float (&acc)[MT][NT][4], i
             for (int e = 0; e < 4; e++) {
                 const int m = m_warp + mt * 16 + g + (e >> 1) * 8;
                 const int c = c_warp + nt * 8 + 2 * t + (e & 1);
-                if (m < NP && c < C) write(&dx[m / HW * C * HW + c * HW + m % HW], acc[mt][nt][e]);
+                if (rows.ok(m) && c < C) write(&dx[rows.at(m) + c * HW], acc[mt][nt][e]);
             }
+}
+// the same for consecutive positions
+template <int MT, int NT, typename T>
+__device__ __forceinline__ void store_dx(T* dx, const float (&acc)[MT][NT][4], int m_warp, int c_warp, int g, int t,
+                                         int NP, int C, int HW) {
+    store_dx(dx, acc, LinearRows{NP, HW, C}, m_warp, c_warp, g, t, C, HW);
 }
 
 // -- shared-memory addresses, ldmatrix, cp.async -------------------------------------------
@@ -248,6 +273,29 @@ __device__ __forceinline__ void mbar_wait(unsigned bar, unsigned parity) {
 __device__ __forceinline__ void bulk_copy(unsigned dst, const void* src, unsigned bytes, unsigned bar) {
     asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];"
                  :: "r"(dst), "l"(src), "r"(bytes), "r"(bar) : "memory");
+}
+// one arrival on bar (of the count given to mbar_init), no bytes
+__device__ __forceinline__ void mbar_arrive(unsigned bar) {
+    asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];" :: "r"(bar) : "memory");
+}
+// barriers initialized by one thread are visible to the copies of the Tensor Memory Accelerator
+// (and, after the block's barrier, to every thread)
+__device__ __forceinline__ void mbar_init_fence() { asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory"); }
+// A box of a tensor by the Tensor Memory Accelerator, one instruction: ``map`` (in global memory,
+// made on the host: helpers/engine/backends/cuda.py: tensor_map) names the tensor, its extents,
+// the box and the swizzle of the box in shared memory; the coordinates (innermost first, signed)
+// are the box's first element. Elements outside the tensor arrive as zeros; the whole box's bytes
+// count on bar.
+__device__ __forceinline__ void tensor_copy_3d(unsigned dst, const void* map, int c0, int c1, int c2, unsigned bar) {
+    asm volatile("cp.async.bulk.tensor.3d.shared::cluster.global.tile.mbarrier::complete_tx::bytes"
+                 " [%0], [%1, {%2, %3, %4}], [%5];"
+                 :: "r"(dst), "l"(map), "r"(c0), "r"(c1), "r"(c2), "r"(bar) : "memory");
+}
+__device__ __forceinline__ void tensor_copy_4d(unsigned dst, const void* map, int c0, int c1, int c2, int c3,
+                                               unsigned bar) {
+    asm volatile("cp.async.bulk.tensor.4d.shared::cluster.global.tile.mbarrier::complete_tx::bytes"
+                 " [%0], [%1, {%2, %3, %4, %5}], [%6];"
+                 :: "r"(dst), "l"(map), "r"(c0), "r"(c1), "r"(c2), "r"(c3), "r"(bar) : "memory");
 }
 #endif
 

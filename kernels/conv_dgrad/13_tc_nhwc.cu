@@ -57,7 +57,18 @@
 // wgmma group runs while the block copies a later chunk (wgmma_wait<1>, then a barrier before the
 // slot of the chunk before is refilled). BN = 64, 128 or 256: the launch narrows the stage's 256
 // to what C needs and to the device's fill (helpers/launch/gemm.py: wgmma_fit). Input gradient only.
-// JIT parameters: KH, KW, STRIDE, ACT, TF32, BF16, BN, STAGES, CH, ILV, FWD, BIAS, SPLITK, WGMMA.
+// TMA = 1 (tc_fp16_tma, tc_bf16_tma, tc_tf32_tma; with WGMMA, stride 1): the same product, its copies
+// made by Hopper's Tensor Memory Accelerator instead of cp.async. A block's 128 positions are a
+// patch of the image, PN images x PH rows x PW columns (helpers/launch/gemm.py: tma_patch picks it
+// per layer), so the A tile of a tap is one 4-d box of dy' and the B tile one 3-d box of w; the
+// host describes both tensors in tensor maps (helpers/engine/backends/cuda.py: tensor_map), the
+// TMA writes each box swizzled as wgmma reads it and zeros where the box leaves the tensor (the
+// padding, the image's edges, channels past K or C). One thread of a ninth warp issues the two
+// copies of every chunk; mbarriers tell the two warpgroups when a slot has landed (its bytes
+// counted) and the copying thread when they are done reading it. Stride 2 falls back to WGMMA's
+// gather (a tap's rows of dy would then lie a stride apart).
+// JIT parameters: KH, KW, STRIDE, ACT, TF32, BF16, BN, STAGES, CH, ILV, FWD, BIAS, SPLITK, WGMMA,
+// TMA, PH, PW.
 // Measured (H200, ResNet-50 layers at batch 64, results/conv_dgrad_resnet50_tc_nvidia-h200.json):
 // fp16 135.1 TFLOP/s geometric mean, x2.67 tc_fp16_pipe, x0.67 cuDNN fp16; tf32 81.7 TFLOP/s, x0.61
 // cuDNN TF32. Interleaved (ILV = 32): the same within 3 % on every layer (NHWC / NCHW32 time
@@ -68,6 +79,10 @@
 // the mma.sync product on ResNet-50, x0.78 cuDNN in the same precision (both). Nsight Compute
 // (results/tc/ncu_wgmma_nvidia-h200.txt): the tensor pipe busy 57 % of the cycles on vgg512@28,
 // L2 32 % and DRAM 6 %; one block per SM, 0.42 eligible warps per scheduler.
+// TMA = 1 (results/conv_dgrad_{resnet50,vgg16}_tma_nvidia-h200.json): x1.08 (tf32) and x1.06 (fp16)
+// over WGMMA on ResNet-50, x1.28 and x1.22 on VGG-16; x0.84 and x0.83 cuDNN on ResNet-50, x1.02 and
+// x0.98 on VGG-16; vgg512@28 in TF32 at 62 % of the dense TF32 data-sheet rate. Nsight Compute
+// (results/tc/ncu_tma_nvidia-h200.txt): the busiest pipeline at 79 % (tf32) on vgg512@28.
 
 #include "tc.cuh"
 
@@ -100,17 +115,28 @@ static_assert(!(FWD && ILV), "the forward pass reads x channel-last");
 #ifndef WGMMA
 #define WGMMA 0               // 1: the product on Hopper's warpgroup MMA (below; sm_90a only)
 #endif
+#ifndef TMA
+#define TMA 0                 // 1: both operands by the Tensor Memory Accelerator (below; with WGMMA)
+#endif
+#ifndef PH
+#define PH 8                  // TMA: a block's positions are a patch of PN images x PH rows x PW columns
+#endif
+#ifndef PW
+#define PW 16
+#endif
 #if WGMMA && !defined(__CUDA_ARCH_FEAT_SM90_ALL)
 #error "WGMMA = 1 needs a build for sm_90a (NVRTC --gpu-architecture=sm_90a or compute_90a)"
 #endif
 static_assert(!WGMMA || (CH == 8 && (BN == 64 || BN == 128 || BN == 256) && !FWD),
               "wgmma reads 128-byte rows (CH = 8), 64, 128 or 256 channels per block, input gradient only");
+static_assert(!TMA || (WGMMA && STRIDE == 1 && !ILV && 128 % (PH * PW) == 0),
+              "TMA: with WGMMA, at stride 1, channel-last, a patch of 128 positions (PN * PH * PW = 128)");
 static_assert(SPLITK == 1 || !FWD, "split-K serves the input gradient (its epilogue needs the whole sum)");
 // the copy of dy' fuses the activation's derivative (input gradient); forward, ACT is the epilogue's
 #define DERIV (ACT != ACT_NONE && !FWD)
 #define BM 128                // positions per block
 #if WGMMA
-#define THREADS 256           // two warpgroups, 64 positions x BN channels each
+#define THREADS (256 + 32 * TMA)  // two warpgroups, 64 positions x BN channels each (TMA: + the copying warp)
 #else
 #define THREADS (2 * BN)      // warps: 2 along the positions x BN/32 along the channels
 #endif
@@ -255,8 +281,13 @@ typedef float out_t;          // the float32 copy of dx the splits add into
 #else
 typedef elem out_t;
 #endif
+#if TMA
+#define OPERANDS const void* __restrict__ a_map, const void* __restrict__ b_map   // tensor maps of dy', w
+#else
+#define OPERANDS const elem* __restrict__ dyp, const elem* __restrict__ wp
+#endif
 extern "C" __global__ void __launch_bounds__(THREADS)
-PRODUCT(const elem* __restrict__ dyp, const elem* __restrict__ wp, out_t* __restrict__ dx, BIAS_ARG
+PRODUCT(OPERANDS, out_t* __restrict__ dx, BIAS_ARG
         int N, int C, int H, int W, int K, int OH, int OW, int PAD) {
 #if WGMMA
     // the ring in dynamic shared memory (more than the 48 KiB a block may declare statically), from
@@ -270,7 +301,82 @@ PRODUCT(const elem* __restrict__ dyp, const elem* __restrict__ wp, out_t* __rest
 #endif
     const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
     const int g = lane >> 2, t = lane & 3;
-    const int NP = N * H * W, HW = H * W, KR = padded_k(K), KC = (KR + BK - 1) / BK, RSK = KH * KW * KR;
+    const int HW = H * W, KR = padded_k(K), KC = (KR + BK - 1) / BK;
+    // this block's run of the reduction: chunks first .. first + chunks - 1 of KH * KW * KC
+#if SPLITK > 1
+    const int per = (KH * KW * KC + SPLITK - 1) / SPLITK, first = blockIdx.z * per;
+    const int chunks = max(0, min(KH * KW * KC - first, per));
+#else
+    const int first = 0, chunks = KH * KW * KC;
+#endif
+    const int c0 = blockIdx.y * BN;
+#if TMA
+    // The block's positions: a patch of PN images x PH rows x PW columns, its row m (of A, and of
+    // the product) the position (n0 + m / (PH * PW), h0 + m / PW % PH, w0 + m % PW). The A tile
+    // of tap (r, s) and channels k0 .. k0 + BK - 1 is then one box of dy' (N, OH, OW, K): from
+    // (n0, h0 + PAD - r, w0 + PAD - s, k0), PN x PH x PW x BK, rows outside dy' (the padding,
+    // the image's edges, channels past K) zeros. The B tile is one box of w (C, KH*KW, K): from
+    // (c0, r * KW + s, k0), BN x 1 x BK. One thread copies both with two instructions; the Tensor
+    // Memory Accelerator writes them swizzled as wgmma reads them.
+    constexpr int PN = BM / (PH * PW);
+    const int tiles_w = (W + PW - 1) / PW, tiles_h = (H + PH - 1) / PH;
+    const int w0 = blockIdx.x % tiles_w * PW, h0 = blockIdx.x / tiles_w % tiles_h * PH;
+    const int n0 = blockIdx.x / (tiles_w * tiles_h) * PN;
+    // a chunk's slot is full once its copies' bytes have landed (full[slot]), and empty once the
+    // 8 warps of the product are done reading it (empty[slot]); each barrier's phases alternate
+    __shared__ __align__(8) unsigned long long bars[2 * STAGES];
+    const unsigned full = smem_addr(bars), empty = full + 8 * STAGES;
+    if (tid == 0) {
+        for (int s = 0; s < STAGES; s++) {
+            mbar_init(full + 8 * s, 1);
+            mbar_init(empty + 8 * s, 8);
+        }
+        mbar_init_fence();
+    }
+    __syncthreads();
+    if (warp == 8) {                      // the copying warp: its first thread
+        if (lane == 0) {
+            int r = first / KC / KW, s = first / KC % KW, k0 = first % KC * BK, slot = 0, phase = 0;
+            for (int i = 0; i < chunks; i++) {
+                if (i >= STAGES) mbar_wait(empty + 8 * slot, phase ^ 1);   // chunk i - STAGES is read
+                mbar_expect_bytes(full + 8 * slot, (BM + BN) * ROW);
+                tensor_copy_4d(a_base + slot * (BM * ROW), a_map, k0, w0 + PAD - s, h0 + PAD - r, n0, full + 8 * slot);
+                tensor_copy_3d(b_base + slot * (BN * ROW), b_map, k0, r * KW + s, c0, full + 8 * slot);
+                if ((k0 += BK) >= KR) {
+                    k0 = 0;
+                    if (++s == KW) { s = 0; ++r; }
+                }
+                if (++slot == STAGES) { slot = 0; phase ^= 1; }
+            }
+        }
+        return;                           // (no barrier of the whole block follows)
+    }
+    // Warpgroup wg multiplies rows 64 wg .. 64 wg + 63 of the A tile by the whole B tile; its warp
+    // w holds rows 16 w .. 16 w + 15 of that, all BN channels (acc[0][nt]: channels 8 nt ..).
+    const int wg = warp >> 2;
+    float acc[1][BN / 8][4];
+    for (int nt = 0; nt < BN / 8; nt++)
+        for (int e = 0; e < 4; e++) acc[0][nt][e] = 0.0f;
+    for (int i = 0, slot = 0, phase = 0, last = 0; i < chunks; i++) {
+        mbar_wait(full + 8 * slot, phase);    // chunk i has landed
+        const unsigned as = a_base + slot * (BM * ROW) + wg * 64 * ROW, bs = b_base + slot * (BN * ROW);
+        wgmma_fence();
+        pin(&acc[0][0][0], BN / 2);
+#pragma unroll
+        for (int h = 0; h < CH / 2; h++)  // k-steps of 32 bytes along the rows
+            Wgmma<BN, TF32>::run(&acc[0][0][0], wg_desc(as + 32 * h), wg_desc(bs + 32 * h));
+        wgmma_commit();
+        wgmma_wait<1>();                  // this warp's products of chunk i-1 are done ...
+        pin(&acc[0][0][0], BN / 2);
+        if (i > 0 && lane == 0) mbar_arrive(empty + 8 * last);    // ... its slot may be refilled
+        last = slot;
+        if (++slot == STAGES) { slot = 0; phase ^= 1; }
+    }
+    wgmma_wait<0>();
+    pin(&acc[0][0][0], BN / 2);
+    const int warp_m = wg * 64 + (warp & 3) * 16, warp_n = 0;
+#else
+    const int m0 = blockIdx.x * BM, NP = N * H * W, RSK = KH * KW * KR;
     // where pixel pix of dy' holds channel k: pix * PIX + at_k(k)
 #if ILV
     const int PIX = ILV, IMG = KR / ILV * OH * OW;    // interleaved: an image is KR/32 group images
@@ -280,14 +386,6 @@ PRODUCT(const elem* __restrict__ dyp, const elem* __restrict__ wp, out_t* __rest
     const int PIX = K, IMG = OH * OW;
     auto at_k = [&](int k) { return (long)k; };
 #endif
-    // this block's run of the reduction: chunks first .. first + chunks - 1 of KH * KW * KC
-#if SPLITK > 1
-    const int per = (KH * KW * KC + SPLITK - 1) / SPLITK, first = blockIdx.z * per;
-    const int chunks = max(0, min(KH * KW * KC - first, per));
-#else
-    const int first = 0, chunks = KH * KW * KC;
-#endif
-    const int m0 = blockIdx.x * BM, c0 = blockIdx.y * BN;
 
     // this thread copies chunk j of the A and B rows arow + e * STEP. STEP is a multiple of 8, so
     // those rows share their swizzle: their shared addresses differ by e * STEP rows.
@@ -430,6 +528,7 @@ PRODUCT(const elem* __restrict__ dyp, const elem* __restrict__ wp, out_t* __rest
     }
 #endif
     cp_async_wait<0>();
+#endif
 
 #if FWD
     // the epilogue, on the float32 accumulators: + bias of the column's channel, then the activation
@@ -448,10 +547,17 @@ PRODUCT(const elem* __restrict__ dyp, const elem* __restrict__ wp, out_t* __rest
 #pragma unroll
             for (int e = 0; e < 4; e++) acc[mt][nt][e] = act_forward(acc[mt][nt][e] + bias_of[nt][e & 1]);
 #endif
-#if SPLITK > 1
-    store_dx(dx, acc, m0 + warp_m, c0 + warp_n, g, t, NP, C, HW, Add());
+#if TMA
+    const PatchRows<PH, PW> rows{n0, h0, w0, N, H, W, C};
+    const int m_block = 0;                // rows counted within the patch
 #else
-    store_dx(dx, acc, m0 + warp_m, c0 + warp_n, g, t, NP, C, HW);
+    const LinearRows rows{NP, HW, C};
+    const int m_block = m0;
+#endif
+#if SPLITK > 1
+    store_dx(dx, acc, rows, m_block + warp_m, c0 + warp_n, g, t, C, HW, Add());
+#else
+    store_dx(dx, acc, rows, m_block + warp_m, c0 + warp_n, g, t, C, HW);
 #endif
 }
 

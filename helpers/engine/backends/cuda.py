@@ -106,6 +106,49 @@ class CudaTensor(Tensor):
             dest.set(src)
 
 
+# cuTensorMapEncodeTiled's element types by storage size (the bits are copied, not converted):
+# float32 (fp32 and tf32 tensors), 16-bit (fp16 and bf16 bits in float16 storage: zero fill is
+# zero in both)
+_MAP_TYPES = {4: 7, 2: 1}           # CU_TENSOR_MAP_DATA_TYPE_FLOAT32, _UINT16
+_SWIZZLE_128B, _L2_256B = 3, 3      # CU_TENSOR_MAP_SWIZZLE_128B, CU_TENSOR_MAP_L2_PROMOTION_L2_256B
+
+
+@functools.lru_cache(maxsize=None)
+def _driver():
+    import ctypes
+    lib = ctypes.CDLL("libcuda.so.1")           # loaded by CuPy already; the driver API's own entry
+    lib.cuTensorMapEncodeTiled.restype = ctypes.c_int
+    return lib
+
+
+def tensor_map(t: "CudaTensor", dims: tuple, box: tuple):
+    """A tensor map of ``t`` (a contiguous array of extents ``dims``, innermost first) for the
+    Tensor Memory Accelerator (kernels/common/tc.cuh: tensor_copy_3d, tensor_copy_4d): boxes of
+    ``box`` elements, each written to shared memory with the 128-byte swizzle, elements outside
+    the extents read as zeros. Returns the map (128 bytes) copied to the device, where the kernel
+    reads it through its address."""
+    import ctypes
+    import cupy
+    item, ptr = t.buffer.itemsize, t.buffer.data.ptr
+    if int(np.prod(dims)) > t.buffer.size:
+        raise RuntimeError(f"registry bug: a tensor map of extents {dims} is larger than {t.name} ({t.buffer.size} values)")
+    strides = [int(np.prod(dims[:i + 1])) * item for i in range(len(dims) - 1)]
+    if ptr % 16 or any(s % 16 for s in strides) or box[0] * item > 128 or max(box) > 256:
+        raise ValueError(f"{t.name}: a tensor map needs an address and strides that are multiples of 16 bytes "
+                         f"(got {ptr % 16} and {strides}), rows of at most 128 bytes and boxes of at most 256 "
+                         f"(got {box}); the stage's requires should have refused this problem")
+    u64, u32 = ctypes.c_uint64 * len(dims), ctypes.c_uint32 * len(dims)
+    encoded = (ctypes.c_uint64 * 16)()
+    err = _driver().cuTensorMapEncodeTiled(
+        ctypes.byref(encoded), _MAP_TYPES[item], len(dims), ctypes.c_void_p(ptr), u64(*dims),
+        (ctypes.c_uint64 * max(1, len(strides)))(*strides), u32(*box), u32(*[1] * len(dims)),
+        0, _SWIZZLE_128B, _L2_256B, 0)
+    if err:
+        raise RuntimeError(f"cuTensorMapEncodeTiled refused the map of {t.name} (extents {dims}, box {box}): "
+                           f"CUresult {err}")
+    return cupy.asarray(np.frombuffer(bytes(encoded), dtype=np.uint8))
+
+
 def launch(kernel, global_size: tuple, local_size: tuple, args: tuple, shared: int = 0) -> None:
     """One launch with the OpenCL geometry: grid = global size / block, per dimension; ``shared``
     bytes of dynamic shared memory per block."""
