@@ -281,6 +281,18 @@ typedef float out_t;          // the float32 copy of dx the splits add into
 #else
 typedef elem out_t;
 #endif
+#if WGMMA
+// A warpgroup's product of one chunk: its 64 rows of the A slot (from as) by the BN rows of the B
+// slot (from bs), CH / 2 wgmma k-steps issued and committed as one group
+__device__ __forceinline__ void wgmma_chunk(float* acc, unsigned as, unsigned bs) {
+    wgmma_fence();
+    pin(acc, BN / 2);
+#pragma unroll
+    for (int h = 0; h < CH / 2; h++)      // k-steps of 32 bytes along the rows
+        Wgmma<BN, TF32>::run(acc, wg_desc(as + 32 * h), wg_desc(bs + 32 * h));
+    wgmma_commit();
+}
+#endif
 #if TMA
 #define OPERANDS const void* __restrict__ a_map, const void* __restrict__ b_map   // tensor maps of dy', w
 #else
@@ -360,12 +372,7 @@ PRODUCT(OPERANDS, out_t* __restrict__ dx, BIAS_ARG
     for (int i = 0, slot = 0, phase = 0, last = 0; i < chunks; i++) {
         mbar_wait(full + 8 * slot, phase);    // chunk i has landed
         const unsigned as = a_base + slot * (BM * ROW) + wg * 64 * ROW, bs = b_base + slot * (BN * ROW);
-        wgmma_fence();
-        pin(&acc[0][0][0], BN / 2);
-#pragma unroll
-        for (int h = 0; h < CH / 2; h++)  // k-steps of 32 bytes along the rows
-            Wgmma<BN, TF32>::run(&acc[0][0][0], wg_desc(as + 32 * h), wg_desc(bs + 32 * h));
-        wgmma_commit();
+        wgmma_chunk(&acc[0][0][0], as, bs);
         wgmma_wait<1>();                  // this warp's products of chunk i-1 are done ...
         pin(&acc[0][0][0], BN / 2);
         if (i > 0 && lane == 0) mbar_arrive(empty + 8 * last);    // ... its slot may be refilled
@@ -475,12 +482,7 @@ PRODUCT(OPERANDS, out_t* __restrict__ dx, BIAS_ARG
         __syncthreads();                  // everyone's
         const unsigned as = a_base + slot * (BM * ROW) + wg * 64 * ROW, bs = b_base + slot * (BN * ROW);
         slot = slot + 1 == STAGES ? 0 : slot + 1;
-        wgmma_fence();
-        pin(&acc[0][0][0], BN / 2);
-#pragma unroll
-        for (int h = 0; h < CH / 2; h++)  // k-steps of 32 bytes along the rows
-            Wgmma<BN, TF32>::run(&acc[0][0][0], wg_desc(as + 32 * h), wg_desc(bs + 32 * h));
-        wgmma_commit();
+        wgmma_chunk(&acc[0][0][0], as, bs);
         wgmma_wait<1>();                  // chunk i-1's products are done (chunk i's may run on) ...
         pin(&acc[0][0][0], BN / 2);
         __syncthreads();                  // ... in both warpgroups: its slot may be refilled
