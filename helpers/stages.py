@@ -357,22 +357,23 @@ CONV_DGRAD += [
              "tc_fp16_wgmma with TF32 operands, wgmma m64nBNk8 (K % 4 == 0)"))))
     for name, precision, jit, launch, requires, fallback, title in entries]
 # step 8: the same product with both operands copied by Hopper's Tensor Memory Accelerator (TMA =
-# 1): a block's positions are a patch of the image (helpers/launch/gemm.py: tma_patch), so the A
-# tile of a tap is one box of dy'; one thread of a third, copying warp issues a chunk's two boxes,
-# mbarriers say when they have landed and when their slot is free. Stride 1 only.
+# 1): a block's positions are a patch of the image, or at stride S of one of its S x S phases
+# (helpers/launch/gemm.py: tma_patch), so the A tile of a tap is one box of dy'; one thread of a
+# ninth, copying warp issues a chunk's two boxes, mbarriers say when they have landed and when
+# their slot is free
 TMA_TC = dict(WGMMA_TC, defines={**WGMMA_TC["defines"], "TMA": 1})
 CONV_DGRAD += [
     Stage("conv_dgrad", 13, name, "conv_dgrad/13_tc_nhwc.cu", title, precision=precision, jit=jit,
           launch=launch, requires=requires, fallback=fallback, **TMA_TC)
     for name, precision, jit, launch, requires, fallback, title in (
-        ("tc_fp16_tma", "fp16", "nhwc_fp16", "mma_nhwc", "mma_tma_requires", "tc_fp16_wgmma",
+        ("tc_fp16_tma", "fp16", "nhwc_fp16", "mma_nhwc", "mma_nhwc_requires", "tc_fp16_pipe",
          "tc_fp16_wgmma with both operands copied by the Tensor Memory Accelerator: a block's positions "
-         "a patch of the image, a tap's A tile one box of dy', one thread issues a chunk's copies, "
-         "mbarriers pace the ring (stride 1, K % 8 == 0)"),
-        ("tc_bf16_tma", "bf16", "nhwc_bf16", "mma_nhwc", "mma_tma_requires", "tc_bf16_wgmma",
-         "tc_fp16_tma on bfloat16 tensors (stride 1, K % 8 == 0)"),
-        ("tc_tf32_tma", "tf32", "nhwc_tf32", "mma_nhwc_tf32", "mma_tma_tf32_requires", "tc_tf32_wgmma",
-         "tc_fp16_tma with TF32 operands (stride 1, K % 4 == 0)"))]
+         "a patch of the image (of one phase at a stride: only the taps that reach it), a tap's A tile "
+         "one box of dy', one thread issues a chunk's copies, mbarriers pace the ring (K % 8 == 0)"),
+        ("tc_bf16_tma", "bf16", "nhwc_bf16", "mma_nhwc", "mma_nhwc_requires", "tc_bf16",
+         "tc_fp16_tma on bfloat16 tensors (K % 8 == 0)"),
+        ("tc_tf32_tma", "tf32", "nhwc_tf32", "mma_nhwc_tf32", "mma_nhwc_tf32_requires", "tc_tf32",
+         "tc_fp16_tma with TF32 operands (K % 4 == 0)"))]
 # the same kernel on dy' interleaved in groups of 32 channels, (N, K/32, OH, OW, 32) (MegEngine's
 # NCHW32), K padded with zeros to a whole group: no K is refused
 CONV_DGRAD += [

@@ -90,14 +90,6 @@ PROBLEMS = [dict(n=1, c=3, h=7, w=9, k=4, kernel=3, stride=1, padding=1, activat
             dict(n=1, c=2, h=6, w=6, k=3, kernel=2, stride=1, padding=0, activation="sigmoid")]
 
 
-def built_for(stage) -> list:
-    """PROBLEMS a stage's kernel is built for: a TMA kernel at stride 1 only (its requires sends
-    other strides to the stage's fallback before any build; the kernel asserts it), as stride 1."""
-    if stage.defines.get("TMA"):
-        return [dict(c, stride=1) for c in PROBLEMS]
-    return PROBLEMS
-
-
 def define_sets(stage):
     """The stage's defaults, then each tune candidate alone."""
     yield dict(stage.defines)
@@ -141,7 +133,7 @@ def test_there_are_cuda_twins():
 def test_cuda_kernel_compiles_to_ptx(stage):
     count = 0
     for defines in define_sets(stage):
-        for c in built_for(stage):
+        for c in PROBLEMS:
             problem = prepare(stage.op, **_args(c, op=stage.op))
             jit = jit_defines(stage, problem, defines)
             for arch in archs(stage):
@@ -149,14 +141,14 @@ def test_cuda_kernel_compiles_to_ptx(stage):
                 assert f".entry {stage.entry or stage.op}(" in ptx
                 assert f".target {arch.replace('compute_', 'sm_')}" in ptx
                 count += 1
-    assert count >= len(built_for(stage)) * len(archs(stage))
+    assert count >= len(PROBLEMS) * len(archs(stage))
 
 
 @pytest.mark.skipif(NO_NVRTC is not None, reason=f"{NO_NVRTC}")
 @pytest.mark.parametrize("stage", TENSOR_CORES, ids=holds_key)
 def test_tensor_core_ptx_holds_its_instructions(stage):
     assert set(PTX_HOLDS) == {holds_key(s) for s in TENSOR_CORES}, "declare each tensor-core stage's PTX"
-    problem = prepare(stage.op, **_args(built_for(stage)[1], op=stage.op))   # K*KH*KW = 400: the pipelined path
+    problem = prepare(stage.op, **_args(PROBLEMS[1], op=stage.op))   # K*KH*KW = 400: the pipelined path
     jit = jit_defines(stage, problem, stage.defines)
     for arch in archs(stage):
         ptx = nvrtc.compile_ptx(stage.kernel, jit, arch, source=stage_source(stage, jit))
@@ -444,14 +436,18 @@ def test_tma_patches_cover_the_layer_with_least_padding():
 
 
 @pytest.mark.parametrize("stage", TMA_STAGES)
-def test_tma_stage_refuses_strides_and_falls_back(stage):
-    """Stride 2 (a tap's dy rows are not one box) and, for 16-bit stages, K % 8 (the tensor map's
-    strides must be multiples of 16 bytes) run the wgmma stage instead."""
+def test_tma_stage_takes_every_stride_and_refuses_unaligned_rows(stage):
+    """Any stride (a block holds one phase's positions; the grid has S * S times the blocks of
+    one phase), and, for 16-bit stages, K % 8 refused (the tensor map's strides must be
+    multiples of 16 bytes): such layers run the stage's fallback."""
     s = helpers.get_stage("conv_dgrad", stage)
     requires = hook(s, "requires")
-    why = requires(prepare("conv_dgrad", **_args(PROBLEMS[1])), s.defines)
-    assert why and "stride 2" in why and "stride 1" in why, why
-    assert requires(prepare("conv_dgrad", **_args(dict(PROBLEMS[0], k=8))), s.defines) is None
+    for c in PROBLEMS:
+        p = prepare("conv_dgrad", **_args(dict(c, k=8)))
+        assert requires(p, s.defines) is None, c
+        q, stride = p.dims, c["stride"]
+        phase = gemm.patch_blocks(q["N"], -(-q["H"] // stride), -(-q["W"] // stride), gemm.tma_patch(p))
+        assert gemm.position_blocks(p, s.defines) == stride * stride * phase
     k20 = requires(prepare("conv_dgrad", **_args(dict(PROBLEMS[0], k=20))), s.defines)
     assert (k20 is None) == (stage == "tc_tf32_tma"), k20
 
@@ -461,19 +457,22 @@ def test_tma_stage_refuses_strides_and_falls_back(stage):
 def test_tma_stage_matches_reference_with_guards(stage):
     """Step 8 on its own kernel (no fallback) with BN = 64, 128, 256, patches that overhang the
     image (7, 9 and 30 columns), several images per patch, K not a multiple of a row (the box
-    reads zeros past K), C not a multiple of BN, split-K, an activation; guard zones around every
-    tensor and workspace."""
-    cases = ((2, 300, 9, 7, 40, 64), (3, 260, 5, 30, 72, 128), (1, 264, 14, 9, 136, 256))
-    for i, (n, c, h, w, k, bn) in enumerate(cases):
+    reads zeros past K), C not a multiple of BN, strides 1, 2 and 3 (phases with 4, 2, 1 and no
+    taps; odd sizes, so phases of unequal size), kernels 3, 5 and 1, split-K, an activation;
+    guard zones around every tensor and workspace."""
+    cases = ((2, 300, 9, 7, 40, 64, 3, 1), (3, 260, 5, 30, 72, 128, 3, 2), (1, 264, 14, 9, 136, 256, 3, 1),
+             (2, 130, 11, 13, 24, 128, 5, 2), (2, 70, 10, 7, 32, 64, 1, 2), (1, 80, 12, 11, 16, 64, 3, 3))
+    for i, (n, c, h, w, k, bn, kernel, stride) in enumerate(cases):
         for split in (1, 512):
-            args = random_problem_args(n, c, h, w, k, 3, 1, 1, "relu" if i % 2 else "none", seed=i)
+            args = random_problem_args(n, c, h, w, k, kernel, stride, kernel // 2, "relu" if i % 2 else "none",
+                                       seed=i)
             d = {"BN": bn, "STAGES": 3, "SPLIT_TARGET": split, "SPLIT_MIN": 128}
             plan = helpers.plan_stage("conv_dgrad", stage, defines=d, **args)
             jit = plan.jit_defines
             assert plan.stage.name == stage and jit["TMA"] == 1, plan.stage.name
-            assert (jit["SPLITK"] > 1) == (split > 1) and (jit["BN"] == bn or split > 1), jit
+            assert (jit["SPLITK"] > 1) == (split > 1 and k * kernel * kernel >= 256) and jit["BN"] in (bn, 128), jit
             helpers.check_stage("conv_dgrad", stage, guard=True, defines=d, **args)
-    assert path_of("conv_dgrad", stage, **_args(PROBLEMS[1])) == "fallback"     # stride 2
+    assert path_of("conv_dgrad", stage, **_args(dict(PROBLEMS[1], k=16))) == "only"     # stride 2
 
 
 @pytest.mark.skipif(NO_CUDA is not None, reason=f"{NO_CUDA}")

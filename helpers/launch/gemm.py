@@ -309,23 +309,40 @@ SPLIT_MIN_TERMS = 128         # reduction indices per run at least: 4 chunks of 
 
 
 def tma_patch(p: Problem) -> tuple:
-    """(PN, PH, PW) of a TMA block (13_tc_nhwc.cu: TMA) on the layer: patch_for its N, H, W."""
-    return patch_for(p.dims["N"], p.dims["H"], p.dims["W"])
+    """(PN, PH, PW) of a TMA block (13_tc_nhwc.cu: TMA) on the layer: patch_for its images, or at
+    stride S for the grid of one phase (ceil(H / S) x ceil(W / S))."""
+    return patch_for(p.dims["N"], *phase_grid(p), p.dims["stride"])
 
 
-def patch_for(n: int, h: int, w: int) -> tuple:
+def patch_for(n: int, h: int, w: int, stride: int = 1) -> tuple:
     """The patch of PN images x PH rows x PW columns that makes a TMA block's 128 positions on
     images (n, h, w), chosen for the fewest blocks over them (the least padding: a patch that
-    divides the images wastes none; 7 x 7 images waste an eighth), then the widest rows."""
+    divides the images wastes none; 7 x 7 images waste an eighth), then the widest rows. At a
+    stride, (h, w) is one phase's grid and a block's row of PW positions is written to dx a
+    stride apart, sharing its 32-byte sectors with the other phases' blocks: there the patch is
+    at least 32 columns wide where the grid is (on res128@56/s2 in TF32, 4 x 4 x 8 patches made the
+    product x1.6 slower than 4 x 1 x 32, measured on the H200), the most images first."""
     shapes = [(MMA_TILE[0] // (ph * pw), ph, pw) for pw in (1, 2, 4, 8, 16, 32, 64, 128)
               for ph in (1, 2, 4, 8, 16, 32, 64, 128) if ph * pw <= MMA_TILE[0]]
+    if stride > 1:
+        wide = min(32, 1 << (w - 1).bit_length())
+        return min((s for s in shapes if s[2] >= wide),
+                   key=lambda s: (cdiv(n, s[0]) * cdiv(h, s[1]) * cdiv(w, s[2]), -s[0], -s[2]))
     return min(shapes, key=lambda s: (cdiv(n, s[0]) * cdiv(h, s[1]) * cdiv(w, s[2]), -s[2], -s[1]))
 
 
+def phase_grid(p: Problem) -> tuple:
+    """The rows and columns of one phase of dx at the layer's stride S: ceil(H / S), ceil(W / S)."""
+    q, s = p.dims, p.dims["stride"]
+    return cdiv(q["H"], s), cdiv(q["W"], s)
+
+
 def position_blocks(p: Problem, d: dict) -> int:
-    """Blocks of 128 positions over the layer: consecutive positions, or TMA's patches."""
+    """Blocks of 128 positions over the layer: consecutive positions, or TMA's patches of each phase."""
     q = p.dims
-    return patch_blocks(q["N"], q["H"], q["W"], tma_patch(p)) if d.get("TMA") else cdiv(q["N"] * q["H"] * q["W"], MMA_TILE[0])
+    if d.get("TMA"):            # a grid of patches per phase, S * S phases
+        return patch_blocks(q["N"], *phase_grid(p), tma_patch(p)) * q["stride"] ** 2
+    return cdiv(q["N"] * q["H"] * q["W"], MMA_TILE[0])
 
 
 def patch_blocks(n: int, h: int, w: int, patch: tuple) -> int:
@@ -443,19 +460,6 @@ def mma_ring_bytes(d: dict) -> int:
 
 def mma_nhwc_tf32_requires(p: Problem, d: dict):
     return mma_nhwc_requires(p, d, chunk=4)
-
-
-def mma_tma_requires(p: Problem, d: dict, chunk: int = 8):
-    """TMA reads a box of dy' per tap at stride 1 (a stride would skip rows between the taps'
-    boxes); its rows of k must be multiples of 16 bytes (the tensor map's strides), as for the copies."""
-    if p.dims["stride"] != 1:
-        return (f"stride {p.dims['stride']}: the TMA boxes of dy' are read at stride 1 (a tap's dy rows "
-                f"are then one box)")
-    return mma_nhwc_requires(p, d, chunk)
-
-
-def mma_tma_tf32_requires(p: Problem, d: dict):
-    return mma_tma_requires(p, d, chunk=4)
 
 
 def mma_nhwc_tf32_scratch(p: Problem, d: dict) -> dict:

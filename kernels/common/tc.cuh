@@ -100,7 +100,8 @@ struct Add { __device__ __forceinline__ void operator()(float* p, float v) const
 
 // Where row m of the product lies in dx (NCHW): ok(m) is false past the positions, at(m) is the
 // offset of (n, channel 0, h, w). Rows of most stages are positions m = (n, h, w) flattened;
-// 13_tc_nhwc.cu's TMA blocks hold a patch of PN images x PH rows x PW columns, their row m within it.
+// 13_tc_nhwc.cu's TMA blocks hold a patch of PN images x PH rows x PW columns, their row m within it
+// (of one phase at stride step: the positions (n, i * step + ph, j * step + pw), i and j the patch's).
 struct LinearRows {
     int NP, HW, C;
     __device__ __forceinline__ bool ok(int m) const { return m < NP; }
@@ -108,13 +109,11 @@ struct LinearRows {
 };
 template <int ROWS, int COLS>          // the patch's rows and columns (PH, PW)
 struct PatchRows {
-    int n0, h0, w0, N, H, W, C;
-    __device__ __forceinline__ bool ok(int m) const {
-        return n0 + m / (ROWS * COLS) < N && h0 + m / COLS % ROWS < H && w0 + m % COLS < W;
-    }
-    __device__ __forceinline__ int at(int m) const {
-        return ((n0 + m / (ROWS * COLS)) * C * H + h0 + m / COLS % ROWS) * W + w0 + m % COLS;
-    }
+    int n0, i0, j0, N, H, W, C, step, ph, pw;
+    __device__ __forceinline__ int h(int m) const { return (i0 + m / COLS % ROWS) * step + ph; }
+    __device__ __forceinline__ int w(int m) const { return (j0 + m % COLS) * step + pw; }
+    __device__ __forceinline__ bool ok(int m) const { return n0 + m / (ROWS * COLS) < N && h(m) < H && w(m) < W; }
+    __device__ __forceinline__ int at(int m) const { return ((n0 + m / (ROWS * COLS)) * C * H + h(m)) * W + w(m); }
 };
 
 // The warp's sums into dx (NCHW), from row m_warp and channel c_warp on, as MT x NT tiles of 16

@@ -57,7 +57,7 @@
 // wgmma group runs while the block copies a later chunk (wgmma_wait<1>, then a barrier before the
 // slot of the chunk before is refilled). BN = 64, 128 or 256: the launch narrows the stage's 256
 // to what C needs and to the device's fill (helpers/launch/gemm.py: wgmma_fit). Input gradient only.
-// TMA = 1 (tc_fp16_tma, tc_bf16_tma, tc_tf32_tma; with WGMMA, stride 1): the same product, its copies
+// TMA = 1 (tc_fp16_tma, tc_bf16_tma, tc_tf32_tma; with WGMMA): the same product, its copies
 // made by Hopper's Tensor Memory Accelerator instead of cp.async. A block's 128 positions are a
 // patch of the image, PN images x PH rows x PW columns (helpers/launch/gemm.py: tma_patch picks it
 // per layer), so the A tile of a tap is one 4-d box of dy' and the B tile one 3-d box of w; the
@@ -65,8 +65,9 @@
 // TMA writes each box swizzled as wgmma reads it and zeros where the box leaves the tensor (the
 // padding, the image's edges, channels past K or C). One thread of a ninth warp issues the two
 // copies of every chunk; mbarriers tell the two warpgroups when a slot has landed (its bytes
-// counted) and the copying thread when they are done reading it. Stride 2 falls back to WGMMA's
-// gather (a tap's rows of dy would then lie a stride apart).
+// counted) and the copying thread when they are done reading it. At stride S a block holds
+// positions of one phase (h % S, w % S) and copies only the taps that reach it: a quarter of the
+// 3 x 3 taps' work at stride 2, where the gather of WGMMA multiplies zeros for the others.
 // JIT parameters: KH, KW, STRIDE, ACT, TF32, BF16, BN, STAGES, CH, ILV, FWD, BIAS, SPLITK, WGMMA,
 // TMA, PH, PW.
 // Measured (H200, ResNet-50 layers at batch 64, results/conv_dgrad_resnet50_tc_nvidia-h200.json):
@@ -79,10 +80,11 @@
 // the mma.sync product on ResNet-50, x0.78 cuDNN in the same precision (both). Nsight Compute
 // (results/tc/ncu_wgmma_nvidia-h200.txt): the tensor pipe busy 57 % of the cycles on vgg512@28,
 // L2 32 % and DRAM 6 %; one block per SM, 0.42 eligible warps per scheduler.
-// TMA = 1 (results/conv_dgrad_{resnet50,vgg16}_tma_nvidia-h200.json): x1.08 (tf32) and x1.06 (fp16)
-// over WGMMA on ResNet-50, x1.28 and x1.22 on VGG-16; x0.84 and x0.83 cuDNN on ResNet-50, x1.02 and
-// x0.98 on VGG-16; vgg512@28 in TF32 at 62 % of the dense TF32 data-sheet rate. Nsight Compute
-// (results/tc/ncu_tma_nvidia-h200.txt): the busiest pipeline at 79 % (tf32) on vgg512@28.
+// TMA = 1 (results/conv_dgrad_{resnet50,vgg16}_tma_nvidia-h200.json): x1.10 (tf32) and x1.07 (fp16)
+// over WGMMA on ResNet-50, x1.25 and x1.22 on VGG-16; x0.87 cuDNN (both) on ResNet-50, x1.00 and
+// x0.97 on VGG-16; vgg512@28 in TF32 at 64 % of the dense TF32 data-sheet rate. Nsight Compute
+// (results/tc/ncu_tma_nvidia-h200.txt): the tensor pipeline busy 80 % (tf32) on vgg512@28; the
+// stride-2 layer x1.11 (tf32) only, its product neither computing nor saturating memory.
 
 #include "tc.cuh"
 
@@ -129,8 +131,8 @@ static_assert(!(FWD && ILV), "the forward pass reads x channel-last");
 #endif
 static_assert(!WGMMA || (CH == 8 && (BN == 64 || BN == 128 || BN == 256) && !FWD),
               "wgmma reads 128-byte rows (CH = 8), 64, 128 or 256 channels per block, input gradient only");
-static_assert(!TMA || (WGMMA && STRIDE == 1 && !ILV && 128 % (PH * PW) == 0),
-              "TMA: with WGMMA, at stride 1, channel-last, a patch of 128 positions (PN * PH * PW = 128)");
+static_assert(!TMA || (WGMMA && !ILV && 128 % (PH * PW) == 0),
+              "TMA: with WGMMA, channel-last, a patch of 128 positions (PN * PH * PW = 128)");
 static_assert(SPLITK == 1 || !FWD, "split-K serves the input gradient (its epilogue needs the whole sum)");
 // the copy of dy' fuses the activation's derivative (input gradient); forward, ACT is the epilogue's
 #define DERIV (ACT != ACT_NONE && !FWD)
@@ -314,26 +316,40 @@ PRODUCT(OPERANDS, out_t* __restrict__ dx, BIAS_ARG
     const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
     const int g = lane >> 2, t = lane & 3;
     const int HW = H * W, KR = padded_k(K), KC = (KR + BK - 1) / BK;
-    // this block's run of the reduction: chunks first .. first + chunks - 1 of KH * KW * KC
-#if SPLITK > 1
-    const int per = (KH * KW * KC + SPLITK - 1) / SPLITK, first = blockIdx.z * per;
-    const int chunks = max(0, min(KH * KW * KC - first, per));
+#if TMA
+    // The block's positions: at stride S, dx splits into S x S phases, the positions (h, w) with
+    // h % S = ph and w % S = pw, each a grid of HQ x WQ (chapter 11's phases). Only the taps r = r0,
+    // r0 + S, ... (r0 = (ph + PAD) % S) and s = s0, s0 + S, ... reach phase (ph, pw), and tap r
+    // reads row i + (ph + PAD - r) / S of dy for the phase's row i = h / S: a shift, as at stride 1
+    // (where there is one phase and every tap). A block holds a patch of one phase: PN images x PH
+    // rows x PW columns of its grid, its row m (of A, and of the product) the phase's position
+    // (n0 + m / (PH * PW), i0 + m / PW % PH, j0 + m % PW). The A tile of tap (r, s) and channels
+    // k0 .. k0 + BK - 1 is then one box of dy' (N, OH, OW, K): from (n0, i0 + (ph + PAD - r) / S,
+    // j0 + (pw + PAD - s) / S, k0), PN x PH x PW x BK, rows outside dy' (the padding, the image's
+    // edges, channels past K) zeros. The B tile is one box of w (C, KH*KW, K): from (c0, r * KW + s,
+    // k0), BN x 1 x BK. One thread copies both with two instructions; the Tensor Memory
+    // Accelerator writes them swizzled as wgmma reads them.
+    constexpr int PN = BM / (PH * PW);
+    const int HQ = (H + STRIDE - 1) / STRIDE, WQ = (W + STRIDE - 1) / STRIDE;
+    const int tiles_w = (WQ + PW - 1) / PW, tiles_h = (HQ + PH - 1) / PH, tiles_n = (N + PN - 1) / PN;
+    const int j0 = blockIdx.x % tiles_w * PW, i0 = blockIdx.x / tiles_w % tiles_h * PH;
+    const int n0 = blockIdx.x / (tiles_w * tiles_h) % tiles_n * PN, phase_hw = blockIdx.x / (tiles_w * tiles_h * tiles_n);
+    const int ph = phase_hw / STRIDE, pw = phase_hw % STRIDE;
+    const int r0 = (ph + PAD) % STRIDE, s0 = (pw + PAD) % STRIDE;
+    const int NR = (KH - r0 + STRIDE - 1) / STRIDE, NS = (KW - s0 + STRIDE - 1) / STRIDE;   // taps per axis
+    const int taps = max(0, NR) * max(0, NS);
 #else
-    const int first = 0, chunks = KH * KW * KC;
+    const int taps = KH * KW;
+#endif
+    // this block's run of the reduction: chunks first .. first + chunks - 1 of taps * KC
+#if SPLITK > 1
+    const int per = (taps * KC + SPLITK - 1) / SPLITK, first = blockIdx.z * per;
+    const int chunks = max(0, min(taps * KC - first, per));
+#else
+    const int first = 0, chunks = taps * KC;
 #endif
     const int c0 = blockIdx.y * BN;
 #if TMA
-    // The block's positions: a patch of PN images x PH rows x PW columns, its row m (of A, and of
-    // the product) the position (n0 + m / (PH * PW), h0 + m / PW % PH, w0 + m % PW). The A tile
-    // of tap (r, s) and channels k0 .. k0 + BK - 1 is then one box of dy' (N, OH, OW, K): from
-    // (n0, h0 + PAD - r, w0 + PAD - s, k0), PN x PH x PW x BK, rows outside dy' (the padding,
-    // the image's edges, channels past K) zeros. The B tile is one box of w (C, KH*KW, K): from
-    // (c0, r * KW + s, k0), BN x 1 x BK. One thread copies both with two instructions; the Tensor
-    // Memory Accelerator writes them swizzled as wgmma reads them.
-    constexpr int PN = BM / (PH * PW);
-    const int tiles_w = (W + PW - 1) / PW, tiles_h = (H + PH - 1) / PH;
-    const int w0 = blockIdx.x % tiles_w * PW, h0 = blockIdx.x / tiles_w % tiles_h * PH;
-    const int n0 = blockIdx.x / (tiles_w * tiles_h) * PN;
     // a chunk's slot is full once its copies' bytes have landed (full[slot]), and empty once the
     // 8 warps of the product are done reading it (empty[slot]); each barrier's phases alternate
     __shared__ __align__(8) unsigned long long bars[2 * STAGES];
@@ -348,15 +364,19 @@ PRODUCT(OPERANDS, out_t* __restrict__ dx, BIAS_ARG
     __syncthreads();
     if (warp == 8) {                      // the copying warp: its first thread
         if (lane == 0) {
-            int r = first / KC / KW, s = first / KC % KW, k0 = first % KC * BK, slot = 0, phase = 0;
+            // the phase's taps counted (ir, is): tap (r0 + S * ir, s0 + S * is)
+            int ir = taps ? first / KC / NS : 0, is = taps ? first / KC % NS : 0;    // (no taps: no chunks)
+            int k0 = first % KC * BK, slot = 0, phase = 0;
             for (int i = 0; i < chunks; i++) {
                 if (i >= STAGES) mbar_wait(empty + 8 * slot, phase ^ 1);   // chunk i - STAGES is read
                 mbar_expect_bytes(full + 8 * slot, (BM + BN) * ROW);
-                tensor_copy_4d(a_base + slot * (BM * ROW), a_map, k0, w0 + PAD - s, h0 + PAD - r, n0, full + 8 * slot);
+                const int r = r0 + STRIDE * ir, s = s0 + STRIDE * is;
+                tensor_copy_4d(a_base + slot * (BM * ROW), a_map, k0, j0 + (pw + PAD - s) / STRIDE,
+                               i0 + (ph + PAD - r) / STRIDE, n0, full + 8 * slot);
                 tensor_copy_3d(b_base + slot * (BN * ROW), b_map, k0, r * KW + s, c0, full + 8 * slot);
                 if ((k0 += BK) >= KR) {
                     k0 = 0;
-                    if (++s == KW) { s = 0; ++r; }
+                    if (++is == NS) { is = 0; ++ir; }
                 }
                 if (++slot == STAGES) { slot = 0; phase ^= 1; }
             }
@@ -550,7 +570,7 @@ PRODUCT(OPERANDS, out_t* __restrict__ dx, BIAS_ARG
             for (int e = 0; e < 4; e++) acc[mt][nt][e] = act_forward(acc[mt][nt][e] + bias_of[nt][e & 1]);
 #endif
 #if TMA
-    const PatchRows<PH, PW> rows{n0, h0, w0, N, H, W, C};
+    const PatchRows<PH, PW> rows{n0, i0, j0, N, H, W, C, STRIDE, ph, pw};
     const int m_block = 0;                // rows counted within the patch
 #else
     const LinearRows rows{NP, HW, C};
