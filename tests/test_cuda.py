@@ -453,6 +453,19 @@ def test_tma_stage_takes_every_stride_and_refuses_unaligned_rows(stage):
 
 
 @pytest.mark.skipif(NO_CUDA is not None, reason=f"{NO_CUDA}")
+def test_tensor_map_refuses_with_the_reason():
+    """A map the TMA cannot use is refused before the driver sees it (strides not multiples of 16
+    bytes), and what the driver refuses comes back with the driver's name for the error."""
+    from helpers.engine.backends import cuda
+    t = cuda.CudaTensor("t", (64,), np.zeros(64, np.float32), is_input=True)
+    with pytest.raises(ValueError, match="multiples of 16 bytes"):
+        cuda.tensor_map(t, (3, 2), (3, 1))                 # rows of 12 bytes
+    with pytest.raises(RuntimeError, match="cuTensorMapEncodeTiled refused the map of t .*CUDA_ERROR"):
+        cuda.tensor_map(t, (32, 2), (32, 0))               # an empty box
+    assert cuda.tensor_map(t, (32, 2), (32, 1)).nbytes == 128
+
+
+@pytest.mark.skipif(NO_CUDA is not None, reason=f"{NO_CUDA}")
 @pytest.mark.parametrize("stage", TMA_STAGES)
 def test_tma_stage_matches_reference_with_guards(stage):
     """Step 8 on its own kernel (no fallback) with BN = 64, 128, 256, patches that overhang the

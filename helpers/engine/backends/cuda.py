@@ -144,8 +144,10 @@ def tensor_map(t: "CudaTensor", dims: tuple, box: tuple):
         (ctypes.c_uint64 * max(1, len(strides)))(*strides), u32(*box), u32(*[1] * len(dims)),
         0, _SWIZZLE_128B, _L2_256B, 0)
     if err:
+        name = ctypes.c_char_p()
+        known = _driver().cuGetErrorName(err, ctypes.byref(name)) == 0 and name.value
         raise RuntimeError(f"cuTensorMapEncodeTiled refused the map of {t.name} (extents {dims}, box {box}): "
-                           f"CUresult {err}")
+                           f"{name.value.decode() if known else f'CUresult {err}'}")
     return cupy.asarray(np.frombuffer(bytes(encoded), dtype=np.uint8))
 
 
