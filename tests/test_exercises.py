@@ -329,3 +329,29 @@ def test_nhwc_offsets_check_accepts_the_copy_and_names_each_mistake(capsys):
     capsys.readouterr()
     assert not check_nhwc_offsets(unanswered)
     assert "Not answered yet" in capsys.readouterr().out
+
+
+def test_box_starts_check_accepts_the_phases_and_names_each_mistake(capsys):
+    from helpers.chapters.exercises import check_box_starts
+
+    def right(i0, ph, r, stride, pad):
+        return None if (ph + pad - r) % stride else i0 + (ph + pad - r) // stride
+    assert check_box_starts(right)
+    wrong = {
+        "add i0": lambda i0, ph, r, s, p: None if (ph + p - r) % s else (ph + p - r) // s,
+        "skips the tap": lambda i0, ph, r, s, p: i0 + (ph + p - r) // s,
+        "divide by the stride": lambda i0, ph, r, s, p: None if (ph + p - r) % s else i0 * s + ph + p - r,
+        "does reach the phase": lambda *a: None,
+        "not the row of dy": lambda i0, ph, r, s, p: None if (ph + p - r) % s else i0 + (r - ph - p) // s,
+    }
+    for says, answer in wrong.items():
+        capsys.readouterr()
+        assert not check_box_starts(answer)
+        out = capsys.readouterr().out
+        assert says in out and "Not yet" in out, (says, out)
+
+    def unanswered(*a):
+        raise NotImplementedError()
+    capsys.readouterr()
+    assert not check_box_starts(unanswered)
+    assert "Not answered yet" in capsys.readouterr().out

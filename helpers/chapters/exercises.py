@@ -608,3 +608,36 @@ def check_nhwc_offsets(answer_fn) -> bool:
             return _verdict(False, "", f"{where}: {bad}")
     return _verdict(True, "every position, tap and channel of both layers reads the right value of the "
                     "channel-last copy, and nothing where the tap misses", "")
+@exercise
+def check_box_starts(answer_fn) -> bool:
+    """Chapter 13, step 8: (i0, ph, r, stride, pad) -> the row of dy' where the TMA box of tap r
+    starts for a block whose patch starts at row i0 of phase ph (the rows h = i * stride + ph of
+    dx), or None where tap r reaches no row of that phase. Checked for strides 1 to 3, pads 0 to 2,
+    taps 0 to 4, every phase and three first rows, against the definition: row oh of dy reaches
+    row oh * stride - pad + r of dx through tap r (a box may start outside dy: zeros arrive there)."""
+    for stride in range(1, 4):
+        for pad, r, ph, i0 in np.ndindex(3, 5, stride, 6):
+            if i0 not in (0, 1, 5):
+                continue
+            h = i0 * stride + ph                      # the patch's first row of dx
+            want = next((oh for oh in range(-10, 30) if oh * stride - pad + r == h), None)
+            got = answer_fn(int(i0), int(ph), int(r), stride, int(pad))
+            if got == want:
+                continue
+            where = f"stride {stride}, pad {pad}, tap r = {r}, phase ph = {ph}, patch from row i0 = {i0}"
+            if want is None:
+                bad = ("tap r reaches no row of this phase (h + pad - r is not a multiple of the stride for "
+                       "h = i0 * stride + ph): return None, the block skips the tap")
+            elif got is None:
+                bad = "this tap does reach the phase: which row oh of dy has oh * stride - pad + r = i0 * stride + ph?"
+            elif got == want - i0:
+                bad = "the box starts at the block's first row: add i0"
+            elif got == h + pad - r:
+                bad = "that is the row at stride 1; the phase's rows lie a stride apart in dx: divide by the stride"
+            else:
+                bad = "not the row of dy that reaches the patch's first row: oh * stride - pad + r = i0 * stride + ph"
+            return _verdict(False, "", f"{where}: {bad}")
+    return _verdict(True, "every stride, pad, tap and phase: each box starts where the definition says, and the "
+                    "taps that miss a phase are skipped", "")
+
+
