@@ -321,7 +321,8 @@ def patch_for(n: int, h: int, w: int, stride: int = 1) -> tuple:
     stride, (h, w) is one phase's grid and a block's row of PW positions is written to dx a
     stride apart, sharing its 32-byte sectors with the other phases' blocks: there the patch is
     at least 32 columns wide where the grid is (on res128@56/s2 in TF32, 4 x 4 x 8 patches made the
-    product x1.6 slower than 4 x 1 x 32, measured on the H200), the most images first."""
+    product x1.6 slower than 4 x 1 x 32, measured on the H200 while the phases still ran one after
+    the other), the most images first."""
     shapes = [(MMA_TILE[0] // (ph * pw), ph, pw) for pw in (1, 2, 4, 8, 16, 32, 64, 128)
               for ph in (1, 2, 4, 8, 16, 32, 64, 128) if ph * pw <= MMA_TILE[0]]
     if stride > 1:

@@ -80,11 +80,11 @@
 // the mma.sync product on ResNet-50, x0.78 cuDNN in the same precision (both). Nsight Compute
 // (results/tc/ncu_wgmma_nvidia-h200.txt): the tensor pipe busy 57 % of the cycles on vgg512@28,
 // L2 32 % and DRAM 6 %; one block per SM, 0.42 eligible warps per scheduler.
-// TMA = 1 (results/conv_dgrad_{resnet50,vgg16}_tma_nvidia-h200.json): x1.10 (tf32) and x1.07 (fp16)
-// over WGMMA on ResNet-50, x1.25 and x1.22 on VGG-16; x0.87 cuDNN (both) on ResNet-50, x1.00 and
-// x0.97 on VGG-16; vgg512@28 in TF32 at 64 % of the dense TF32 data-sheet rate. Nsight Compute
-// (results/tc/ncu_tma_nvidia-h200.txt): the tensor pipeline busy 80 % (tf32) on vgg512@28; the
-// stride-2 layer x1.11 (tf32) only, its product neither computing nor saturating memory.
+// TMA = 1 (results/conv_dgrad_{resnet50,vgg16}_tma_nvidia-h200.json): x1.22 (tf32) and x1.20 (fp16)
+// over WGMMA on ResNet-50 (x1.91 and x1.89 on the stride-2 layer), x1.25 and x1.22 on VGG-16; x0.96
+// and x0.92 cuDNN on ResNet-50, x1.00 and x0.98 on VGG-16; vgg512@28 in TF32 at 64 % of the dense
+// TF32 data-sheet rate. Nsight Compute (results/tc/ncu_tma_nvidia-h200.txt): the tensor pipeline
+// busy 80 % (tf32) on vgg512@28.
 
 #include "tc.cuh"
 
@@ -331,9 +331,11 @@ PRODUCT(OPERANDS, out_t* __restrict__ dx, BIAS_ARG
     // Accelerator writes them swizzled as wgmma reads them.
     constexpr int PN = BM / (PH * PW);
     const int HQ = (H + STRIDE - 1) / STRIDE, WQ = (W + STRIDE - 1) / STRIDE;
-    const int tiles_w = (WQ + PW - 1) / PW, tiles_h = (HQ + PH - 1) / PH, tiles_n = (N + PN - 1) / PN;
-    const int j0 = blockIdx.x % tiles_w * PW, i0 = blockIdx.x / tiles_w % tiles_h * PH;
-    const int n0 = blockIdx.x / (tiles_w * tiles_h) % tiles_n * PN, phase_hw = blockIdx.x / (tiles_w * tiles_h * tiles_n);
+    const int tiles_w = (WQ + PW - 1) / PW, tiles_h = (HQ + PH - 1) / PH;
+    // the phase is the grid's fastest index: the S * S blocks of one patch run side by side, so the
+    // halves of a 32-byte sector of dx that two phases write meet in the L2 cache, not in DRAM
+    const int phase_hw = blockIdx.x % (STRIDE * STRIDE), tile = blockIdx.x / (STRIDE * STRIDE);
+    const int j0 = tile % tiles_w * PW, i0 = tile / tiles_w % tiles_h * PH, n0 = tile / (tiles_w * tiles_h) * PN;
     const int ph = phase_hw / STRIDE, pw = phase_hw % STRIDE;
     const int r0 = (ph + PAD) % STRIDE, s0 = (pw + PAD) % STRIDE;
     const int NR = (KH - r0 + STRIDE - 1) / STRIDE, NS = (KW - s0 + STRIDE - 1) / STRIDE;   // taps per axis
