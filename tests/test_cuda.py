@@ -415,7 +415,8 @@ def test_tma_product_copies_by_tensor_maps_only(stage):
     for name, copies in ((stage, 0), (stage.replace("_tma", "_wgmma"), 1)):
         s = helpers.get_stage("conv_dgrad", name)
         p = prepare("conv_dgrad", **_args(PROBLEMS[0]))
-        ptx = nvrtc.compile_ptx(s.kernel, jit_defines(s, p, s.defines), "compute_90a", stage_source(s, s.defines))
+        jit = jit_defines(s, p, s.defines)
+        ptx = nvrtc.compile_ptx(s.kernel, jit, "compute_90a", stage_source(s, jit))
         product = ptx[ptx.index(".entry conv_dgrad("):]
         product = product[:product.index("\n}\n")]
         assert ("cp.async.cg.shared.global" in product) == bool(copies), name
@@ -425,7 +426,8 @@ def test_tma_product_copies_by_tensor_maps_only(stage):
 def test_tma_patches_cover_the_layer_with_least_padding():
     """A TMA block's 128 positions are a patch PN x PH x PW of (N, H, W); the patch chosen for a
     layer makes the fewest blocks: none padded where a patch divides the image (ResNet-50's 56,
-    28 and 14 at batch 64), an eighth of 7 x 7 (16 images x 7 rows x 8 columns)."""
+    28 and 14 at batch 64); on 7 x 7 images patches of 16 images x 1 row x 8 columns, one column in
+    eight padding."""
     def patch(n, h, w):
         return gemm.tma_patch(prepare("conv_dgrad", **random_problem_args(n, 4, h, w, 4, 3, 1, 1, "none")))
     for n, h, w in ((64, 56, 56), (64, 28, 28), (64, 14, 14), (8, 224, 224)):
@@ -437,17 +439,16 @@ def test_tma_patches_cover_the_layer_with_least_padding():
 
 @pytest.mark.parametrize("stage", TMA_STAGES)
 def test_tma_stage_takes_every_stride_and_refuses_unaligned_rows(stage):
-    """Any stride (a block holds one phase's positions; the grid has S * S times the blocks of
-    one phase), and, for 16-bit stages, K % 8 refused (the tensor map's strides must be
-    multiples of 16 bytes): such layers run the stage's fallback."""
+    """Any stride (a block holds one phase's positions: one image of 9 x 8 at stride 2 has
+    phases of 5 x 4 positions, one patch each, 4 blocks; 6 x 6 at stride 3, 2 x 2, 9 blocks), and,
+    for 16-bit stages, K % 8 refused (the tensor map's strides must be multiples of 16 bytes):
+    such layers run the stage's fallback."""
     s = helpers.get_stage("conv_dgrad", stage)
     requires = hook(s, "requires")
     for c in PROBLEMS:
-        p = prepare("conv_dgrad", **_args(dict(c, k=8)))
-        assert requires(p, s.defines) is None, c
-        q, stride = p.dims, c["stride"]
-        phase = gemm.patch_blocks(q["N"], -(-q["H"] // stride), -(-q["W"] // stride), gemm.tma_patch(p))
-        assert gemm.position_blocks(p, s.defines) == stride * stride * phase
+        assert requires(prepare("conv_dgrad", **_args(dict(c, k=8))), s.defines) is None, c
+    for c, blocks in ((PROBLEMS[1], 4), (PROBLEMS[2], 9)):
+        assert gemm.position_blocks(prepare("conv_dgrad", **_args(dict(c, k=8))), s.defines) == blocks, c
     k20 = requires(prepare("conv_dgrad", **_args(dict(PROBLEMS[0], k=20))), s.defines)
     assert (k20 is None) == (stage == "tc_tf32_tma"), k20
 

@@ -316,7 +316,8 @@ def wgmma_rows(run: dict) -> list[dict]:
 
 def tma_rows(run: dict) -> list[dict]:
     """wgmma_rows for step 7 (``wgmma_ms``) and step 8 (``tma_ms``), with step 8's patch (PN, PH,
-    PW: gemm.tma_patch) and ``fallback``: True where step 8 ran step 7's kernel (stride 2)."""
+    PW: gemm.tma_patch) and ``fallback``: True where step 8 ran another stage (a K its tensor map
+    cannot stride: tma_patch's requirement, mma_nhwc_requires)."""
     return _step_rows(run, TMA_STAGES, "wgmma", "tma")
 
 
