@@ -27,7 +27,8 @@ DEFINES = {"naive": [{}], "local_two_pass": [{}, {"WG": 4}, {"COALESCED": 0}, {"
            "vec4": [{}, {"WG": 4}],
            "fused": [{}, {"WG": 4, "ITEMS": 1}, {"WG": 16, "ITEMS": 3, "REVERSE": 0},
                      {"WG": 4, "ITEMS": 3, "EARLY_LOADS": 0}, {"WG": 16, "ITEMS": 1, "REVERSE": 0, "EARLY_LOADS": 0}],
-           # WG 4 holds at most 64 units a channel: the larger shapes fall back to stage 05
+           # WG 4 holds at most 4 x MAX_ITEMS = 100 units a channel: (2, 6, 14, 14), 98 float4s, fills
+           # 25 a work-item; the larger shapes fall back to stage 05
            "one_pass": [{}, {"WG": 4}, {"WG": 32}, {"TWO_PASS_STATS": 0}, {"WG": 4, "TWO_PASS_STATS": 0}]}
 MODES = [dict(), dict(momentum=0.1), dict(training=False)]
 OFFSETS = [(0.0, 1.0), (1000.0, 1.0), (1000.0, 0.05)]
@@ -387,9 +388,11 @@ def test_one_pass_is_one_launch_where_the_channel_fits(ctx, op):
         return plan.path, len(plan.steps)
 
     bn = {layer["name"]: layer for layer in LAYER_SETS["bn"]}
-    # N = 1: every ResNet-50 channel (at most 112 x 112 values) fits 256 work-items x 16 float4s
+    # N = 1: every ResNet-50 channel (at most 112 x 112 values) fits 256 work-items x 25 float4s
     assert {name: ran({**layer, "n": 1}) for name, layer in bn.items()} == {name: ("only", 1) for name in bn}
     assert ran(bn["bn512@7"]) == ("only", 1)          # N = 32: 1,568 values a channel
+    assert ran(bn["bn128@28"]) == ("only", 1)         # N = 32: 25,088 values = 256 x 24.5 float4s
+    assert ran(bn["bn512@28"]) == ("only", 1)
     assert ran(bn["bn64@56"]) == ("fallback", 2)      # N = 32: 100,352 values a channel
 
 

@@ -20,7 +20,11 @@ BN_BACKWARD = ("grad_output", "output", "x", "gamma", "mean", "inv_std", "grad_i
                "grad_beta", "N", "C", "HW")
 
 
-MAX_ITEMS = 16   # stage 06: units a work-item may hold in registers (a float4 each with VEC4)
+# Stage 06: units a work-item may hold in registers (a float4 each with VEC4). The backward kernel
+# holds two float4s and an offset per unit, 9 registers: 25 units are 225 of the 255 registers a
+# CUDA thread may have, so both kernels stay in registers on NVIDIA GPUs (16 was the first bound:
+# it left bn128@28 and bn512@28, 6,272 float4s a channel at batch 32, to stage 05's two launches).
+MAX_ITEMS = 25
 
 
 def units(p: Problem) -> int:
