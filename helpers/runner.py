@@ -196,7 +196,7 @@ def step_values(plan, step: Step) -> tuple:
     values = []
     for a in step.args:
         if isinstance(a, TensorMap):
-            values.append(cuda.tensor_map(plan.arrays[a.tensor], a.dims, a.box))
+            values.append(cuda.tensor_map(plan.arrays[a.tensor], a.dims, a.box, a.swizzle))
         elif not isinstance(a, str):
             values.append(a)
         elif a in plan.arrays:

@@ -360,8 +360,9 @@ CONV_DGRAD += [
 # 1): a block's positions are a patch of the image, or at stride S of one of its S x S phases
 # (helpers/launch/gemm.py: tma_patch), so the A tile of a tap is one box of dy'; one thread of a
 # ninth, copying warp issues a chunk's two boxes, mbarriers say when they have landed and when
-# their slot is free
-TMA_TC = dict(WGMMA_TC, defines={**WGMMA_TC["defines"], "TMA": 1})
+# their slot is free; TMA_STORE = 1: dx written through shared memory by one TMA store per block,
+# where the layer allows it (helpers/launch/gemm.py: tma_store)
+TMA_TC = dict(WGMMA_TC, defines={**WGMMA_TC["defines"], "TMA": 1, "TMA_STORE": 1})
 CONV_DGRAD += [
     Stage("conv_dgrad", 13, name, "conv_dgrad/13_tc_nhwc.cu", title, precision=precision, jit=jit,
           launch=launch, requires=requires, fallback=fallback, **TMA_TC)

@@ -23,6 +23,7 @@ TWINS = [s for s in CUDA_STAGES if s.name.endswith("_cuda")]        # of an Open
 TENSOR_CORES = [s for s in CUDA_STAGES if s.tensor_cores]          # chapter 13
 TENSOR_COPY_4D = "cp.async.bulk.tensor.4d.shared::cluster.global.tile.mbarrier::complete_tx::bytes"
 TENSOR_COPY_3D = "cp.async.bulk.tensor.3d.shared::cluster.global.tile.mbarrier::complete_tx::bytes"
+TENSOR_STORE_4D = "cp.async.bulk.tensor.4d.global.shared::cta.bulk_group"
 # what each tensor-core stage's PTX must hold: its fast path, which must not silently disappear
 PTX_HOLDS = {
     "tc_tf32": ["mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32", "cvt.rna.tf32.f32"],
@@ -423,6 +424,47 @@ def test_tma_product_copies_by_tensor_maps_only(stage):
         assert (TENSOR_COPY_4D in product) != bool(copies), name
 
 
+def _tma_jit(stage, n, c, h, w, k, kernel=3, stride=1, **defines):
+    s = helpers.get_stage("conv_dgrad", stage)
+    p = prepare("conv_dgrad", **random_problem_args(n, c, h, w, k, kernel, stride, kernel // 2, "none"))
+    return s, jit_defines(s, p, {**s.defines, **defines})
+
+
+@pytest.mark.parametrize("stage", TMA_STAGES)
+def test_tma_store_runs_where_its_rows_are_whole_sectors(stage):
+    """TMA_STORE (on by default) runs at stride 1 without split-K where dx's rows are multiples of
+    16 bytes and the box's rows (PW values) of 32: vgg64@224's 4 x 32 patches in every precision,
+    res64@56's 8 x 8 in TF32 only (16-byte rows in 16-bit), 4 x 4 patches (res128@28) in none;
+    never at stride 2, with split-K, on 14-wide images (rows of 56 or 28 bytes) or when asked off."""
+    item = 4 if stage == "tc_tf32_tma" else 2
+    assert helpers.get_stage("conv_dgrad", stage).defines["TMA_STORE"] == 1
+    for case, runs in (((8, 64, 224, 224, 64), True), ((32, 64, 56, 56, 64), item == 4),
+                       ((32, 128, 28, 28, 128), False), ((32, 256, 14, 14, 256), False),
+                       ((32, 128, 56, 56, 128, 3, 2), False)):
+        s, jit = _tma_jit(stage, *case)
+        assert jit["TMA_STORE"] == int(runs), (case, jit)
+        assert runs == (jit["PW"] * item % 32 == 0 and case[3] * item % 16 == 0 and len(case) == 5), (case, jit)
+    assert _tma_jit(stage, 32, 64, 56, 56, 64, TMA_STORE=0)[1]["TMA_STORE"] == 0
+    split = _tma_jit(stage, 1, 64, 56, 56, 64, SPLIT_TARGET=4096, SPLIT_MIN=128)[1]
+    assert split["SPLITK"] > 1 and split["TMA_STORE"] == 0, split
+
+
+@pytest.mark.skipif(NO_NVRTC is not None, reason=f"{NO_NVRTC}")
+@pytest.mark.parametrize("stage", TMA_STAGES)
+def test_tma_store_is_in_the_product_only_when_it_runs(stage):
+    """With TMA_STORE the product ends in one TMA store of the staged box, after a barrier of the
+    two warpgroups alone (barrier 1); without it, store_dx's stores and no TMA store."""
+    for store in (1, 0):
+        s, jit = _tma_jit(stage, 2, 64, 32, 32, 64, TMA_STORE=store)        # 4 x 32 patches
+        assert jit["TMA_STORE"] == store
+        ptx = nvrtc.compile_ptx(s.kernel, jit, "compute_90a", stage_source(s, jit))
+        product = ptx[ptx.index(".entry conv_dgrad("):]
+        product = product[:product.index(".entry", 1)] if ".entry" in product[1:] else product
+        assert (TENSOR_STORE_4D in product) == bool(store), store
+        assert ("cp.async.bulk.wait_group.read 0" in product) == bool(store), store
+        assert ("bar.sync 1," in product) == bool(store), store
+
+
 def test_tma_patches_cover_the_layer_with_least_padding():
     """A TMA block's 128 positions are a patch PN x PH x PW of (N, H, W); the patch chosen for a
     layer makes the fewest blocks: none padded where a patch divides the image (ResNet-50's 56,
@@ -487,6 +529,26 @@ def test_tma_stage_matches_reference_with_guards(stage):
             assert (jit["SPLITK"] > 1) == (split > 1 and k * kernel * kernel >= 256) and jit["BN"] in (bn, 128), jit
             helpers.check_stage("conv_dgrad", stage, guard=True, defines=d, **args)
     assert path_of("conv_dgrad", stage, **_args(dict(PROBLEMS[1], k=16))) == "only"     # stride 2
+
+
+@pytest.mark.skipif(NO_CUDA is not None, reason=f"{NO_CUDA}")
+@pytest.mark.parametrize("stage", TMA_STAGES)
+def test_tma_store_matches_reference_with_guards(stage):
+    """dx by one TMA store per block, on boxes that leave the tensor: images past N (two images
+    per patch on three), rows past H (9 and 17 rows in patches of 4), channels past C (300 and 72
+    in blocks of 64 and 128), kernels 3, 5 and 1, an activation; each case runs the TMA store
+    (asserted), and again without it; guard zones around every tensor and workspace."""
+    cases = ((2, 300, 9, 16, 40, 64, 3), (1, 130, 17, 24, 24, 128, 5), (5, 64, 7, 32, 8, 64, 1),
+             (3, 72, 4, 16, 16, 64, 3))
+    for i, (n, c, h, w, k, bn, kernel) in enumerate(cases):
+        args = random_problem_args(n, c, h, w, k, kernel, 1, kernel // 2, "relu" if i % 2 else "none", seed=i)
+        for store in (1, 0):
+            d = {"BN": bn, "STAGES": 3, "SPLIT_TARGET": 1, "TMA_STORE": store}
+            plan = helpers.plan_stage("conv_dgrad", stage, defines=d, **args)
+            assert plan.stage.name == stage and plan.jit_defines["TMA_STORE"] == store, plan.jit_defines
+            helpers.check_stage("conv_dgrad", stage, guard=True, defines=d, **args)
+    s, jit = _tma_jit(stage, 3, 72, 4, 16, 16)
+    assert jit["PH"] * jit["PW"] == 64, jit            # two images per patch: the third block's second is past N
 
 
 @pytest.mark.skipif(NO_CUDA is not None, reason=f"{NO_CUDA}")

@@ -25,6 +25,19 @@ def test_pair_rows_refuses_a_run_built_without_the_switch():
         pairs.pair_rows(off, on, "PF")
 
 
+def test_a_switch_the_stage_kept_off_is_the_same_code_in_both_runs(monkeypatch):
+    """A row at 0 in both runs (the stage's rule kept the switch off on that layer) is labelled and
+    left out of the mean, as a fallback; one at 1 in both is still refused (above)."""
+    off = {"file": "a0.json", "rows": [_row("l1", "05_s", 2.0, PF=0), _row("l2", "05_s", 1.0, PF=0)]}
+    on = {"file": "a1.json", "rows": [_row("l1", "05_s", 1.0, PF=1), _row("l2", "05_s", 1.2, PF=0)]}
+    assert [r["kept_off"] for r in pairs.pair_rows(off, on, "PF")] == [False, True]
+    monkeypatch.setattr(pairs, "recorded_pairs", lambda *args, **kwargs: [(off, on)])
+    monkeypatch.setattr(pairs, "device_label", lambda run: "a device")
+    text = "\n".join(pairs.pair_table("conv_dgrad", "any", "PF"))
+    assert "05_s (kept off)" in text and "geometric mean 2.00 over the 1 layers it ran itself" in text
+    assert "PF kept off by the stage's own rule on l2" in text
+
+
 def test_recorded_switch_pairs():
     rowcopy = "\n".join(pairs.pair_table("conv_dgrad", "resnet50", "ROWCOPY", show=("TX", "TY")))
     assert "10_swizzle: t(ROWCOPY=0) / t(ROWCOPY=1) geometric mean 1.00 over the 4 layers" in rowcopy

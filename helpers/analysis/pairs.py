@@ -29,15 +29,18 @@ def pair_rows(off: dict, on: dict, name: str, switches: tuple | None = None) -> 
     on is faster), whether the two interquartile ranges are apart (do not overlap), the kernel
     that ran and the path. A row whose stage ran itself must have been built with the switch
     (each of ``switches``, default the one ``name``) at 0 and at 1, and every other JIT
-    parameter alike (a fallback stage has no such switch)."""
+    parameter alike (a fallback stage has no such switch), or at 0 in both: the stage's own rule
+    kept it off on that layer (``kept_off``: the same code either way, as a fallback)."""
     switches = switches or (name,)
     times = {(r["layer"], r["key"]): r for r in on["rows"]}
     rows = []
     for r0 in off["rows"]:
         r1 = times[(r0["layer"], r0["key"])]
+        kept_off = False
         if r0["ran"] == r0["key"]:
+            kept_off = all((r0["defines"].get(sw), r1["defines"].get(sw)) == (0, 0) for sw in switches)
             for sw in switches:
-                if (r0["defines"].get(sw), r1["defines"].get(sw)) != (0, 1):
+                if (r0["defines"].get(sw), r1["defines"].get(sw)) != (0, 1) and not kept_off:
                     raise ValueError(f"{off['file']}, {on['file']}: {r0['key']} on {r0['layer']} was built with "
                                      f"{sw}={r0['defines'].get(sw)} and {r1['defines'].get(sw)}, not 0 and 1")
             other = {k for k in {*r0["defines"], *r1["defines"]} - set(switches)
@@ -45,7 +48,7 @@ def pair_rows(off: dict, on: dict, name: str, switches: tuple | None = None) -> 
             if other:
                 raise ValueError(f"{off['file']}, {on['file']}: {r0['key']} on {r0['layer']} differs in "
                                  f"{', '.join(sorted(other))} besides {', '.join(switches)}")
-        rows.append({"layer": r0["layer"], "key": r0["key"], "ran": r0["ran"], "path": r0["path"],
+        rows.append({"layer": r0["layer"], "key": r0["key"], "ran": r0["ran"], "path": r0["path"], "kept_off": kept_off,
                      "shape": r0["shape"], "defines": r0["defines"], "ms0": r0["median_ms"], "ms1": r1["median_ms"],
                      "pct_copy": (r0.get("pct_copy"), r1.get("pct_copy")),
                      "ratio": r0["median_ms"] / r1["median_ms"],
@@ -66,7 +69,8 @@ def pair_table(op: str, layer_set: str, name: str, show: tuple = (), tags: tuple
     for off, on in pairs:
         rows = pair_rows(off, on, name, switches)
         out.append(f"{device_label(off)}: {op} over '{layer_set}', {off['file']} and {on['file']}")
-        ran = {id(r): r["ran"] + (" (fallback)" if r["path"] == "fallback" else "") for r in rows}
+        ran = {id(r): r["ran"] + (" (fallback)" if r["path"] == "fallback" else " (kept off)" if r["kept_off"] else "")
+               for r in rows}
         wide = max(len("ran"), *map(len, ran.values())) + 2
         key_w = max(18, *(len(r["key"]) + 2 for r in rows))
         col = max(14, len(name) + 4)
@@ -77,10 +81,14 @@ def pair_table(op: str, layer_set: str, name: str, show: tuple = (), tags: tuple
                        + "".join(f"{r['defines'].get(k, '-') if r['ran'] == r['key'] else '-':>4}" for k in show)
                        + f"{r['ms0']:{col - 3}.4f} ms{r['ms1']:{col - 3}.4f} ms{r['ratio']:11.2f}  {'yes' if r['apart'] else 'no'}")
         for key in dict.fromkeys(r["key"] for r in rows):
-            own = [r["ratio"] for r in rows if r["key"] == key and r["ran"] == key]
+            own = [r["ratio"] for r in rows if r["key"] == key and r["ran"] == key and not r["kept_off"]]
             if own:
                 out.append(f"  {key}: t({name}=0) / t({name}=1) geometric mean {geomean(own):.2f} over the "
                            f"{len(own)} layers it ran itself (from {min(own):.2f} to {max(own):.2f})")
+            kept = [r["layer"] for r in rows if r["key"] == key and r["kept_off"]]
+            if kept:
+                out.append(f"  {key}: {name} kept off by the stage's own rule on {', '.join(kept)} (the same "
+                           f"code in both runs)")
     return out
 
 

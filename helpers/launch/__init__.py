@@ -40,11 +40,13 @@ class TensorMap:
     """A kernel argument of a CUDA stage that copies by Hopper's Tensor Memory Accelerator: the
     address of a tensor map made on the host for ``tensor`` (a tensor or workspace name) viewed
     as a contiguous array of extents ``dims`` (innermost first), read in boxes of ``box``
-    elements, a box written to shared memory with the 128-byte swizzle
-    (helpers/engine/backends/cuda.py: tensor_map)."""
+    elements, a box written to shared memory with the 128-byte swizzle, or without it (``swizzle``
+    False: the box lies densely, as a TMA store reads it) (helpers/engine/backends/cuda.py:
+    tensor_map)."""
     tensor: str
     dims: tuple
     box: tuple
+    swizzle: bool = True
 
 
 @dataclass(frozen=True)

@@ -504,21 +504,43 @@ def mma_operands(p: Problem, d: dict, item: int) -> tuple:
     w as (C, KH*KW, K) in boxes of BN channels x one tap x 128 bytes of k; ``item``: bytes per value."""
     if not d.get("TMA"):
         return "dyp_copy", "w_crsk"
-    q, row = p.dims, 128 // item
-    return (TensorMap("dyp_copy", (q["K"], q["OW"], q["OH"], q["N"]), (row, *tma_patch(p)[::-1])),
+    q, row, patch = p.dims, 128 // item, tma_patch(p)
+    maps = (TensorMap("dyp_copy", (q["K"], q["OW"], q["OH"], q["N"]), (row, *patch[::-1])),
             TensorMap("w_crsk", (q["K"], q["KH"] * q["KW"], q["C"]), (row, 1, d["BN"])))
+    if tma_store(p, d, item):         # dx (N, C, H, W) in boxes of PN x BN x PH x PW, unswizzled
+        maps += (TensorMap("grad_input", (q["W"], q["H"], q["C"], q["N"]), (patch[2], patch[1], d["BN"], patch[0]),
+                           swizzle=False),)
+    return maps
 
 
 def tf32_operands(p: Problem, d: dict) -> dict:
     return {"TF32": 1}
 
 
+def tma_store(p: Problem, d: dict, item: int) -> bool:
+    """Whether the TMA product writes dx by one TMA store per block (TMA_STORE, asked and useful):
+    the whole sum per block (no split-K), stride 1 (a block's positions one box of dx), rows of dx
+    (W values of ``item`` bytes) a multiple of 16 bytes, as the tensor map needs, and rows of the
+    box (PW values) a multiple of 32 bytes, whole sectors of the L2 cache: with rows of 16 bytes
+    (4 x 4 patches in TF32) the store was slower than store_dx's on the H200 (res128@28 product
+    0.0707 ms against 0.0682, vgg512@28 0.3316 against 0.3287), with rows of 32 bytes or more
+    faster (res64@56 TF32 0.0861 against 0.0996). Otherwise store_dx writes dx from the registers."""
+    q = p.dims
+    return bool(d.get("TMA") and d.get("TMA_STORE") and q["stride"] == 1 and nhwc_splits(p, d) == 1
+                and tma_patch(p)[2] * item % 32 == 0 and q["W"] * item % 16 == 0)
+
+
 def with_splits(operands):
     """The jit of a channel-last or interleaved input-gradient stage: its operands' defines, its
-    split of K, its block's channels and, with TMA, its patch (the launch computes the same
-    nhwc_splits, wgmma_fit and tma_patch for the grid)."""
-    return lambda p, d: {**operands(p, d), "SPLITK": nhwc_splits(p, d), "BN": wgmma_fit(p, d)["BN"],
-                         **(dict(zip(("PH", "PW"), tma_patch(p)[1:])) if d.get("TMA") else {})}
+    split of K, its block's channels and, with TMA, its patch and whether it stores by TMA (the
+    launch computes the same nhwc_splits, wgmma_fit, tma_patch and tma_store for the grid)."""
+    def jit(p, d):
+        out = {**operands(p, d), "SPLITK": nhwc_splits(p, d), "BN": wgmma_fit(p, d)["BN"]}
+        if d.get("TMA"):
+            out.update(zip(("PH", "PW"), tma_patch(p)[1:]))
+            out["TMA_STORE"] = int(tma_store(p, d, 4 if out.get("TF32") else 2))
+        return out
+    return jit
 
 
 nhwc_fp16, nhwc_bf16, nhwc_tf32 = (with_splits(f) for f in (fp16_operands, bf16_operands, tf32_operands))

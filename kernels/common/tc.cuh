@@ -296,6 +296,17 @@ __device__ __forceinline__ void tensor_copy_4d(unsigned dst, const void* map, in
                  " [%0], [%1, {%2, %3, %4, %5}], [%6];"
                  :: "r"(dst), "l"(map), "r"(c0), "r"(c1), "r"(c2), "r"(c3), "r"(bar) : "memory");
 }
+// The other way: a box of shared memory (laid out densely, innermost coordinate fastest) written
+// to the tensor at the coordinates, one instruction; elements outside the tensor are not written.
+// The shared memory must stay until the copy has read it: tensor_store_wait.
+__device__ __forceinline__ void tensor_store_4d(const void* map, unsigned src, int c0, int c1, int c2, int c3) {
+    asm volatile("cp.async.bulk.tensor.4d.global.shared::cta.bulk_group [%0, {%1, %2, %3, %4}], [%5];"
+                 :: "l"(map), "r"(c0), "r"(c1), "r"(c2), "r"(c3), "r"(src) : "memory");
+    asm volatile("cp.async.bulk.commit_group;" ::: "memory");
+}
+__device__ __forceinline__ void tensor_store_wait() { asm volatile("cp.async.bulk.wait_group.read 0;" ::: "memory"); }
+// A barrier of the first n threads of the block only (barrier 1; __syncthreads is barrier 0)
+__device__ __forceinline__ void bar_sync_first(int n) { asm volatile("bar.sync 1, %0;" :: "r"(n) : "memory"); }
 #endif
 
 // -- the A operand: dy' gathered for one position -------------------------------------------

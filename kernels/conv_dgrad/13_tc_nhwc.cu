@@ -126,6 +126,9 @@ static_assert(!(FWD && ILV), "the forward pass reads x channel-last");
 #ifndef PW
 #define PW 16
 #endif
+#ifndef TMA_STORE
+#define TMA_STORE 0           // TMA: 1 writes dx through shared memory and one TMA store (the epilogue below)
+#endif
 #if WGMMA && !defined(__CUDA_ARCH_FEAT_SM90_ALL)
 #error "WGMMA = 1 needs a build for sm_90a (NVRTC --gpu-architecture=sm_90a or compute_90a)"
 #endif
@@ -133,6 +136,8 @@ static_assert(!WGMMA || (CH == 8 && (BN == 64 || BN == 128 || BN == 256) && !FWD
               "wgmma reads 128-byte rows (CH = 8), 64, 128 or 256 channels per block, input gradient only");
 static_assert(!TMA || (WGMMA && !ILV && 128 % (PH * PW) == 0),
               "TMA: with WGMMA, channel-last, a patch of 128 positions (PN * PH * PW = 128)");
+static_assert(!TMA_STORE || (TMA && SPLITK == 1 && STRIDE == 1),
+              "TMA_STORE: with TMA, the whole sum per block (SPLITK = 1), stride 1 (one box of dx per block)");
 static_assert(SPLITK == 1 || !FWD, "split-K serves the input gradient (its epilogue needs the whole sum)");
 // the copy of dy' fuses the activation's derivative (input gradient); forward, ACT is the epilogue's
 #define DERIV (ACT != ACT_NONE && !FWD)
@@ -295,7 +300,9 @@ __device__ __forceinline__ void wgmma_chunk(float* acc, unsigned as, unsigned bs
     wgmma_commit();
 }
 #endif
-#if TMA
+#if TMA_STORE                 // tensor maps of dy', w and dx
+#define OPERANDS const void* __restrict__ a_map, const void* __restrict__ b_map, const void* __restrict__ d_map
+#elif TMA
 #define OPERANDS const void* __restrict__ a_map, const void* __restrict__ b_map   // tensor maps of dy', w
 #else
 #define OPERANDS const elem* __restrict__ dyp, const elem* __restrict__ wp
@@ -570,6 +577,29 @@ PRODUCT(OPERANDS, out_t* __restrict__ dx, BIAS_ARG
         for (int nt = 0; nt < 4; nt++)
 #pragma unroll
             for (int e = 0; e < 4; e++) acc[mt][nt][e] = act_forward(acc[mt][nt][e] + bias_of[nt][e & 1]);
+#endif
+#if TMA_STORE
+    // The epilogue through shared memory: the ring is free once both warpgroups are done (their
+    // wgmma_wait<0>; every copied chunk was waited for). Each thread puts its sums, rounded, where
+    // they lie in the block's box of dx: PN images x BN channels x PH rows x PW columns, columns
+    // fastest (the order of dx, NCHW); then one thread writes the whole box with one TMA store,
+    // which leaves out what falls outside dx (images, rows, columns past the tensor, channels past C).
+    bar_sync_first(256);                  // the two warpgroups only (the copying warp has left)
+    elem* box = (elem*)(ring + (a_base - smem_addr(ring)));
+#pragma unroll
+    for (int nt = 0; nt < BN / 8; nt++)
+#pragma unroll
+        for (int e = 0; e < 4; e++) {
+            const int m = warp_m + g + (e >> 1) * 8, c = nt * 8 + 2 * t + (e & 1);
+            put(&box[(m / (PH * PW) * BN + c) * (PH * PW) + m % (PH * PW)], acc[0][nt][e]);
+        }
+    fence_async_shared();                 // the writes, visible to the TMA ...
+    bar_sync_first(256);                  // ... everyone's
+    if (tid == 0) {
+        tensor_store_4d(d_map, a_base, j0, i0, c0, n0);
+        tensor_store_wait();              // the box stays in shared memory until the TMA has read it
+    }
+    return;
 #endif
 #if TMA
     const PatchRows<PH, PW> rows{n0, i0, j0, N, H, W, C, STRIDE, ph, pw};

@@ -121,28 +121,30 @@ def _driver():
     return lib
 
 
-def tensor_map(t: "CudaTensor", dims: tuple, box: tuple):
+def tensor_map(t: "CudaTensor", dims: tuple, box: tuple, swizzle: bool = True):
     """A tensor map of ``t`` (a contiguous array of extents ``dims``, innermost first) for the
-    Tensor Memory Accelerator (kernels/common/tc.cuh: tensor_copy_3d, tensor_copy_4d): boxes of
-    ``box`` elements, each written to shared memory with the 128-byte swizzle, elements outside
-    the extents read as zeros. Returns the map (128 bytes) copied to the device, where the kernel
-    reads it through its address."""
+    Tensor Memory Accelerator (kernels/common/tc.cuh: tensor_copy_3d, tensor_copy_4d,
+    tensor_store_4d): boxes of ``box`` elements, in shared memory with the 128-byte swizzle (or
+    densely: ``swizzle`` False), elements outside the extents read as zeros and never written.
+    Returns the map (128 bytes) copied to the device, where the kernel reads it through its address."""
     import ctypes
     import cupy
     item, ptr = t.buffer.itemsize, t.buffer.data.ptr
     if int(np.prod(dims)) > t.buffer.size:
         raise RuntimeError(f"registry bug: a tensor map of extents {dims} is larger than {t.name} ({t.buffer.size} values)")
     strides = [int(np.prod(dims[:i + 1])) * item for i in range(len(dims) - 1)]
-    if ptr % 16 or any(s % 16 for s in strides) or box[0] * item > 128 or max(box) > 256:
+    if (ptr % 16 or any(s % 16 for s in strides) or box[0] * item % 16 or (swizzle and box[0] * item > 128)
+            or max(box) > 256):
         raise ValueError(f"{t.name}: a tensor map needs an address and strides that are multiples of 16 bytes "
-                         f"(got {ptr % 16} and {strides}), rows of at most 128 bytes and boxes of at most 256 "
-                         f"(got {box}); the stage's requires should have refused this problem")
+                         f"(got {ptr % 16} and {strides}), rows of a multiple of 16 bytes (at most 128 with the "
+                         f"swizzle) and boxes of at most 256 (got {box}); the stage's requires should have "
+                         f"refused this problem")
     u64, u32 = ctypes.c_uint64 * len(dims), ctypes.c_uint32 * len(dims)
     encoded = (ctypes.c_uint64 * 16)()
     err = _driver().cuTensorMapEncodeTiled(
         ctypes.byref(encoded), _MAP_TYPES[item], len(dims), ctypes.c_void_p(ptr), u64(*dims),
         (ctypes.c_uint64 * max(1, len(strides)))(*strides), u32(*box), u32(*[1] * len(dims)),
-        0, _SWIZZLE_128B, _L2_256B, 0)
+        0, _SWIZZLE_128B if swizzle else 0, _L2_256B, 0)
     if err:
         name = ctypes.c_char_p()
         known = _driver().cuGetErrorName(err, ctypes.byref(name)) == 0 and name.value
