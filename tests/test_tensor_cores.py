@@ -98,3 +98,23 @@ def test_recorded_profiles_read_back():
         assert {"wait", "barrier", "selected"} <= set(m["stalls"]) and 1 < sum(m["stalls"].values()) < 100, run
     wide = step7["tc_tf32_wgmma vgg512@28"]
     assert wide["top pipeline"][1].endswith("(Tensor)") and wide["Registers Per Thread"][0] > 128
+
+
+def test_tma_store_layers_name_why_the_store_is_kept_off():
+    """Chapter 13's table of where step 8 writes dx by the TMA store: the layers of the recorded pair
+    where it ran (res64@56 and vgg256@56 in TF32, vgg64@224 in all three) and a reason everywhere
+    else; the recorded runs agree with it row by row."""
+    from helpers.analysis import pairs
+    rows = {(r["layer"], r["precision"]): r for r in tc.tma_store_layers()}
+    ran = {k for k, r in rows.items() if r["store"]}
+    assert ran == {("res64@56", "tf32"), ("vgg256@56", "tf32"), ("vgg64@224", "tf32"), ("vgg64@224", "fp16"),
+                   ("vgg64@224", "bf16")}
+    assert rows[("res128@56/s2", "tf32")]["why"] == "stride 2" and rows[("res512@7", "fp16")]["why"] == "split-K"
+    assert rows[("res128@28", "tf32")]["why"] == "box rows of 16 bytes"
+    assert rows[("res256@14", "fp16")]["why"] == "dx rows of 28 bytes"
+    for set_name in ("resnet50", "vgg16"):
+        assert pairs.recorded_pairs("conv_dgrad", set_name, "TMA_STORE"), set_name
+        for off, on in pairs.recorded_pairs("conv_dgrad", set_name, "TMA_STORE"):
+            for r in pairs.pair_rows(off, on, "TMA_STORE"):
+                precision = {"tc_tf32_tma": "tf32", "tc_fp16_tma": "fp16", "tc_bf16_tma": "bf16"}[r["key"][3:]]
+                assert r["kept_off"] != rows[(r["layer"], precision)]["store"], r["layer"]

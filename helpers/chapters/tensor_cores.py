@@ -161,14 +161,14 @@ def bank_table() -> list[tuple]:
 KEY_INSTRUCTIONS = ("mma.sync", "ldmatrix", "cp.async", "cvt.rna.tf32", "ld.shared", "st.shared")
 
 
-def stage_ptx(stage: str, arch: str = "compute_80", layer: dict | None = None) -> str:
-    """The PTX NVRTC makes of a stage's kernel (its defaults, for a 3x3 stride-1 layer)."""
+def stage_ptx(stage: str, arch: str = "compute_80", layer: dict | None = None, defines: dict | None = None) -> str:
+    """The PTX NVRTC makes of a stage's kernel (its defaults and ``defines``, for a 3x3 stride-1 layer)."""
     from ..engine.backends import nvrtc
     from ..runner import jit_defines, prepare, stage_source
     s = get_stage("conv_dgrad", stage)
     lay = layer or {"n": 1, "c": 64, "h": 8, "w": 8, "k": 64, "kernel": 3, "stride": 1, "padding": 1}
     problem = prepare("conv_dgrad", **conv_dgrad.layer_args(dict(lay, name="ptx")))
-    jit = jit_defines(s, problem, s.defines)
+    jit = jit_defines(s, problem, {**s.defines, **(defines or {})})
     return nvrtc.compile_ptx(s.kernel, jit, arch, source=stage_source(s, jit))
 
 
@@ -319,6 +319,30 @@ def tma_rows(run: dict) -> list[dict]:
     PW: gemm.tma_patch) and ``fallback``: True where step 8 ran another stage (a K its tensor map
     cannot stride: tma_patch's requirement, mma_nhwc_requires)."""
     return _step_rows(run, TMA_STAGES, "wgmma", "tma")
+
+
+def tma_store_layers(sets=("resnet50", "vgg16")) -> list[dict]:
+    """Per layer (at its batch) and TMA stage: its patch and whether the product writes dx by the
+    TMA store (TMA_STORE after the stage's rule, helpers/launch/gemm.py: tma_store), or which
+    condition keeps it off: "stride 2", "split-K", "dx rows of B bytes" (not a multiple of 16),
+    "box rows of B bytes" (not a multiple of 32). Decided on the host: no GPU needed."""
+    from ..launch import gemm
+    from ..runner import jit_defines, prepare
+    out = []
+    for set_name in sets:
+        for lay in layer_set(set_name):
+            p = prepare("conv_dgrad", **conv_dgrad.layer_args(lay))
+            for stage in ("tc_tf32_tma", "tc_fp16_tma", "tc_bf16_tma"):
+                s = get_stage("conv_dgrad", stage)
+                jit = jit_defines(s, p, s.defines)
+                item = 4 if jit.get("TF32") else 2
+                why = ("stride 2" if lay["stride"] > 1 else "split-K" if jit["SPLITK"] > 1
+                       else f"dx rows of {lay['w'] * item} bytes" if lay["w"] * item % 16
+                       else f"box rows of {jit['PW'] * item} bytes" if jit["PW"] * item % 32 else "")
+                assert bool(jit["TMA_STORE"]) == (why == "") == gemm.tma_store(p, jit, item), (lay["name"], stage)
+                out.append({"layer": lay["name"], "stage": stage, "precision": s.precision,
+                            "patch": gemm.tma_patch(p), "store": bool(jit["TMA_STORE"]), "why": why})
+    return out
 
 
 def _step_rows(run: dict, stages: tuple, old: str, new: str) -> list[dict]:

@@ -68,8 +68,11 @@
 // counted) and the copying thread when they are done reading it. At stride S a block holds
 // positions of one phase (h % S, w % S) and copies only the taps that reach it: a quarter of the
 // 3 x 3 taps' work at stride 2, where the gather of WGMMA multiplies zeros for the others.
+// TMA_STORE = 1 (with TMA; where the layer allows it, helpers/launch/gemm.py: tma_store): the
+// epilogue through the ring, now free: the block's sums laid out as its box of dx, written by one
+// TMA store instead of every thread's own stores.
 // JIT parameters: KH, KW, STRIDE, ACT, TF32, BF16, BN, STAGES, CH, ILV, FWD, BIAS, SPLITK, WGMMA,
-// TMA, PH, PW.
+// TMA, PH, PW, TMA_STORE.
 // Measured (H200, ResNet-50 layers at batch 64, results/conv_dgrad_resnet50_tc_nvidia-h200.json):
 // fp16 135.1 TFLOP/s geometric mean, x2.67 tc_fp16_pipe, x0.67 cuDNN fp16; tf32 81.7 TFLOP/s, x0.61
 // cuDNN TF32. Interleaved (ILV = 32): the same within 3 % on every layer (NHWC / NCHW32 time
@@ -84,7 +87,9 @@
 // over WGMMA on ResNet-50 (x1.91 and x1.89 on the stride-2 layer), x1.25 and x1.22 on VGG-16; x0.96
 // and x0.92 cuDNN on ResNet-50, x1.00 and x0.98 on VGG-16; vgg512@28 in TF32 at 64 % of the dense
 // TF32 data-sheet rate. Nsight Compute (results/tc/ncu_tma_nvidia-h200.txt): the tensor pipeline
-// busy 80 % (tf32) on vgg512@28.
+// busy 80 % (tf32) on vgg512@28. TMA_STORE = 1 (results/conv_dgrad_{resnet50,vgg16}_tma_store{0,1}_
+// nvidia-h200.json): x1.10 to x1.17 on the layers where it runs (res64@56 and vgg256@56 in TF32,
+// vgg64@224 in all three precisions).
 
 #include "tc.cuh"
 
@@ -300,10 +305,12 @@ __device__ __forceinline__ void wgmma_chunk(float* acc, unsigned as, unsigned bs
     wgmma_commit();
 }
 #endif
-#if TMA_STORE                 // tensor maps of dy', w and dx
+#if TMA
+#if TMA_STORE
 #define OPERANDS const void* __restrict__ a_map, const void* __restrict__ b_map, const void* __restrict__ d_map
-#elif TMA
+#else
 #define OPERANDS const void* __restrict__ a_map, const void* __restrict__ b_map   // tensor maps of dy', w
+#endif
 #else
 #define OPERANDS const elem* __restrict__ dyp, const elem* __restrict__ wp
 #endif
