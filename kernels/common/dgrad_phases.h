@@ -37,13 +37,4 @@ inline phase_t make_phase(const int phase, const int H, const int W, const int P
 // Taps of the largest phase (phase 0): the reduction of phase p is K * taps <= K * MAX_TAPS.
 #define MAX_TAPS (CEIL_DIV(KH, STRIDE) * CEIL_DIV(KW, STRIDE))
 
-// Where column n of a phase's GEMM lies in dx: the phase's position n is (image n / PHW, row i,
-// column j of the phase's grid), stored at (image, channel 0, h0 + STRIDE*i, w0 + STRIDE*j);
-// -1 past the phase's NP = N * PHW positions.
-inline int phase_out(const phase_t q, const int n, const int NP, const int C, const int H, const int W) {
-    if (n >= NP) return -1;
-    const int PHW = q.hp * q.wp, pos = n % PHW;
-    return (n / PHW) * C * H * W + (q.h0 + STRIDE * (pos / q.wp)) * W + q.w0 + STRIDE * (pos % q.wp);
-}
-
 #endif

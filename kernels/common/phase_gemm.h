@@ -81,9 +81,14 @@ inline void phase_gemm(const int phase, __global const float* restrict dy, __glo
     GEMM_STORE_COLUMN(Cs, acc, DX_ROW);
 #else
     for (int b = 0; b < WN; b++) {
-        const int out = phase_out(q, n0 + GEMM_COL(b), NP, C, H, W);
-        for (int a = 0; a < WM; a++)
-            if (out >= 0 && m0 + GEMM_ROW(a) < C) dx[out + (m0 + GEMM_ROW(a)) * H * W] = acc[a][b];
+        const int n = n0 + GEMM_COL(b);
+        if (n >= NP) continue;
+        const int pos = n % PHW;
+        const int out = (n / PHW) * C * H * W + (q.h0 + STRIDE * (pos / q.wp)) * W + q.w0 + STRIDE * (pos % q.wp);
+        for (int a = 0; a < WM; a++) {
+            const int c = m0 + GEMM_ROW(a);
+            if (c < C) dx[out + c * H * W] = acc[a][b];
+        }
     }
 #endif
 }
