@@ -27,7 +27,7 @@ Layers, each importing only from itself and the ones above it in this list (help
                 exercises and kernel_exercises (checks), direct (models of chapters 03-05), local
                 (reuse and bank models of chapters 09-10), winograd (Toom-Cook), winograd_accuracy (the
                 kernels' error per layer, chapter 12a), tensor_cores (chapter 13: fragments, ldmatrix
-                banks, PTX, accuracy); tools over the
+                banks, PTX, accuracy), batch_norm (chapter 14: stage 06's register counts); tools over the
                 notebooks: execute, editions (student edition), site
 """
 import importlib

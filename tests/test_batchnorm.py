@@ -396,6 +396,31 @@ def test_one_pass_is_one_launch_where_the_channel_fits(ctx, op):
     assert ran(bn["bn64@56"]) == ("fallback", 2)      # N = 32: 100,352 values a channel
 
 
+def test_one_pass_forward_recomputes_offsets_only_for_many_units(ctx):
+    """HOLD_OFFSETS: the forward kernel holds each unit's offset up to 8 units a work-item and
+    computes it again above (bn128@28 at batch 32: 25 float4s); the backward kernel always holds
+    them (it has no such switch). The grid runs both settings: (2, 6, 14, 14) at WG 4 is 25 units.
+    The recorded register counts the rule rests on are read back."""
+    from helpers.ops.layers import LAYER_SETS
+    from helpers.ops.batchnorm_forward import layer_args as fwd_args
+    from helpers.ops.batchnorm_backward import layer_args as bwd_args
+    bn = {layer["name"]: layer for layer in LAYER_SETS["bn"]}
+    jit = {name: helpers.plan_stage("batchnorm_forward", "one_pass", ctx=ctx, **fwd_args(bn[name])).jit_defines
+           for name in ("bn128@28", "bn256@14")}
+    assert (jit["bn128@28"]["ITEMS"], jit["bn128@28"]["HOLD_OFFSETS"]) == (25, 0)
+    assert (jit["bn256@14"]["ITEMS"], jit["bn256@14"]["HOLD_OFFSETS"]) == (7, 1)
+    back = helpers.plan_stage("batchnorm_backward", "one_pass", ctx=ctx, **bwd_args(bn["bn128@28"])).jit_defines
+    assert back["ITEMS"] == 25 and "HOLD_OFFSETS" not in back
+    small = helpers.plan_stage("batchnorm_forward", "one_pass", ctx=ctx, defines={"WG": 4}, **random_args(2, 6, 14, 14))
+    assert small.jit_defines["HOLD_OFFSETS"] == 0 and small.path == "only"
+    from helpers.chapters import batch_norm
+    regs = {(r["ITEMS"], r["HOLD_OFFSETS"]): r for r in batch_norm.recorded()["rows"]}
+    assert regs[(25, 1)]["groups_per_unit"] < regs[(25, 0)]["groups_per_unit"]      # why 25 recomputes
+    assert all(regs[(n, 1)]["registers"] > regs[(n, 0)]["registers"] for n in batch_norm.ITEMS)
+    assert batch_norm.registers("ptxas info : Compiling entry function 'k' for 'sm_90a'\n"
+                                "ptxas info : Used 124 registers, used 1 barriers") == {"k": 124}
+
+
 def test_defines_given_for_a_stage_do_not_reach_its_fallback(ctx):
     """A WG asked of stage 06 on a channel too large for it: stage 05 runs with its own WG (on the
     H200 stage 05's kernels allow at most 256 work-items: an inherited WG = 512 failed the launch)."""

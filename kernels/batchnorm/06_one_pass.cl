@@ -14,8 +14,14 @@
 // (helpers/launch/batchnorm.py: channel_fits).
 //
 // Kernels and arguments: as stage 01 (no partials). NDRange: (WG * C), work-group WG.
+// HOLD_OFFSETS (forward): 1 keeps each unit's offset in a register from the load to the store; 0
+// computes it again for the store. With many units the held offsets cost occupancy: at ITEMS = 25
+// the forward kernel used 178 registers on the H200 (124 without them), so a work-group of 256
+// had an SM to itself instead of sharing it with another (results/engine/registers_one_pass_*).
+// The launch sets 0 above 8 units (helpers/launch/batchnorm.py: one_pass_items).
 // JIT parameters: WG (a power of two), ITEMS (units per work-item: ceil(N * units per slab / WG),
-// derived from the problem), VEC4 (1 when H*W % 4 == 0), TWO_PASS_STATS (0 or 1), UPDATE_RUNNING, ACT.
+// derived from the problem), VEC4 (1 when H*W % 4 == 0), HOLD_OFFSETS (derived from ITEMS),
+// TWO_PASS_STATS (0 or 1), UPDATE_RUNNING, ACT.
 
 #include "course.h"
 #include "batchnorm.h"
@@ -34,6 +40,9 @@
 #endif
 #ifndef UPDATE_RUNNING
 #define UPDATE_RUNNING 0
+#endif
+#ifndef HOLD_OFFSETS
+#define HOLD_OFFSETS 1  // forward: 1 holds each unit's offset in a register, 0 computes it again
 #endif
 
 // A unit and its operations: a float4 when VEC4, else a float (as stage 05).
@@ -67,6 +76,11 @@ inline int unit_start(const int k, const int c, const int N, const int C, const 
     return (n * C + c) * HW + (u - n * per_slab) * UNIT;
 }
 
+// Whether unit k of this work-item lies in the channel (unit_start(k, ...) >= 0, without dividing).
+inline bool unit_ok(const int k, const int N, const int HW) {
+    return k * WG + (int)get_local_id(0) < N * (HW / UNIT);
+}
+
 __kernel __attribute__((reqd_work_group_size(WG, 1, 1)))
 void bn_forward_train(__global const float* x, __global const float* gamma,
                       __global const float* beta, __global const float* running_mean,
@@ -82,13 +96,18 @@ void bn_forward_train(__global const float* x, __global const float* gamma,
 #endif
     const int c = get_group_id(0);
     unit_t v[ITEMS];
+#if HOLD_OFFSETS
     int e[ITEMS];
+#endif
 #if TWO_PASS_STATS
     float s = 0.0f;
     #pragma unroll
     for (int k = 0; k < ITEMS; k++) {                  // the channel, loaded once
-        e[k] = unit_start(k, c, N, C, HW);
-        v[k] = e[k] >= 0 ? LOADU(x, e[k]) : (unit_t)(0.0f);
+        const int ek = unit_start(k, c, N, C, HW);
+#if HOLD_OFFSETS
+        e[k] = ek;
+#endif
+        v[k] = ek >= 0 ? LOADU(x, ek) : (unit_t)(0.0f);
         s += SUMU(v[k]);
     }
     const float count = (float)N * (float)HW;
@@ -96,7 +115,7 @@ void bn_forward_train(__global const float* x, __global const float* gamma,
     float q = 0.0f;
     #pragma unroll
     for (int k = 0; k < ITEMS; k++) {                  // pass 2 over registers: squared deviations
-        const unit_t d = e[k] >= 0 ? v[k] - mean : (unit_t)(0.0f);
+        const unit_t d = unit_ok(k, N, HW) ? v[k] - mean : (unit_t)(0.0f);
         q += DOTU(d, d);
     }
     const float m2 = wg_sum(buf, q);
@@ -104,9 +123,12 @@ void bn_forward_train(__global const float* x, __global const float* gamma,
     float n_i = 0.0f, mean = 0.0f, m2 = 0.0f;
     #pragma unroll
     for (int k = 0; k < ITEMS; k++) {                  // the channel, loaded once, Welford as loaded
-        e[k] = unit_start(k, c, N, C, HW);
-        v[k] = e[k] >= 0 ? LOADU(x, e[k]) : (unit_t)(0.0f);
-        if (e[k] >= 0) WELFORD_U(&n_i, &mean, &m2, v[k]);
+        const int ek = unit_start(k, c, N, C, HW);
+#if HOLD_OFFSETS
+        e[k] = ek;
+#endif
+        v[k] = ek >= 0 ? LOADU(x, ek) : (unit_t)(0.0f);
+        if (ek >= 0) WELFORD_U(&n_i, &mean, &m2, v[k]);
     }
     const float count = (float)N * (float)HW;
     wg_merge(bn, bmean, bm2, &n_i, &mean, &m2);        // Chan's merge in the tree, as stage 05
@@ -116,7 +138,14 @@ void bn_forward_train(__global const float* x, __global const float* gamma,
     const float scale = gamma[c] * inv_std, shift = beta[c];
     #pragma unroll
     for (int k = 0; k < ITEMS; k++)                    // normalize from registers
-        if (e[k] >= 0) STOREU(y, e[k], fma(v[k] - mean, (unit_t)(scale), (unit_t)(shift)));
+        if (unit_ok(k, N, HW)) {
+#if HOLD_OFFSETS
+            const int ek = e[k];
+#else
+            const int ek = unit_start(k, c, N, C, HW);  // again: no register holds it meanwhile
+#endif
+            STOREU(y, ek, fma(v[k] - mean, (unit_t)(scale), (unit_t)(shift)));
+        }
     if (get_local_id(0) == 0) {
         mean_out[c] = mean;
         inv_std_out[c] = inv_std;
