@@ -18,7 +18,7 @@ Layers, each importing only from itself and the ones above it in this list (help
                 best course stage per op, layer and GPU against the vendor), pairs (a recorded
                 switch off and on; two stages of one run beside the vendor) (no OpenCL)
     bench.py    `python -m helpers.bench`: stages x layers on a device, JSON into results/
-    peak.py, registers.py   measured roofline; NVIDIA register counts into results/
+    peak.py, registers.py   measured roofline; NVIDIA register counts into results/ (chapters 07, 14)
     profile_stage.py        `python -m helpers.profile_stage`: one stage once on one layer (ncu)
     ncu_banks.py            `python -m helpers.ncu_banks`: chapter 10's ncu bank-conflict record
     train/      chapter 15: a small CNN trained on the course's stages (data, model, the chained
@@ -27,7 +27,7 @@ Layers, each importing only from itself and the ones above it in this list (help
                 exercises and kernel_exercises (checks), direct (models of chapters 03-05), local
                 (reuse and bank models of chapters 09-10), winograd (Toom-Cook), winograd_accuracy (the
                 kernels' error per layer, chapter 12a), tensor_cores (chapter 13: fragments, ldmatrix
-                banks, PTX, accuracy), batch_norm (chapter 14: stage 06's register counts); tools over the
+                banks, PTX, accuracy); tools over the
                 notebooks: execute, editions (student edition), site
 """
 import importlib

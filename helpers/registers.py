@@ -1,7 +1,9 @@
-"""Register and spill counts of stages 07-08 as NVIDIA's compiler reports them, recorded in
-results/ so that chapter 07 can show them on any machine.
+"""Register and spill counts as NVIDIA's compiler reports them, recorded in results/ so that the
+chapters can show them on any machine: stages 07-08 of the input gradient (chapter 07), and batch
+norm stage 06's forward kernel per units held, with and without its offsets (chapter 14).
 
     python -m helpers.registers              # on an NVIDIA GPU: writes results/registers_conv_dgrad_<device>.json
+    python -m helpers.registers --table one_pass      # results/registers_one_pass_<device>.json
     python -m helpers.registers --out -      # print only
 
 Other drivers report nothing (the command says so and writes nothing).
@@ -17,8 +19,12 @@ from .engine.build import build, build_log
 from .runner import jit_defines, prepare, resolve, stage_source
 
 
-def ptxas_usage(log: str) -> dict | None:
-    """Registers and spill bytes from an NVIDIA build log built with -cl-nv-verbose, else None."""
+def ptxas_usage(log: str, kernel: str | None = None) -> dict | None:
+    """Registers and spill bytes from an NVIDIA build log built with -cl-nv-verbose, else None: of
+    ``kernel`` (the log's section after "Compiling entry function 'kernel'"), or of the first."""
+    if kernel and log:
+        m = re.search(rf"entry function '{re.escape(kernel)}'(.*?)(?=entry function '|\Z)", log, re.S)
+        log = m.group(1) if m else ""
     m = re.search(r"Used (\d+) registers", log or "")
     if not m:
         return None
@@ -83,16 +89,45 @@ def register_table(ctx, layer: str = "res64@56") -> list[dict]:
     return rows
 
 
-def recorded_registers() -> list[dict]:
-    """Register tables recorded in results/ by ``python -m helpers.registers`` on NVIDIA GPUs."""
+ONE_PASS_ITEMS = (7, 13, 25)
+
+
+def one_pass_table(ctx, items=ONE_PASS_ITEMS, wg: int = 256) -> list[dict]:
+    """Batch norm stage 06's forward kernel (float4 units, two-pass statistics) per ITEMS and
+    HOLD_OFFSETS: its registers and the work-groups of ``wg`` that leaves one compute unit (65,536
+    registers, 2,048 work-items); [] off NVIDIA. What the launch's HOLD_OFFSETS rule rests on
+    (helpers/launch/batchnorm.py: one_pass_items)."""
+    from .stages import get_stage
+    if not is_nvidia(ctx):
+        return []
+    s = get_stage("batchnorm_forward", "one_pass")
+    rows = []
+    for n in items:
+        for hold in (1, 0):
+            jit = {**s.defines, "WG": wg, "ITEMS": n, "VEC4": 1, "HOLD_OFFSETS": hold, "UPDATE_RUNNING": 1}
+            u = ptxas_usage(build_log(ctx, s.kernel, jit, ["-cl-nv-verbose"]), "bn_forward_train")
+            if u is None:
+                raise RuntimeError("the compiler's log names no register count: a cached build prints nothing "
+                                   "(CUDA_CACHE_DISABLE=1, which main sets)")
+            rows.append({"WG": wg, "ITEMS": n, "HOLD_OFFSETS": hold, **u,
+                         "groups_per_unit": min(2048 // wg, 65536 // (wg * u["registers"]))})
+            print(rows[-1], flush=True)
+    return rows
+
+
+TABLES = {"conv_dgrad": register_table, "one_pass": one_pass_table}
+
+
+def recorded_registers(table: str = "conv_dgrad") -> list[dict]:
+    """Register tables recorded in results/ by ``python -m helpers.registers [--table T]`` on NVIDIA GPUs."""
     import json
     from .analysis.results import RESULTS
-    return [json.loads(p.read_text()) for p in sorted(RESULTS.glob("registers_conv_dgrad_*.json"))]
+    return [json.loads(p.read_text()) for p in sorted(RESULTS.glob(f"registers_{table}_*.json"))]
 
 
 def main(argv=None) -> int:
-    """python -m helpers.registers [--device D] [--out PATH|-]: record stages 07-08's register and
-    spill counts as NVIDIA's compiler reports them (results/registers_conv_dgrad_<device>.json)."""
+    """python -m helpers.registers [--table conv_dgrad|one_pass] [--device D] [--out PATH|-]: record
+    register and spill counts as NVIDIA's compiler reports them (results/registers_<table>_<device>.json)."""
     import argparse
     import datetime as dt
     import json
@@ -100,6 +135,7 @@ def main(argv=None) -> int:
     from .engine.devices import device_info, get_context
     from .analysis.results import RESULTS
     ap = argparse.ArgumentParser(prog="python -m helpers.registers", description=main.__doc__.split("\n")[0])
+    ap.add_argument("--table", default="conv_dgrad", choices=sorted(TABLES))
     ap.add_argument("--device", default=None)
     ap.add_argument("--out", default=None)
     a = ap.parse_args(argv)
@@ -109,15 +145,17 @@ def main(argv=None) -> int:
     os.environ.setdefault("CUDA_CACHE_DISABLE", "1")
     ctx = get_context(a.device)
     info = device_info(ctx)
-    rows = register_table(ctx)
+    rows = TABLES[a.table](ctx)
     if not rows:
         print(f"{info['name']} ({info['platform']}) reports no register counts; only NVIDIA's driver does.")
         return 0
     if a.out != "-":
         RESULTS.mkdir(exist_ok=True)
-        path = a.out or str(RESULTS / f"registers_conv_dgrad_{slug(info['name'])}.json")
+        path = a.out or str(RESULTS / f"registers_{a.table}_{slug(info['name'])}.json")
+        extra = {"layer": "res64@56"} if a.table == "conv_dgrad" else {
+            "command": f"python -m helpers.registers --table {a.table}" + (f" --device {a.device}" if a.device else "")}
         with open(path, "w") as f:
-            json.dump({"kind": "registers", "device": info, "layer": "res64@56",
+            json.dump({"kind": "registers", "device": info, **extra,
                        "date": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"), "rows": rows}, f, indent=1)
             f.write("\n")
         print(f"wrote {path}")

@@ -413,12 +413,14 @@ def test_one_pass_forward_recomputes_offsets_only_for_many_units(ctx):
     assert back["ITEMS"] == 25 and "HOLD_OFFSETS" not in back
     small = helpers.plan_stage("batchnorm_forward", "one_pass", ctx=ctx, defines={"WG": 4}, **random_args(2, 6, 14, 14))
     assert small.jit_defines["HOLD_OFFSETS"] == 0 and small.path == "only"
-    from helpers.chapters import batch_norm
-    regs = {(r["ITEMS"], r["HOLD_OFFSETS"]): r for r in batch_norm.recorded()["rows"]}
+    from helpers import registers
+    (recorded,) = registers.recorded_registers("one_pass")
+    regs = {(r["ITEMS"], r["HOLD_OFFSETS"]): r for r in recorded["rows"]}
     assert regs[(25, 1)]["groups_per_unit"] < regs[(25, 0)]["groups_per_unit"]      # why 25 recomputes
-    assert all(regs[(n, 1)]["registers"] > regs[(n, 0)]["registers"] for n in batch_norm.ITEMS)
-    assert batch_norm.registers("ptxas info : Compiling entry function 'k' for 'sm_90a'\n"
-                                "ptxas info : Used 124 registers, used 1 barriers") == {"k": 124}
+    assert all(regs[(n, 1)]["registers"] > regs[(n, 0)]["registers"] for n in registers.ONE_PASS_ITEMS)
+    log = ("ptxas info : Compiling entry function 'bn_backward' for 'sm_90a'\nptxas info : Used 241 registers\n"
+           "ptxas info : Compiling entry function 'bn_forward_train' for 'sm_90a'\nptxas info : Used 124 registers")
+    assert registers.ptxas_usage(log, "bn_forward_train")["registers"] == 124     # its kernel's, not the first
 
 
 def test_defines_given_for_a_stage_do_not_reach_its_fallback(ctx):

@@ -17,7 +17,7 @@
 // HOLD_OFFSETS (forward): 1 keeps each unit's offset in a register from the load to the store; 0
 // computes it again for the store. With many units the held offsets cost occupancy: at ITEMS = 25
 // the forward kernel used 178 registers on the H200 (124 without them), so a work-group of 256
-// had an SM to itself instead of sharing it with another (results/engine/registers_one_pass_*).
+// had an SM to itself instead of sharing it with another (results/registers_one_pass_*).
 // The launch sets 0 above 8 units (helpers/launch/batchnorm.py: one_pass_items).
 // JIT parameters: WG (a power of two), ITEMS (units per work-item: ceil(N * units per slab / WG),
 // derived from the problem), VEC4 (1 when H*W % 4 == 0), HOLD_OFFSETS (derived from ITEMS),
