@@ -447,6 +447,10 @@ def test_tma_store_runs_where_its_rows_are_whole_sectors(stage):
     assert _tma_jit(stage, 32, 64, 56, 56, 64, TMA_STORE=0)[1]["TMA_STORE"] == 0
     split = _tma_jit(stage, 1, 64, 56, 56, 64, SPLIT_TARGET=4096, SPLIT_MIN=128)[1]
     assert split["SPLITK"] > 1 and split["TMA_STORE"] == 0, split
+    # the box (128 x BN values) must fit the ring it is staged in: TF32 at BN = 256 with 2 slots does not
+    for stages in (2, 3):
+        wide = _tma_jit(stage, 8, 256, 224, 224, 64, STAGES=stages, BN=256)[1]
+        assert wide["BN"] == 256 and wide["TMA_STORE"] == int(item == 2 or stages == 3), (stages, wide)
 
 
 @pytest.mark.skipif(NO_NVRTC is not None, reason=f"{NO_NVRTC}")

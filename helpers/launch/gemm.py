@@ -524,10 +524,15 @@ def tma_store(p: Problem, d: dict, item: int) -> bool:
     box (PW values) a multiple of 32 bytes, whole sectors of the L2 cache: with rows of 16 bytes
     (4 x 4 patches in TF32) the store was slower than store_dx's on the H200 (res128@28 product
     0.0707 ms against 0.0682, vgg512@28 0.3316 against 0.3287), with rows of 32 bytes or more
-    faster (res64@56 TF32 0.0861 against 0.0996). Otherwise store_dx writes dx from the registers."""
+    faster (res64@56 TF32 0.0861 against 0.0996). And the box (128 positions x BN channels) must fit
+    the ring it is staged in (TF32 with BN = 256 needs 3 slots). Otherwise store_dx writes dx from
+    the registers."""
     q = p.dims
-    return bool(d.get("TMA") and d.get("TMA_STORE") and q["stride"] == 1 and nhwc_splits(p, d) == 1
-                and tma_patch(p)[2] * item % 32 == 0 and q["W"] * item % 16 == 0)
+    if not (d.get("TMA") and d.get("TMA_STORE")):
+        return False
+    fit = wgmma_fit(p, d)
+    return bool(q["stride"] == 1 and nhwc_splits(p, d) == 1 and tma_patch(p)[2] * item % 32 == 0
+                and q["W"] * item % 16 == 0 and MMA_TILE[0] * fit["BN"] * item <= ring_bytes(fit))
 
 
 def with_splits(operands):

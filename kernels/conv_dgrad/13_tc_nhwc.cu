@@ -143,6 +143,8 @@ static_assert(!TMA || (WGMMA && !ILV && 128 % (PH * PW) == 0),
               "TMA: with WGMMA, channel-last, a patch of 128 positions (PN * PH * PW = 128)");
 static_assert(!TMA_STORE || (TMA && SPLITK == 1 && STRIDE == 1),
               "TMA_STORE: with TMA, the whole sum per block (SPLITK = 1), stride 1 (one box of dx per block)");
+static_assert(!TMA_STORE || 128 * BN * (TF32 ? 4 : 2) <= STAGES * (128 + BN) * 16 * CH,
+              "TMA_STORE: the block's box of dx (128 positions x BN channels) must fit the ring it is staged in");
 static_assert(SPLITK == 1 || !FWD, "split-K serves the input gradient (its epilogue needs the whole sum)");
 // the copy of dy' fuses the activation's derivative (input gradient); forward, ACT is the epilogue's
 #define DERIV (ACT != ACT_NONE && !FWD)
