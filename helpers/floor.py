@@ -20,8 +20,10 @@ import pyopencl as cl
 
 from .analysis.results import RESULTS
 from .bench import slug
+from .engine.backends import cuda_missing
 from .engine.devices import device_info, get_context
 from .engine.timing import time_enqueue
+from .ops.vendor import time_cuda, torch_cuda
 
 EMPTY_CL = "__kernel void empty(__global float* a) { if (get_global_id(0) == 0x7fffffff) a[0] = 1.0f; }"
 EMPTY_CU = 'extern "C" __global__ void empty(float* a) { if (blockIdx.x * blockDim.x + threadIdx.x == 0x7fffffff) a[0] = 1.0f; }'
@@ -52,9 +54,7 @@ def cuda_floor(groups: int, repeats: int = 50) -> dict:
 
 def cupti_floor(repeats: int = 50) -> dict:
     """A one-element PyTorch operation (one kernel), timed as the vendor libraries are (CUPTI)."""
-    from .ops.vendor import time_cuda, torch_cuda
-    torch = torch_cuda()
-    x = torch.zeros(1, device="cuda")
+    x = torch_cuda().zeros(1, device="cuda")
     t = time_cuda(lambda: x.add_(1.0), warmup=5, repeats=repeats, flush_bytes=4)
     return _summary(t["times_ms"])
 
@@ -68,12 +68,16 @@ def main(argv=None) -> int:
     units = ctx.devices[0].max_compute_units
     rows = [{"timer": "OpenCL profiling events", "kernel": "empty, 1 work-group", **opencl_floor(ctx, 1)},
             {"timer": "OpenCL profiling events", "kernel": f"empty, {units} work-groups", **opencl_floor(ctx, units)}]
-    try:
+    missing = cuda_missing()
+    if missing:
+        print(f"CUDA events skipped: {missing}")
+    else:
         rows += [{"timer": "CUDA events", "kernel": "empty, 1 block", **cuda_floor(1)},
-                 {"timer": "CUDA events", "kernel": f"empty, {units} blocks", **cuda_floor(units)},
-                 {"timer": "PyTorch profiler (CUPTI)", "kernel": "x.add_(1) on one value", **cupti_floor()}]
-    except Exception as err:           # no CuPy or no PyTorch here: the OpenCL floor alone
-        print(f"CUDA timers skipped: {err}")
+                 {"timer": "CUDA events", "kernel": f"empty, {units} blocks", **cuda_floor(units)}]
+    if torch_cuda() is None:
+        print("PyTorch's profiler skipped: PyTorch with CUDA is not installed here")
+    else:
+        rows.append({"timer": "PyTorch profiler (CUPTI)", "kernel": "x.add_(1) on one value", **cupti_floor()})
     path = RESULTS / "engine" / f"timer_floor_{slug(info['name'])}.json"
     path.write_text(json.dumps({"command": f"python -m helpers.floor --device {a.device}",
                                 "date": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
