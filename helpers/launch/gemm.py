@@ -522,11 +522,11 @@ def tma_store(p: Problem, d: dict, item: int) -> bool:
     the whole sum per block (no split-K), stride 1 (a block's positions one box of dx), rows of dx
     (W values of ``item`` bytes) a multiple of 16 bytes, as the tensor map needs, and rows of the
     box (PW values) a multiple of 32 bytes, whole sectors of the L2 cache: with rows of 16 bytes
-    (4 x 4 patches in TF32) the store was slower than store_dx's on the H200 (res128@28 product
-    0.0707 ms against 0.0682, vgg512@28 0.3316 against 0.3287), with rows of 32 bytes or more
-    faster (res64@56 TF32 0.0861 against 0.0996). And the box (128 positions x BN channels) must fit
-    the ring it is staged in (TF32 with BN = 256 needs 3 slots). Otherwise store_dx writes dx from
-    the registers."""
+    (4 x 4 patches in TF32) the store was slower than store_dx's on the H200 in an exploration
+    (each checked, not recorded: res128@28 product 0.0707 ms against 0.0682, vgg512@28 0.3316
+    against 0.3287), with rows of 32 bytes or more faster (res64@56 TF32 0.0861 against 0.0996).
+    And the box (128 positions x BN channels) must fit the ring it is staged in (TF32 with BN = 256
+    needs 3 slots). Otherwise store_dx writes dx from the registers."""
     q = p.dims
     if not (d.get("TMA") and d.get("TMA_STORE")):
         return False

@@ -88,7 +88,7 @@
 // and x0.92 cuDNN on ResNet-50, x1.00 and x0.98 on VGG-16; vgg512@28 in TF32 at 64 % of the dense
 // TF32 data-sheet rate. Nsight Compute (results/tc/ncu_tma_nvidia-h200.txt): the tensor pipeline
 // busy 80 % (tf32) on vgg512@28. TMA_STORE = 1 (results/conv_dgrad_{resnet50,vgg16}_tma_store{0,1}_
-// nvidia-h200.json): x1.10 to x1.17 on the layers where it runs (res64@56 and vgg256@56 in TF32,
+// nvidia-h200.json): x1.10 to x1.16 on the layers where it runs (res64@56 and vgg256@56 in TF32,
 // vgg64@224 in all three precisions).
 
 #include "tc.cuh"
