@@ -322,10 +322,9 @@ def tma_rows(run: dict) -> list[dict]:
 
 
 def tma_store_layers(sets=("resnet50", "vgg16")) -> list[dict]:
-    """Per layer (at its batch) and TMA stage: its patch and whether the product writes dx by the
-    TMA store (TMA_STORE after the stage's rule, helpers/launch/gemm.py: tma_store), or which
-    condition keeps it off: "stride 2", "split-K", "dx rows of B bytes" (not a multiple of 16),
-    "box rows of B bytes" (not a multiple of 32). Decided on the host: no GPU needed."""
+    """Per layer (at its batch) and TMA stage: its patch, whether the product writes dx by the TMA
+    store (TMA_STORE as the launch sets it) and, where not, why (helpers/launch/gemm.py:
+    tma_store_off). Decided on the host: no GPU needed."""
     from ..launch import gemm
     from ..runner import jit_defines, prepare
     out = []
@@ -335,13 +334,9 @@ def tma_store_layers(sets=("resnet50", "vgg16")) -> list[dict]:
             for stage in ("tc_tf32_tma", "tc_fp16_tma", "tc_bf16_tma"):
                 s = get_stage("conv_dgrad", stage)
                 jit = jit_defines(s, p, s.defines)
-                item = 4 if jit.get("TF32") else 2
-                why = ("stride 2" if lay["stride"] > 1 else "split-K" if jit["SPLITK"] > 1
-                       else f"dx rows of {lay['w'] * item} bytes" if lay["w"] * item % 16
-                       else f"box rows of {jit['PW'] * item} bytes" if jit["PW"] * item % 32 else "")
-                assert bool(jit["TMA_STORE"]) == (why == "") == gemm.tma_store(p, jit, item), (lay["name"], stage)
                 out.append({"layer": lay["name"], "stage": stage, "precision": s.precision,
-                            "patch": gemm.tma_patch(p), "store": bool(jit["TMA_STORE"]), "why": why})
+                            "patch": gemm.tma_patch(p), "store": bool(jit["TMA_STORE"]),
+                            "why": gemm.tma_store_off(p, s.defines, 4 if jit.get("TF32") else 2)})
     return out
 
 

@@ -518,21 +518,33 @@ def tf32_operands(p: Problem, d: dict) -> dict:
 
 
 def tma_store(p: Problem, d: dict, item: int) -> bool:
-    """Whether the TMA product writes dx by one TMA store per block (TMA_STORE, asked and useful):
-    the whole sum per block (no split-K), stride 1 (a block's positions one box of dx), rows of dx
-    (W values of ``item`` bytes) a multiple of 16 bytes, as the tensor map needs, and rows of the
-    box (PW values) a multiple of 32 bytes, whole sectors of the L2 cache: with rows of 16 bytes
+    """Whether the TMA product writes dx by one TMA store per block (TMA_STORE asked, and no
+    reason against it: tma_store_off)."""
+    return bool(d.get("TMA") and d.get("TMA_STORE")) and not tma_store_off(p, d, item)
+
+
+def tma_store_off(p: Problem, d: dict, item: int) -> str:
+    """Why the TMA store cannot or should not run on this layer ("" when it can). It needs the
+    whole sum per block (no split-K), stride 1 (a block's positions one box of dx), rows of dx (W
+    values of ``item`` bytes) a multiple of 16 bytes, as the tensor map needs, rows of the box (PW
+    values) a multiple of 32 bytes, whole sectors of the L2 cache, and a ring large enough to stage
+    the box (128 positions x BN channels; TF32 with BN = 256 needs 3 slots). With rows of 16 bytes
     (4 x 4 patches in TF32) the store was slower than store_dx's on the H200 in an exploration
     (each checked, not recorded: res128@28 product 0.0707 ms against 0.0682, vgg512@28 0.3316
     against 0.3287), with rows of 32 bytes or more faster (res64@56 TF32 0.0861 against 0.0996).
-    And the box (128 positions x BN channels) must fit the ring it is staged in (TF32 with BN = 256
-    needs 3 slots). Otherwise store_dx writes dx from the registers."""
-    q = p.dims
-    if not (d.get("TMA") and d.get("TMA_STORE")):
-        return False
-    fit = wgmma_fit(p, d)
-    return bool(q["stride"] == 1 and nhwc_splits(p, d) == 1 and tma_patch(p)[2] * item % 32 == 0
-                and q["W"] * item % 16 == 0 and MMA_TILE[0] * fit["BN"] * item <= ring_bytes(fit))
+    Where it does not run, store_dx writes dx from the registers."""
+    q, fit = p.dims, wgmma_fit(p, d)
+    if q["stride"] > 1:
+        return f"stride {q['stride']}"
+    if nhwc_splits(p, d) > 1:
+        return "split-K"
+    if q["W"] * item % 16:
+        return f"dx rows of {q['W'] * item} bytes"
+    if tma_patch(p)[2] * item % 32:
+        return f"box rows of {tma_patch(p)[2] * item} bytes"
+    if MMA_TILE[0] * fit["BN"] * item > ring_bytes(fit):
+        return f"a box of {MMA_TILE[0] * fit['BN'] * item:,} bytes in a ring of {ring_bytes(fit):,}"
+    return ""
 
 
 def with_splits(operands):
