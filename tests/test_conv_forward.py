@@ -93,6 +93,40 @@ def test_without_prefetch(ctx, op, stage):
     helpers.check_stage(op, stage, ctx=ctx, guard=True, defines={"PREFETCH": 0}, **args)
 
 
+def _f4x4_args(op, seed):
+    """A layer F(4x4) takes, with partial tiles, padded channels and an activation (dgrad)."""
+    if op == "conv_forward":
+        return _args(dict(n=2, c=19, h=11, w=6, k=24, padding=1), seed=seed)
+    from helpers.ops.conv_dgrad import random_problem_args as dgrad_args
+    return dgrad_args(2, 19, 11, 6, 24, 3, 1, 0, "relu", seed=seed)
+
+
+@pytest.mark.parametrize("op, stage", [("conv_forward", "wino4_blocked"), ("conv_dgrad", "winograd4")])
+def test_joint_transforms_run_and_both_settings_are_right(ctx, op, stage):
+    """JOINT_TRANSFORMS = 1 (the default) transforms filters and input tiles in one launch,
+    0 in two; both give the right answer inside guards, and the default really takes one launch
+    (a fast path that silently stopped running would fail here)."""
+    for joint, kernels in ((1, ["wino_transforms", "wino_gemm", "wino_output"]),
+                           (0, ["wino_filter", "wino_input", "wino_gemm", "wino_output"])):
+        args = _f4x4_args(op, seed=7)
+        plan = helpers.plan_stage(op, stage, ctx=ctx, defines={"JOINT_TRANSFORMS": joint}, **args)
+        assert plan.stage.launch == "blocked_f4x4" and [s.kernel for s in plan.steps] == kernels
+        helpers.check_stage(op, stage, ctx=ctx, guard=True, defines={"JOINT_TRANSFORMS": joint}, **_f4x4_args(op, seed=7))
+    assert registry.get_stage(op, stage).defines["JOINT_TRANSFORMS"] == 1
+
+
+@pytest.mark.parametrize("old, new, error", [
+    # a filter work-group's row one output channel off: U's last row never written, one row twice
+    ("wino_filter_one(w, U, CI, CO, CIP, COP, ci, g / per)",
+     "wino_filter_one(w, U, CI, CO, CIP, COP, ci, min(g / per + 1, COP - 1))", helpers.MismatchError),
+    # the split one work-group late: the first input row's first tiles transformed as a filter
+    ("if (g < GF) {", "if (g <= GF) {", (helpers.MismatchError, helpers.GuardViolation))])
+def test_a_wrong_split_of_the_joint_launch_is_caught(ctx, monkeypatch, old, new, error):
+    s = planted(monkeypatch, "wino4_blocked", old, new, header="winograd_transforms.h")
+    with pytest.raises(error):
+        helpers.check_stage("conv_forward", s, ctx=ctx, guard=True, **_f4x4_args("conv_forward", seed=3))
+
+
 @pytest.mark.parametrize("kernel, stride, padding", [(1, 1, 0), (2, 2, 1), (3, 2, 1), (3, 3, 2), (5, 1, 2), (5, 2, 4)])
 def test_direct_on_other_kernels_and_strides(ctx, kernel, stride, padding):
     c = dict(n=2, c=3, h=11, w=8, k=5, padding=padding)

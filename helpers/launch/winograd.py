@@ -16,7 +16,7 @@ import numpy as np
 from ..ops.gemm import tile_requires
 from ..ops.problem import Problem
 from . import Step, Workspace, round_up
-from .gemm import blocked
+from .gemm import blocked, cdiv
 
 
 TILE = {"blocked_f4x4": 4}   # output tile side m of a launch; every other launch: F(2x2), m = 2
@@ -116,7 +116,8 @@ def workspace(stage, p: Problem, d: dict) -> dict:
 
 
 def steps(stage, p: Problem, d: dict) -> list:
-    """Filter transform, input transform, the 16 (F(4x4): 36) matrix products, output transform."""
+    """Filter transform, input transform, the 16 (F(4x4): 36) matrix products, output transform;
+    F(4x4) with JOINT_TRANSFORMS = 1 (its default): the two transforms in one launch."""
     m = output_tile(stage)
     v = wino_view(p, m)
     cip, cop, pp = (np.int32(x) for x in wino_padded(p, d, m))
@@ -134,10 +135,16 @@ def steps(stage, p: Problem, d: dict) -> list:
                 Step("wino_gemm", *one(16 * cop * pp), gemm),
                 Step("wino_output", *one(v["N"] * v["CO"] * v["OH"] * v["OW"]), out)]
     if stage.launch == "blocked_f4x4":   # U (36, COP, CIP): ci along dimension 0; the course GEMM
-        return [Step("wino_filter", (round_up(int(cip), wg), int(cop)), (wg, 1), filt),
-                Step("wino_input", (round_up(int(pp), wg), int(cip)), (wg, 1), inp),
-                Step("wino_gemm", *blocked(int(cop), int(pp), d, (m + 2) ** 2), gemm),
-                Step("wino_output", (round_up(v["P"], wg), int(v["CO"])), (wg, 1), out)]
+        if d.get("JOINT_TRANSFORMS", 1):  # both transforms in one launch (winograd_transforms.h)
+            gf = cdiv(int(cip), wg) * int(cop)
+            both = ("weight", "U", v["src"], v["srcy"], "V", i32["CI"], i32["CO"], cip, cop, i32["N"],
+                    i32["IH"], i32["IW"], i32["TH"], i32["TW"], i32["PADT"], pp, np.int32(gf))
+            first = [Step("wino_transforms", ((gf + cdiv(int(pp), wg) * int(cip)) * wg,), (wg,), both)]
+        else:
+            first = [Step("wino_filter", (round_up(int(cip), wg), int(cop)), (wg, 1), filt),
+                     Step("wino_input", (round_up(int(pp), wg), int(cip)), (wg, 1), inp)]
+        return first + [Step("wino_gemm", *blocked(int(cop), int(pp), d, (m + 2) ** 2), gemm),
+                        Step("wino_output", (round_up(v["P"], wg), int(v["CO"])), (wg, 1), out)]
     steps = [Step("wino_filter", (round_up(int(cop), wg), int(cip)), (wg, 1), filt),
              Step("wino_input", (round_up(int(pp), wg), int(cip)), (wg, 1), inp)]
     if stage.launch == "blocked":

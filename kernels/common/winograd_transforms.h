@@ -1,9 +1,14 @@
-// The three transform kernels of a Winograd stage whose batched products run through the course
-// GEMM (conv_forward stage 06, conv_dgrad stage 12 winograd4), for any tile size: include a tile
+// The transform kernels of a Winograd stage whose batched products run through the course GEMM
+// (conv_forward stage 06, conv_dgrad stage 12 winograd4), for any tile size: include a tile
 // header first (winograd_tiles.h or winograd_tiles_f43.h), which sets WINO_M (output tile side)
 // and WINO_A = WINO_M + 2 (input tile side) and the whole-tile transforms.
 // They are stage 05's transforms with the tile sizes as names, and U stored (T, COP, CIP), k
 // (= ci) innermost, as the GEMM reads its A operand with float4 loads along k.
+// The filter and the input transforms do not depend on each other: wino_transforms does both in
+// one launch (the host's switch JOINT_TRANSFORMS = 1, helpers/launch/winograd.py), so that the
+// filter's few work-groups run beside the input's instead of in a launch of their own;
+// JOINT_TRANSFORMS = 0 launches wino_filter, then wino_input. Each work-item's work is the same
+// function either way (wino_filter_one, wino_input_one).
 // ROTATED = 1 (the input gradient) reads each filter rotated by 180 degrees with its input and
 // output channels swapped, and wino_input applies the activation's derivative (GRAD_IN).
 //
@@ -27,12 +32,9 @@
 #error "WINO_VEC_OUT stores a row of a 4x4 output tile as one float4"
 #endif
 
-// NDRange (CIP rounded up to WG, COP): consecutive ci write consecutive addresses of U.
-__kernel void wino_filter(__global const float* restrict w,   // IOHW (CI, CO, 3, 3); ROTATED: (CO, CI, 3, 3)
-                          __global float* restrict U,         // (T, COP, CIP)
-                          const int CI, const int CO, const int CIP, const int COP) {
-    const int ci = get_global_id(0), co = get_global_id(1);
-    if (ci >= CIP) return;
+// One filter: the 3x3 filter (ci, co) -> its T products in U; zeros in the padding.
+inline void wino_filter_one(__global const float* restrict w, __global float* restrict U, const int CI,
+                            const int CO, const int CIP, const int COP, const int ci, const int co) {
     float g[9], u[WINO_T];
     for (int rs = 0; rs < 9; rs++)
 #if ROTATED
@@ -45,14 +47,20 @@ __kernel void wino_filter(__global const float* restrict w,   // IOHW (CI, CO, 3
         U[(xi * COP + co) * CIP + ci] = u[xi];
 }
 
-// NDRange (PP rounded up to WG, CIP): one work-item per tile and input channel.
-__kernel void wino_input(__global const float* restrict x,    // (N, CI, IH, IW)
-                         __global const float* restrict xy,   // ROTATED with an activation: its output
-                         __global float* restrict V,          // (T, CIP, PP)
-                         const int N, const int CI, const int IH, const int IW, const int TH,
-                         const int TW, const int PADT, const int CIP, const int PP) {
-    const int p = get_global_id(0), ci = get_global_id(1);
-    if (p >= PP) return;
+// NDRange (CIP rounded up to WG, COP): consecutive ci write consecutive addresses of U.
+__kernel void wino_filter(__global const float* restrict w,   // IOHW (CI, CO, 3, 3); ROTATED: (CO, CI, 3, 3)
+                          __global float* restrict U,         // (T, COP, CIP)
+                          const int CI, const int CO, const int CIP, const int COP) {
+    const int ci = get_global_id(0), co = get_global_id(1);
+    if (ci < CIP) wino_filter_one(w, U, CI, CO, CIP, COP, ci, co);
+}
+
+// One input tile: tile p of channel ci (its WINO_A x WINO_A window of x, zeros outside) -> its
+// T products in V; zeros in the padding.
+inline void wino_input_one(__global const float* restrict x, __global const float* restrict xy,
+                           __global float* restrict V, const int N, const int CI, const int IH,
+                           const int IW, const int TH, const int TW, const int PADT, const int CIP,
+                           const int PP, const int p, const int ci) {
     float d[WINO_T], v[WINO_T];
     const int n = p / (TH * TW), th = (p / TW) % TH, tw = p % TW;
     const int h0 = WINO_M * th - PADT, w0 = WINO_M * tw - PADT;
@@ -66,6 +74,36 @@ __kernel void wino_input(__global const float* restrict x,    // (N, CI, IH, IW)
     wino_input_tile(d, v);
     for (int xi = 0; xi < WINO_T; xi++)
         V[(xi * CIP + ci) * PP + p] = v[xi];           // consecutive p: consecutive addresses
+}
+
+// NDRange (PP rounded up to WG, CIP): one work-item per tile and input channel.
+__kernel void wino_input(__global const float* restrict x,    // (N, CI, IH, IW)
+                         __global const float* restrict xy,   // ROTATED with an activation: its output
+                         __global float* restrict V,          // (T, CIP, PP)
+                         const int N, const int CI, const int IH, const int IW, const int TH,
+                         const int TW, const int PADT, const int CIP, const int PP) {
+    const int p = get_global_id(0), ci = get_global_id(1);
+    if (p < PP) wino_input_one(x, xy, V, N, CI, IH, IW, TH, TW, PADT, CIP, PP, p, ci);
+}
+
+// Both transforms in one launch (JOINT_TRANSFORMS = 1). NDRange ((GF + GI) * WG) in work-groups
+// of WG: the first GF = COP * ceil(CIP / WG) groups transform filters (a row of CIP per output
+// channel, as wino_filter's), the other GI = CIP * ceil(PP / WG) input tiles (a row of PP per
+// input channel, as wino_input's). A work-group's branch is uniform: no work-item waits for the
+// other kind, and there is no barrier.
+__kernel void wino_transforms(__global const float* restrict w, __global float* restrict U,
+                              __global const float* restrict x, __global const float* restrict xy,
+                              __global float* restrict V, const int CI, const int CO, const int CIP,
+                              const int COP, const int N, const int IH, const int IW, const int TH,
+                              const int TW, const int PADT, const int PP, const int GF) {
+    const int g = get_group_id(0), wg = get_local_size(0), lid = get_local_id(0);
+    if (g < GF) {
+        const int per = (CIP + wg - 1) / wg, ci = (g % per) * wg + lid;
+        if (ci < CIP) wino_filter_one(w, U, CI, CO, CIP, COP, ci, g / per);
+    } else {
+        const int per = (PP + wg - 1) / wg, p = ((g - GF) % per) * wg + lid;
+        if (p < PP) wino_input_one(x, xy, V, N, CI, IH, IW, TH, TW, PADT, CIP, PP, p, (g - GF) / per);
+    }
 }
 
 // NDRange (P rounded up to WG, CO): one work-item per tile and output channel.
