@@ -73,11 +73,12 @@ def pair_table(op: str, layer_set: str, name: str, show: tuple = (), tags: tuple
                for r in rows}
         wide = max(len("ran"), *map(len, ran.values())) + 2
         key_w = max(18, *(len(r["key"]) + 2 for r in rows))
+        lay_w = max(14, *(len(r["layer"]) + 2 for r in rows))
         col = max(14, len(name) + 4)
-        out.append(f"  {'layer':<14}{'stage':<{key_w}}{'ran':<{wide}}" + "".join(f"{k:>4}" for k in show)
+        out.append(f"  {'layer':<{lay_w}}{'stage':<{key_w}}{'ran':<{wide}}" + "".join(f"{k:>4}" for k in show)
                    + f"{name + '=0':>{col}}{name + '=1':>{col}}{'t(0)/t(1)':>11}  IQRs apart")
         for r in rows:
-            out.append(f"  {r['layer']:<14}{r['key']:<{key_w}}{ran[id(r)]:<{wide}}"
+            out.append(f"  {r['layer']:<{lay_w}}{r['key']:<{key_w}}{ran[id(r)]:<{wide}}"
                        + "".join(f"{r['defines'].get(k, '-') if r['ran'] == r['key'] else '-':>4}" for k in show)
                        + f"{r['ms0']:{col - 3}.4f} ms{r['ms1']:{col - 3}.4f} ms{r['ratio']:11.2f}  {'yes' if r['apart'] else 'no'}")
         for key in dict.fromkeys(r["key"] for r in rows):

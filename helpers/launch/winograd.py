@@ -1,4 +1,5 @@
-"""Winograd F(2x2,3x3) (chapter 12) and F(4x4,3x3) (chapter 12a): four kernels per stage,
+"""Winograd F(2x2,3x3) (chapter 12) and F(4x4,3x3) (chapter 12a): four kernels per stage
+(F(4x4) with JOINT_TRANSFORMS = 1: three launches, the filter and input transforms in one),
 shared by conv_forward and conv_dgrad.
 
 The kernels see a forward 3x3 convolution of a ``src`` with CI channels into a ``dst`` with CO
