@@ -18,3 +18,19 @@ def test_recorded_floors_name_every_timer_the_course_compares():
     timers = [r["timer"] for r in rec["rows"]]
     assert set(timers) == {"OpenCL profiling events", "CUDA events", "PyTorch profiler (CUPTI)"}
     assert all(r["repeats"] == 50 and r["min_us"] > 0 for r in rec["rows"])
+
+
+def test_the_vendor_is_also_timed_by_cuda_events():
+    """Every vendor timing carries a second number, CUDA events around each call (the timer whose
+    floor matches OpenCL's profiling events), beside the CUPTI kernel records; both from the same
+    repeats, neither empty. Needs PyTorch with CUDA (the GPU machine)."""
+    import pytest
+    from helpers.ops.vendor import time_cuda, torch_cuda
+    torch = torch_cuda()
+    if torch is None:
+        pytest.skip("PyTorch with CUDA is not installed here (the recorded GPU results are in results/)")
+    x = torch.zeros(1 << 20, device="cuda")
+    t = time_cuda(lambda: x.add_(1.0), warmup=3, repeats=7, flush_bytes=1 << 24)
+    assert len(t["times_ms"]) == len(t["events_times_ms"]) == 7
+    assert 0 < t["min_ms"] <= t["median_ms"] and 0 < t["events_q1_ms"] <= t["events_median_ms"] <= t["events_q3_ms"]
+    assert t["events_method"].startswith("CUDA events")
