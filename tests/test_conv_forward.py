@@ -116,7 +116,7 @@ def test_joint_transforms_run_and_both_settings_are_right(ctx, op, stage):
 
 
 @pytest.mark.parametrize("old, new, error", [
-    # a filter work-group's row one output channel off: U's last row never written, one row twice
+    # a filter work-group's row one output channel off: U's first row never written, its last twice
     ("wino_filter_one(w, U, CI, CO, CIP, COP, ci, g / per)",
      "wino_filter_one(w, U, CI, CO, CIP, COP, ci, min(g / per + 1, COP - 1))", helpers.MismatchError),
     # the split one work-group late: the first input row's first tiles transformed as a filter

@@ -6,7 +6,7 @@
 // (= ci) innermost, as the GEMM reads its A operand with float4 loads along k.
 // The filter and the input transforms do not depend on each other: wino_transforms does both in
 // one launch (the host's switch JOINT_TRANSFORMS = 1, helpers/launch/winograd.py), so that the
-// filter's few work-groups run beside the input's instead of in a launch of their own;
+// filter's work-groups run beside the input's instead of in a launch of their own;
 // JOINT_TRANSFORMS = 0 launches wino_filter, then wino_input. Each work-item's work is the same
 // function either way (wino_filter_one, wino_input_one).
 // ROTATED = 1 (the input gradient) reads each filter rotated by 180 degrees with its input and
