@@ -358,7 +358,7 @@ def main(argv=None) -> int:
         return 2
 
 
-def _main(argv=None) -> int:
+def parser() -> argparse.ArgumentParser:
     ap = argparse.ArgumentParser(prog="python -m helpers.bench", description=__doc__.split("\n")[0],
                                  epilog=_epilog(), formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--op", default="conv_dgrad")
@@ -377,12 +377,23 @@ def _main(argv=None) -> int:
                                                "chapters read tagged runs only where they ask for the tag")
     ap.add_argument("--out", default=None, help="JSON path (default results/<op>_<layers>[_<activation>]_<device>.json); "
                                                "'-': none")
-    a = ap.parse_args(argv)
+    return ap
+
+
+def checked_args(argv=None) -> tuple:
+    """The command line parsed and checked before any device is opened: (arguments, stages, defines).
+    A wrong op, stage, layer set or define is refused here (helpers/record.py checks its plan so)."""
+    a = parser().parse_args(argv)
     stages = [int(s) if s.isdigit() else s for s in a.stages.split(",")] if a.stages else None
     defines = parse_defines(a.defines)
     layer_set(a.layers)                                   # a wrong name: refused before any work
     for s in stages or stage_names(a.op):
         get_stage(a.op, s)
+    return a, stages, defines
+
+
+def _main(argv=None) -> int:
+    a, stages, defines = checked_args(argv)
     tune_only = a.tune_only.split(",") if a.tune_only else None
     tune = a.tune or bool(tune_only)
     path = None

@@ -1,0 +1,109 @@
+"""The recording plan for a GPU (helpers/record.py): every command valid without a device, every
+file named as the H200's counterpart the chapters read, and the runner's choice of tasks."""
+import json
+import shlex
+import sys
+
+import pytest
+
+from helpers import bench, record
+from helpers.analysis.results import RESULTS
+from helpers.record import PLAN, Task
+
+RECORDED = "nvidia-h200"   # the device whose files the plan mirrors
+
+
+def bench_argv(task: Task) -> list[str] | None:
+    words = shlex.split(record.command(task, "nvidia", "SLUG", python="python"))
+    if words[:3] != ["python", "-m", "helpers.bench"]:
+        return None
+    return words[3:]
+
+
+def test_task_names_and_files_are_unique():
+    assert len({t.name for t in PLAN}) == len(PLAN)
+    assert len({t.writes for t in PLAN}) == len(PLAN)
+    assert all("{slug}" in t.writes for t in PLAN)
+
+
+@pytest.mark.parametrize("task", [t for t in PLAN if bench_argv(t)], ids=lambda t: t.name)
+def test_bench_task_is_a_valid_benchmark_command(task):
+    """Op, stages, layer set and defines exist in the registry (checked as the benchmark checks
+    them, before it opens a device), and the file it writes is the one the task names."""
+    a, stages, _ = bench.checked_args(bench_argv(task))
+    if a.out:
+        assert a.out == f"results/{task.writes.format(slug='SLUG')}"
+    else:
+        act = f"_{a.activation}" if a.activation != "none" else ""
+        tag = f"_{a.tag}" if a.tag else ""
+        assert task.writes.format(slug="SLUG") == f"{a.op}_{a.layers}{act}{tag}_SLUG.json"
+
+
+@pytest.mark.parametrize("task", PLAN, ids=lambda t: t.name)
+def test_task_writes_what_the_h200_has(task):
+    """Each task writes the file name of a run recorded on the H200, so that the chapters and
+    README's tables read the new device's file as they read the H200's; only parameter searches
+    (``_tuned``), whose files no chapter reads, and the test logs may be new names."""
+    name = task.writes.format(slug=RECORDED)
+    if "_tuned_" in name or name.endswith(".log"):
+        return
+    assert (RESULTS / name).is_file(), f"{task.name} writes {name}, which the H200 has no counterpart of"
+
+
+def test_searches_come_before_the_runs_that_read_them():
+    order = [t.name for t in PLAN]
+    assert order.index("tune-taps") < order.index("taps-resnet50")
+    assert order.index("tune-wino4") < order.index("auto-resnet50")
+    assert order.index("tune-local") < order.index("local-resnet50")
+    assert order.index("tune-tma") < order.index("tma-resnet50")
+    assert order.index("ladder-resnet50") < order.index("local-final-resnet50")   # stage 08 tuned first
+
+
+def fake_plan(tmp_path, monkeypatch):
+    monkeypatch.setattr(record, "RESULTS", tmp_path)
+    return [Task("a", "echo a", "a_{slug}.json", 2, ""), Task("b", "echo b", "b_{slug}.json", 3, ""),
+            Task("c", "echo c", "c_{slug}.json", 9, "")]
+
+
+def test_pending_skips_what_is_recorded_and_keeps_to_the_budget(tmp_path, monkeypatch):
+    plan = fake_plan(tmp_path, monkeypatch)
+    assert [t.name for t in record.pending("dev", 5, plan)] == ["a", "b"]
+    assert [t.name for t in record.pending("dev", 4, plan)] == ["a"]
+    (tmp_path / "a_dev.json").write_text("{}")
+    assert [t.name for t in record.pending("dev", 4, plan)] == ["b"]
+    (tmp_path / "b_dev.json").write_text("{}")
+    assert [t.name for t in record.pending("dev", 4, plan)] == ["c"]    # the next task even if longer
+    (tmp_path / "c_dev.json").write_text("{}")
+    assert record.pending("dev", 60, plan) == []
+
+
+def test_pending_leaves_out_what_failed_last_time(tmp_path, monkeypatch):
+    plan = fake_plan(tmp_path, monkeypatch)
+    (tmp_path / "record_dev.json").write_text(json.dumps([{"task": "a", "exit": 1}, {"task": "b", "exit": 2},
+                                                          {"task": "b", "exit": 0}]))
+    assert [t.name for t in record.pending("dev", 5, plan)] == ["b"]    # a failed; b's last run passed
+
+
+def test_run_task_runs_the_command_and_logs_it(tmp_path, monkeypatch):
+    monkeypatch.setattr(record, "RESULTS", tmp_path)
+    out = tmp_path / "x_dev.json"
+    task = Task("x", "{python} -c 'import sys; open(sys.argv[1], \"w\").write(\"{{}}\")' " + str(out),
+                "x_{slug}.json", 1, "")
+    log = tmp_path / "log.json"
+    assert record.run_task(task, "cpu", "dev", log) == 0
+    assert out.is_file()
+    failing = Task("y", "exit 3", "y_{slug}.json", 1, "")
+    assert record.run_task(failing, "cpu", "dev", log) == 3
+    entries = json.loads(log.read_text())
+    assert [(e["task"], e["exit"], e["wrote"]) for e in entries] == [("x", 0, "x_dev.json"), ("y", 3, None)]
+    assert sys.executable not in entries[0]["command"]
+
+
+def test_cli_lists_the_plan_and_refuses_unknown_tasks(capsys):
+    assert record.main(["--list"]) == 0
+    out = capsys.readouterr().out
+    assert all(t.name in out for t in PLAN)
+    assert record.main(["--run", "nope"]) == 2
+    assert "no task 'nope'" in capsys.readouterr().err
+    assert record.main(["--budget", "5"]) == 2
+    assert "--device" in capsys.readouterr().err
