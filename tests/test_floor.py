@@ -1,5 +1,6 @@
 """helpers/floor.py: what each timer says of an empty kernel, here and as recorded on the GPU."""
 import json
+import time
 
 from helpers import floor
 from helpers.analysis.results import RESULTS
@@ -23,7 +24,8 @@ def test_recorded_floors_name_every_timer_the_course_compares():
 def test_the_vendor_is_also_timed_by_cuda_events():
     """Every vendor timing carries a second number, CUDA events around each call (the timer whose
     floor matches OpenCL's profiling events), beside the CUPTI kernel records; both from the same
-    repeats, neither empty. Needs PyTorch with CUDA (the GPU machine)."""
+    repeats, neither empty; and the sum of the call's kernel durations, which leaves out the gaps
+    between kernels. Needs PyTorch with CUDA (the GPU machine)."""
     import pytest
     from helpers.ops.vendor import time_cuda, torch_cuda
     torch = torch_cuda()
@@ -34,3 +36,10 @@ def test_the_vendor_is_also_timed_by_cuda_events():
     assert len(t["times_ms"]) == len(t["events_times_ms"]) == 7
     assert 0 < t["min_ms"] <= t["median_ms"] and 0 < t["events_q1_ms"] <= t["events_median_ms"] <= t["events_q3_ms"]
     assert t["events_method"].startswith("CUDA events")
+    # one kernel per call: the sum of its kernels is its first-to-last time
+    assert t["kernels_median_ms"] == pytest.approx(t["median_ms"], rel=1e-6)
+    # two kernels with 0.3 ms of host work between them (as autograd's): the sum leaves the gap out
+    t2 = time_cuda(lambda: (x.add_(1.0), time.sleep(3e-4), x.mul_(2.0)), warmup=3, repeats=7, flush_bytes=1 << 24)
+    assert t2["kernels_per_call"] == 2
+    assert 0 < t2["kernels_q1_ms"] <= t2["kernels_median_ms"] <= t2["kernels_q3_ms"]
+    assert t2["median_ms"] - t2["kernels_median_ms"] > 0.2
