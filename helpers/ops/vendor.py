@@ -40,9 +40,9 @@ def time_cuda(fn, warmup: int, repeats: int, flush_bytes: int) -> dict:
     The two timers do not share a floor: an empty kernel measures 2.72 us by OpenCL profiling
     events and 0.83 us by CUPTI on the H200 (helpers/floor.py). So each call is timed a second
     time with CUDA events recorded around it after the flush (``events_*``), the timer whose floor
-    matches OpenCL's (2.72 us): the like-for-like number for layers of a few microseconds. The
-    flush (tens of microseconds) runs while the host enqueues the call, so the host's launch time
-    is not in it unless the call's host work outlasts the flush.
+    matches OpenCL's (2.72 us). The flush runs while the host enqueues the call, so the host's
+    launch time is not in it unless the call's host work outlasts the flush, which it can on
+    layers of a few microseconds (chapter 14: 33.5 us by events for a kernel CUPTI times at 8.5).
 
     Where a call is several kernels with host work between them (autograd's batch norm backward),
     both times above hold that host work; ``kernels_*`` is the sum of the call's kernel durations
