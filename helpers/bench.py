@@ -37,7 +37,7 @@ from .ops.layers import layer_set
 from .peak import roofline
 from .runner import Plan, check_plan, device_defines, hook, prepare, reference_for, resolve
 from .stages import get_stage, stage_names
-from .tuning import TUNED, reload as reload_tuned
+from .tuning import TUNED, ignored as tuned_ignored, reload as reload_tuned
 
 
 def versions() -> dict:
@@ -95,7 +95,9 @@ def run(op: str = "conv_dgrad", stages=None, layers="ci", ctx=None, *, activatio
     out = {"schema": 1, "kind": "bench", "op": op, "layer_set": layers if isinstance(layers, str) else "custom",
            "date": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"), "device": info,
            "host": {"machine": platform.machine(), "system": platform.system()}, "versions": versions(),
-           "settings": {"warmup": warmup, "repeats": repeats, "flush_bytes": flush, "activation": activation},
+           "settings": {"warmup": warmup, "repeats": repeats, "flush_bytes": flush, "activation": activation,
+                        "tuned_parameters": ("none: the registry's defaults (COURSE_TUNED=none)" if tuned_ignored()
+                                             else "results/tuned.json where it has the device")},
            "rows": [], "vendor": [], "tuned": {}}
     if tag:
         out["tag"] = tag          # a run for one comparison (e.g. cuda_twins), apart from the ladders
@@ -394,6 +396,9 @@ def checked_args(argv=None) -> tuple:
 
 def _main(argv=None) -> int:
     a, stages, defines = checked_args(argv)
+    if tuned_ignored() and (a.tune or a.tune_only):
+        raise ValueError("COURSE_TUNED=none runs the registry's defaults; a search (--tune) would record "
+                         "into results/tuned.json: unset COURSE_TUNED to tune")
     tune_only = a.tune_only.split(",") if a.tune_only else None
     tune = a.tune or bool(tune_only)
     path = None
@@ -407,7 +412,8 @@ def _main(argv=None) -> int:
               repeats=a.repeats, vendor=not a.no_vendor, tune=tune, defines=defines, progress=sys.stderr.isatty(),
               verbose=False, record_tuned=tune and a.out != "-", tag=a.tag, tune_only=tune_only)
     # the command that wrote the file: results/ is re-recorded by running it again
-    out["settings"]["command"] = "python -m helpers.bench " + shlex.join(sys.argv[1:] if argv is None else argv)
+    out["settings"]["command"] = (("COURSE_TUNED=none " if tuned_ignored() else "") + "python -m helpers.bench "
+                                  + shlex.join(sys.argv[1:] if argv is None else argv))
     print(report(out))
     if path is not None:
         RESULTS.mkdir(exist_ok=True)

@@ -55,12 +55,20 @@ LOCAL_STAGES = "naive,width,local_tile,register_block,prefetch,transposed,padded
 TC_STAGES = "tc_tf32,tc_fp16,tc_bf16,tc_fp16_ldm,tc_fp16_pipe,tc_fp16_nhwc,tc_bf16_nhwc,tc_tf32_nhwc," \
             "tc_fp16_nchw32,tc_bf16_nchw32,tc_tf32_nchw32"
 HOPPER = "tc_tf32_wgmma,tc_fp16_wgmma,tc_bf16_wgmma,tc_tf32_tma,tc_fp16_tma,tc_bf16_tma"
+UNTUNED = "naive,width,prefetch,hoisted,igemm_taps,winograd4,auto"
 GPU_TESTS = "COURSE_TEST_DEVICES={device} {python} -m pytest -q -p no:cacheprovider -n 8"
 
 PLAN = [
     # the timers, then the direct ladder (chapters 02-08) with its search: every later comparison starts here
     Task("floor", "{python} -m helpers.floor --device {device}", "engine/timer_floor_{slug}.json", 0.3,
          "chapter 14 and README: the floor of each timer", True),
+    # what a device nobody tuned for gets (the registry's defaults; chapter 10), before any search
+    Task("untuned-resnet50", "COURSE_TUNED=none COURSE_CHOICES=.cache/choices_untuned_{slug}.json {python} -m "
+         "helpers.bench --device {device} --layers resnet50 --stages " + UNTUNED + " --tag untuned",
+         "conv_dgrad_resnet50_untuned_{slug}.json", 2.7, "issue 9: the defaults never slower than naive", True),
+    Task("untuned-edge", "COURSE_TUNED=none COURSE_CHOICES=.cache/choices_untuned_{slug}.json {python} -m "
+         "helpers.bench --device {device} --layers edge --stages " + UNTUNED + " --tag untuned",
+         "conv_dgrad_edge_untuned_{slug}.json", 0.5, "issue 9: the same at batch 1 and 8", True),
     _bench(f"--layers resnet50 --stages {DGRAD_LADDER} --tune", "conv_dgrad_resnet50_{slug}.json", 8,
            "chapters 02-08 and 12, README's headline (issue 9's baseline, stage 08)", "ladder-resnet50"),
     # issue 9: chapters 09-10 (tiles searched, then the ladder 02-10 and the final stages beside stage 08)

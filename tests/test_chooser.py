@@ -79,3 +79,23 @@ def test_the_budget_is_the_engines_workspace_limit(ctx, cache):
 def test_negative_limit_is_refused(ctx, cache):
     with pytest.raises(ValueError, match="workspace_limit must be >= 0"):
         helpers.plan_stage("conv_dgrad", "auto", ctx=ctx, workspace_limit=-1, **ARGS)
+
+
+def test_chooser_rows_compare_auto_with_the_best_stage_and_leave_untuned_runs_out(monkeypatch):
+    """results.chooser_rows: each auto row beside the fastest other float32 stage recorded up to its
+    run's date, and beside its own run's; a run with the tuned values left out is not compared."""
+    from helpers.analysis import results
+
+    def run(file, date, rows, tuned="results/tuned.json where it has the device"):
+        return {"file": file, "kind": "bench", "op": "conv_dgrad", "layer_set": "s", "date": date,
+                "device": {"name": "GPU X"}, "settings": {"tuned_parameters": tuned},
+                "rows": [{"layer": "a", "stage": s, "key": k, "median_ms": ms, "ran": ran} for s, k, ms, ran in rows]}
+    recorded = [run("early.json", "1", [("winograd4", "12_winograd4", 1.0, "12_winograd4")]),
+                run("auto.json", "2", [("auto", "11_auto", 1.02, "12_winograd4"),
+                                       ("winograd4", "12_winograd4", 1.01, "12_winograd4")]),
+                run("later.json", "3", [("winograd4", "12_winograd4", 0.5, "12_winograd4")]),
+                run("untuned.json", "4", [("auto", "11_auto", 3.0, "12_winograd4")], tuned="none: the defaults")]
+    monkeypatch.setattr(results, "load", lambda pattern="*.json": recorded)
+    rows = results.chooser_rows("s", "GPU X")
+    assert [(r["file"], r["best_file"]) for r in rows] == [("auto.json", "early.json")]
+    assert rows[0]["ratio"] == pytest.approx(1.02) and rows[0]["run_ratio"] == pytest.approx(1.02 / 1.01)

@@ -80,3 +80,21 @@ def test_bench_refuses_to_replace_a_recorded_run_of_other_stages(tmp_path):
     bench.refuse_overwrite(tmp_path / "new.json", ["igemm_phases"])    # nothing recorded there yet
     with pytest.raises(SystemExit, match="holds a recorded run"):
         bench.main(["--layers", "ci", "--stages", "naive", "--no-vendor", "--out", str(out)])
+
+
+def test_course_tuned_none_leaves_the_tuned_values_out(monkeypatch):
+    """COURSE_TUNED=none: a device with tuned values (the recorded H200) gets the registry's
+    defaults, as a device nobody tuned for; the benchmark refuses to tune then (it would record)."""
+    from helpers import bench, tuning
+    tuned = tuning.tuned_defines("conv_dgrad", "11_igemm_taps", "NVIDIA H200")
+    assert tuned, "results/tuned.json holds the H200's igemm_taps parameters"
+    monkeypatch.setenv("COURSE_TUNED", "none")
+    tuning.reload()
+    try:
+        assert tuning.tuned_defines("conv_dgrad", "11_igemm_taps", "NVIDIA H200") == {}
+        with pytest.raises(ValueError, match="COURSE_TUNED=none"):
+            bench._main(["--layers", "ci", "--stages", "naive", "--tune", "--out", "-"])
+    finally:
+        monkeypatch.delenv("COURSE_TUNED")
+        tuning.reload()
+    assert tuning.tuned_defines("conv_dgrad", "11_igemm_taps", "NVIDIA H200") == tuned

@@ -227,3 +227,19 @@ def test_recorded_ffma_counts_are_the_tile_models():
     rows = {(r["twin"], r["defines"]["TY"]): r for r in json.loads(paths[0].read_text())["rows"]}
     # the change of 10_hoisted, at 10_padded's tile: fewer instructions for the same multiply-adds
     assert rows[("10_hoisted", 8)]["instructions"] < rows[("10_padded", 8)]["instructions"]
+
+
+def test_recorded_defaults_are_never_slower_than_the_naive_stage():
+    """Issue 9's rule for a device nobody tuned for, on the recorded runs with the tuned values left
+    out (COURSE_TUNED=none, tag untuned): the direct ladder's last stage and the chooser, with the
+    registry's defaults, at least as fast as the naive stage on every layer (chapter 10 prints them)."""
+    from helpers.analysis.results import find
+    runs = [run for ls in ("resnet50", "edge") for run in find("conv_dgrad", ls, tag="untuned")]
+    if not runs:
+        pytest.skip("no untuned GPU run is recorded in results/")
+    for run in runs:
+        assert run["settings"]["tuned_parameters"].startswith("none")
+        for layer in {r["layer"] for r in run["rows"]}:
+            t = {r["stage"]: r["median_ms"] for r in run["rows"] if r["layer"] == layer}
+            for stage in ("hoisted", "auto"):
+                assert t[stage] <= t["naive"], f"{run['file']}: {stage} slower than naive on {layer}"

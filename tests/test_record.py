@@ -15,6 +15,8 @@ RECORDED = "nvidia-h200"   # the device whose files the plan mirrors
 
 def bench_argv(task: Task) -> list[str] | None:
     words = shlex.split(record.command(task, "nvidia", "SLUG", python="python"))
+    while words and "=" in words[0]:          # the environment's settings before the command
+        words = words[1:]
     if words[:3] != ["python", "-m", "helpers.bench"]:
         return None
     return words[3:]
@@ -57,6 +59,7 @@ def test_searches_come_before_the_runs_that_read_them():
     assert order.index("tune-local") < order.index("local-resnet50")
     assert order.index("tune-tma") < order.index("tma-resnet50")
     assert order.index("ladder-resnet50") < order.index("local-final-resnet50")   # stage 08 tuned first
+    assert order.index("untuned-resnet50") < order.index("ladder-resnet50")       # before any search
 
 
 def fake_plan(tmp_path, monkeypatch):

@@ -40,17 +40,23 @@ def best_row(op: str, layer_set: str, layer: str, device: str, precision: str = 
     return min(rows, key=lambda r: r["median_ms"])
 
 
+def untuned(run: dict) -> bool:
+    """A run made with the tuned values left out (COURSE_TUNED=none): the registry's defaults."""
+    return run.get("settings", {}).get("tuned_parameters", "").startswith("none")
+
+
 def chooser_rows(layer_set: str = "resnet50", device: str = "NVIDIA H200") -> list[dict]:
     """Each recorded row of conv_dgrad's stage ``auto`` on the device, beside the fastest other
     fp32 stage recorded on that layer in any run up to and including auto's own (a stage changed
     later is not one the chooser could have picked): how close the chooser comes to the best
     single stage (its time over that stage's). Where the run also timed the stage auto picked,
     the fastest other stage of that run on the layer too (``run_best``, ``run_ratio``): the same
-    comparison without the drift between runs."""
+    comparison without the drift between runs. Runs with the tuned values left out (COURSE_TUNED=none,
+    chapter 10) are not the chooser's own comparison and are left out."""
     out = []
     for run in load():
         if (run.get("kind"), run.get("op"), run.get("layer_set")) != ("bench", "conv_dgrad", layer_set) \
-                or run["device"]["name"].strip() != device:
+                or run["device"]["name"].strip() != device or untuned(run):
             continue
         for r in run["rows"]:
             if r["stage"] == "auto":
