@@ -56,7 +56,7 @@ TC_STAGES = "tc_tf32,tc_fp16,tc_bf16,tc_fp16_ldm,tc_fp16_pipe,tc_fp16_nhwc,tc_bf
             "tc_fp16_nchw32,tc_bf16_nchw32,tc_tf32_nchw32"
 HOPPER = "tc_tf32_wgmma,tc_fp16_wgmma,tc_bf16_wgmma,tc_tf32_tma,tc_fp16_tma,tc_bf16_tma"
 UNTUNED = "naive,width,prefetch,hoisted,igemm_taps,winograd4,auto"
-GPU_TESTS = "COURSE_TEST_DEVICES={device} {python} -m pytest -q -p no:cacheprovider -n 8"
+GPU_TESTS = "COURSE_TEST_DEVICES={device} {python} -m pytest -q -p no:cacheprovider -p no:benchmark -n 8"
 
 PLAN = [
     # the timers, then the direct ladder (chapters 02-08) with its search: every later comparison starts here

@@ -27,6 +27,8 @@ def runs(monkeypatch):
              op="batchnorm_forward"),
         _run("bnb.json", [_row("05_fused", 0.5)], [{"layer": "a", "median_ms": 3.0, "kernels_median_ms": 0.75,
                                                     "library": "PyTorch 2"}], op="batchnorm_backward"),
+        _run("fwd.json", [_row("05_wino_blocked", 0.5)], [{"layer": "a", "median_ms": 1.0, "kernels_median_ms": 0.9,
+                                                         "name": "cuDNN"}], op="conv_forward"),
     ]
     monkeypatch.setattr(compare, "_runs", lambda: iter(r for r in recorded if r["device"]["type"] == "GPU"))
     return recorded
@@ -41,8 +43,10 @@ def test_best_stage_per_layer_with_its_own_runs_vendor(runs):
     b = rows[("conv_dgrad", "b")]
     assert (b["stage"], b["x_vendor"]) == ("10_padded", 1.0)
     assert rows[("batchnorm_forward", "a")]["vendor"] == "PyTorch"
-    # where the vendor's kernels were added up (host work between them), the sum is its time
+    # autograd's batch norm backward (host work between its kernels): its kernels added up; a
+    # convolution: first kernel to last, as the course's stages are timed
     assert rows[("batchnorm_backward", "a")]["vendor_ms"] == 0.75
+    assert rows[("conv_forward", "a")]["vendor_ms"] == 1.0
     assert [r["op"] for r in compare.best_vs_vendor("batchnorm_forward")] == ["batchnorm_forward"]
     assert compare.best_vs_vendor(device="other") == []
 

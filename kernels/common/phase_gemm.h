@@ -68,12 +68,16 @@ inline void phase_gemm(const int phase, __global const float* restrict dy, __glo
 #if SPLITS > 1
     const int run = CEIL_DIV(CEIL_DIV(KTOT, TK), SPLITS) * TK;        // terms per run, whole steps
     const int k_begin = min(KTOT, split * run), k_len = min(KTOT - k_begin, run);
-    dx += split * N * C * H * W;                                      // this run's slice
 #else
     const int k_begin = 0, k_len = KTOT;
 #endif
     gemm_accumulate(dy, y, w, q, C, KTOT, K, OH, OW, col < NP, img * K * OH * OW, q.bh + i, q.bw + j,
                     k_begin, m0, n0, k_len, As, Bs, acc);
+#if SPLITS > 1
+    // this run's slice of the workspace, found after the loop: a pointer held across it took two
+    // registers more, and NVIDIA's compiler spilled 16 bytes of igemm_taps at 168 (167 without)
+    dx += get_group_id(1) / CEIL_DIV(C, TM) * N * C * H * W;
+#endif
 #if STORE_LOCAL
     // dx[img][c][h0 + STRIDE*i][w0 + STRIDE*j] for this work-item's column, c = m0 + row
     const int out = img * C * H * W + (q.h0 + STRIDE * i) * W + q.w0 + STRIDE * j;
