@@ -10,14 +10,17 @@ in order of priority, one command per task, each short enough for one sitting on
 Every task is a command the course already has (the benchmark, its tuning searches, the timer
 floor, the training run, the GPU tests), written into results/ under the device's own name, the
 same file names the H200's runs have, so the chapters and README's tables pick them up beside the
-H200's. Tuning searches come before the runs that read their parameters. A task whose file exists
-for the device is done (``--budget`` skips it; ``--run`` runs it again). Each task the recorder
-runs is logged, with its command, exit status and wall time, in results/record_<device>.json.
+H200's. The plan opens with what the device gets untuned (COURSE_TUNED=none), then the tuning
+searches, each before the runs that read its parameters. A task whose file exists for the device
+is done (``--budget`` skips it; ``--run`` runs it again); a task that failed there last time
+(a CUDA task on another vendor's GPU, say) is left for ``--run``. Each task the recorder runs is
+logged, with its command, exit status and wall time, in results/record_<device>.json.
 
 ``minutes`` are wall times on the H200 (builds, checks and the vendor's timing included), measured
-for the tasks marked so and estimated for the others; the log holds what each run took. Chapter 10's bank-conflict table (results/local/ncu_banks_conv_dgrad_*)
-is not in the plan: it was written by ncu per stage with each row's tile, a command stored in the
-file, not one this recorder can run.
+for the tasks marked so and estimated for the others; the log holds what each run took.
+Chapter 10's bank-conflict table (results/local/ncu_banks_conv_dgrad_*) is not in the plan: it was
+written by ncu per stage with each row's tile, a command stored in the file, not one this recorder
+can run.
 """
 from __future__ import annotations
 
