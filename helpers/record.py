@@ -12,8 +12,8 @@ floor, the training run, the GPU tests), written into results/ under the device'
 same file names the H200's runs have, so the chapters and README's tables pick them up beside the
 H200's. The plan opens with what the device gets untuned (COURSE_TUNED=none), then the tuning
 searches, each before the runs that read its parameters. A task whose file exists for the device
-is done (``--budget`` skips it; ``--run`` runs it again); a task that failed there last time
-(a CUDA task on another vendor's GPU, say) is left for ``--run``. Each task the recorder runs is
+is done (``--budget`` skips it; ``--run`` runs it again); a task that failed or wrote nothing there
+last time (a CUDA task, or a register count, on another vendor's GPU, say) is left for ``--run``. Each task the recorder runs is
 logged, with its command, exit status and wall time, in results/record_<device>.json.
 
 ``minutes`` are wall times on the H200 (builds, checks and the vendor's timing included), measured
@@ -49,8 +49,8 @@ class Task:
     measured: bool = False
 
 
-def _bench(args: str, writes: str, minutes: float, why: str, name: str, measured: bool = False) -> Task:
-    return Task(name, "{python} -m helpers.bench --device {device} " + args, writes, minutes, why, measured)
+def _bench(args: str, writes: str, minutes: float, why: str, name: str, measured: bool = False, env: str = "") -> Task:
+    return Task(name, env + "{python} -m helpers.bench --device {device} " + args, writes, minutes, why, measured)
 
 
 DGRAD_LADDER = "naive,memoized_bounds,weight_vec,input_vec,output_depth,input_depth,width,winograd"
@@ -59,6 +59,8 @@ TC_STAGES = "tc_tf32,tc_fp16,tc_bf16,tc_fp16_ldm,tc_fp16_pipe,tc_fp16_nhwc,tc_bf
             "tc_fp16_nchw32,tc_bf16_nchw32,tc_tf32_nchw32"
 HOPPER = "tc_tf32_wgmma,tc_fp16_wgmma,tc_bf16_wgmma,tc_tf32_tma,tc_fp16_tma,tc_bf16_tma"
 UNTUNED = "naive,width,prefetch,hoisted,igemm_taps,winograd4,auto"
+# the registry's defaults, and a choice cache of their own (auto searches again with them)
+UNTUNED_ENV = "COURSE_TUNED=none COURSE_CHOICES=.cache/choices_untuned_{slug}.json "
 GPU_TESTS = "COURSE_TEST_DEVICES={device} {python} -m pytest -q -p no:cacheprovider -p no:benchmark -n 8"
 
 PLAN = [
@@ -66,12 +68,10 @@ PLAN = [
     Task("floor", "{python} -m helpers.floor --device {device}", "engine/timer_floor_{slug}.json", 0.3,
          "chapter 14 and README: the floor of each timer", True),
     # what a device nobody tuned for gets (the registry's defaults; chapter 10), before any search
-    Task("untuned-resnet50", "COURSE_TUNED=none COURSE_CHOICES=.cache/choices_untuned_{slug}.json {python} -m "
-         "helpers.bench --device {device} --layers resnet50 --stages " + UNTUNED + " --tag untuned",
-         "conv_dgrad_resnet50_untuned_{slug}.json", 2.7, "issue 9: the defaults never slower than naive", True),
-    Task("untuned-edge", "COURSE_TUNED=none COURSE_CHOICES=.cache/choices_untuned_{slug}.json {python} -m "
-         "helpers.bench --device {device} --layers edge --stages " + UNTUNED + " --tag untuned",
-         "conv_dgrad_edge_untuned_{slug}.json", 0.5, "issue 9: the same at batch 1 and 8", True),
+    _bench(f"--layers resnet50 --stages {UNTUNED} --tag untuned", "conv_dgrad_resnet50_untuned_{slug}.json", 2.7,
+           "issue 9: the defaults never slower than naive", "untuned-resnet50", True, UNTUNED_ENV),
+    _bench(f"--layers edge --stages {UNTUNED} --tag untuned", "conv_dgrad_edge_untuned_{slug}.json", 0.5,
+           "issue 9: the same at batch 1 and 8", "untuned-edge", True, UNTUNED_ENV),
     _bench(f"--layers resnet50 --stages {DGRAD_LADDER} --tune", "conv_dgrad_resnet50_{slug}.json", 8,
            "chapters 02-08 and 12, README's headline (issue 9's baseline, stage 08)", "ladder-resnet50"),
     # issue 9: chapters 09-10 (tiles searched, then the ladder 02-10 and the final stages beside stage 08)
@@ -157,6 +157,13 @@ PLAN = [
            "wgrad-resnet50"),
     Task("training", "{python} -m helpers.train --device {device} --size full --out results/training_{slug}.json",
          "training_{slug}.json", 4, "chapter 15: the network trained on the course's stages"),
+    # register counts (NVIDIA's compiler; other drivers report none and the command writes nothing)
+    Task("registers-direct", "{python} -m helpers.registers --device {device}", "registers_conv_dgrad_{slug}.json", 1,
+         "chapter 07: stages 07-08's registers and spills"),
+    Task("registers-one-pass", "{python} -m helpers.registers --table one_pass --device {device}",
+         "registers_one_pass_{slug}.json", 0.5, "chapter 14: batch norm's one-pass kernel"),
+    Task("registers-split-k", "{python} -m helpers.registers --table split_k --device {device}",
+         "registers_split_k_{slug}.json", 0.2, "chapter 11: the phase split's registers per SPLITS", True),
     # the GPU's own test runs: every stage checked on it, guards included
     Task("tests-winograd", GPU_TESTS + " tests/test_conv_forward.py tests/test_winograd.py "
          "> results/winograd/pytest_{slug}.log 2>&1", "winograd/pytest_{slug}.log", 0.7,
@@ -190,20 +197,21 @@ def log_path(slug: str) -> Path:
     return RESULTS / f"record_{slug}.json"
 
 
-def failed_before(slug: str) -> set:
-    """Tasks whose last run on the device failed (a CUDA task on another vendor's GPU, say)."""
+def left_out(slug: str) -> set:
+    """Tasks whose last run on the device failed or wrote nothing (a CUDA task, or a register
+    count, on another vendor's GPU, say)."""
     path = log_path(slug)
-    last = {e["task"]: e["exit"] for e in json.loads(path.read_text())} if path.is_file() else {}
-    return {name for name, rc in last.items() if rc}
+    last = {e["task"]: e for e in json.loads(path.read_text())} if path.is_file() else {}
+    return {name for name, e in last.items() if e["exit"] or not e.get("wrote")}
 
 
 def pending(slug: str, budget: float, plan=PLAN) -> list[Task]:
     """The tasks not yet recorded for the device, in the plan's order, as many as fit the budget
     (minutes, by the plan's estimates); the first pending task always, even if it alone is longer.
-    A task that failed on the device last time is left for ``--run``."""
-    out, used, failed = [], 0.0, failed_before(slug)
+    A task that failed or wrote nothing on the device last time is left for ``--run``."""
+    out, used, skip = [], 0.0, left_out(slug)
     for t in plan:
-        if recorded(t, slug) or t.name in failed:
+        if recorded(t, slug) or t.name in skip:
             continue
         if out and used + t.minutes > budget:
             break
@@ -230,7 +238,7 @@ def run_task(task: Task, device: str, slug: str, log: Path | None = None) -> int
     entries = json.loads(log.read_text()) if log.is_file() else []
     entries.append({"task": task.name, "command": cmd.replace(sys.executable, "python"), "exit": rc,
                     "minutes": round(minutes, 2), "date": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
-                    "wrote": task.writes.format(slug=slug) if recorded(task, slug) else None})
+                    "wrote": task.writes.format(slug=slug) if rc == 0 and recorded(task, slug) else None})
     log.write_text(json.dumps(entries, indent=1) + "\n")
     return rc
 
@@ -269,11 +277,12 @@ def main(argv=None) -> int:
         return 2
     slug = slug_of(a.device)
     tasks = [t for t in PLAN if t in chosen] if chosen else pending(slug, a.budget)
-    skipped = [] if chosen else sorted(failed_before(slug) - {t.name for t in PLAN if recorded(t, slug)})
+    skipped = [] if chosen else sorted(left_out(slug) - {t.name for t in PLAN if recorded(t, slug)})
     if skipped:
-        print(f"left out, as they failed here last time (run one again by --run NAME): {', '.join(skipped)}")
+        print(f"left out, as they failed or wrote nothing here last time (run one again by --run NAME): "
+              f"{', '.join(skipped)}")
     if not tasks:
-        print(f"every task of the plan is recorded for {slug}" + (" or failed" if skipped else ""))
+        print(f"every task of the plan is recorded for {slug}" + (" or left out" if skipped else ""))
         return 0
     failed = []
     for t in tasks:

@@ -1,9 +1,11 @@
 """Register and spill counts as NVIDIA's compiler reports them, recorded in results/ so that the
-chapters can show them on any machine: stages 07-08 of the input gradient (chapter 07), and batch
-norm stage 06's forward kernel per units held, with and without its offsets (chapter 14).
+chapters can show them on any machine: stages 07-08 of the input gradient (chapter 07), batch
+norm stage 06's forward kernel per units held, with and without its offsets (chapter 14), and the
+phase-split stages with split-K off and on (chapter 11).
 
     python -m helpers.registers              # on an NVIDIA GPU: writes results/registers_conv_dgrad_<device>.json
     python -m helpers.registers --table one_pass      # results/registers_one_pass_<device>.json
+    python -m helpers.registers --table split_k       # results/registers_split_k_<device>.json
     python -m helpers.registers --out -      # print only
 
 Other drivers report nothing (the command says so and writes nothing).
@@ -115,7 +117,28 @@ def one_pass_table(ctx, items=ONE_PASS_ITEMS, wg: int = 256) -> list[dict]:
     return rows
 
 
-TABLES = {"conv_dgrad": register_table, "one_pass": one_pass_table}
+SPLIT_K_TARGETS = (1, 256, 528)     # SPLITS 1, 2 and 3 on res512@7 at the H200's tuned tile
+
+
+def split_k_table(ctx, layer: str = "res512@7") -> list[dict]:
+    """The phase-split stages (chapter 11) on one resnet50 layer with split-K off and on: the
+    registers and spills of each SPLITS, built with the device's tuned tile ([] off NVIDIA)."""
+    from .ops.layers import args, layer_set
+    lay = next(l for l in layer_set("resnet50") if l["name"] == layer)
+    rows = []
+    for stage in ("igemm_taps", "igemm_phases"):
+        for target in SPLIT_K_TARGETS:
+            d = {"SPLIT_TARGET": target}
+            u = register_usage(ctx, stage, defines=d, **args(lay))
+            if u is None:
+                return []
+            splits = _stage_build(ctx, stage, d, "conv_dgrad", args(lay))[1]["SPLITS"]
+            rows.append({"stage": stage, "layer": layer, "SPLIT_TARGET": target, "SPLITS": splits, **u})
+            print(rows[-1], flush=True)
+    return rows
+
+
+TABLES = {"conv_dgrad": register_table, "one_pass": one_pass_table, "split_k": split_k_table}
 
 
 def recorded_registers(table: str = "conv_dgrad") -> list[dict]:

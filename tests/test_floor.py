@@ -21,7 +21,7 @@ def test_recorded_floors_name_every_timer_the_course_compares():
     assert all(r["repeats"] == 50 and r["min_us"] > 0 for r in rec["rows"])
 
 
-def test_the_vendor_is_also_timed_by_cuda_events():
+def test_the_vendor_is_also_timed_by_cuda_events_and_by_its_kernels_added_up():
     """Every vendor timing carries a second number, CUDA events around each call (the timer whose
     floor matches OpenCL's profiling events), beside the CUPTI kernel records; both from the same
     repeats, neither empty; and the sum of the call's kernel durations, which leaves out the gaps

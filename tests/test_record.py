@@ -82,9 +82,11 @@ def test_pending_skips_what_is_recorded_and_keeps_to_the_budget(tmp_path, monkey
 
 def test_pending_leaves_out_what_failed_last_time(tmp_path, monkeypatch):
     plan = fake_plan(tmp_path, monkeypatch)
-    (tmp_path / "record_dev.json").write_text(json.dumps([{"task": "a", "exit": 1}, {"task": "b", "exit": 2},
-                                                          {"task": "b", "exit": 0}]))
-    assert [t.name for t in record.pending("dev", 5, plan)] == ["b"]    # a failed; b's last run passed
+    (tmp_path / "record_dev.json").write_text(json.dumps([
+        {"task": "a", "exit": 1, "wrote": None}, {"task": "b", "exit": 2, "wrote": None},
+        {"task": "b", "exit": 0, "wrote": "b_dev.json"}, {"task": "c", "exit": 0, "wrote": None}]))
+    # a failed; b's last run passed (its file since removed); c passed and wrote nothing
+    assert [t.name for t in record.pending("dev", 20, plan)] == ["b"]
 
 
 def test_run_task_runs_the_command_and_logs_it(tmp_path, monkeypatch):
@@ -97,8 +99,11 @@ def test_run_task_runs_the_command_and_logs_it(tmp_path, monkeypatch):
     assert out.is_file()
     failing = Task("y", "exit 3", "y_{slug}.json", 1, "")
     assert record.run_task(failing, "cpu", "dev", log) == 3
+    (tmp_path / "z_dev.json").write_text("{}")      # an older file: a failed run did not write it
+    assert record.run_task(Task("z", "exit 1", "z_{slug}.json", 1, ""), "cpu", "dev", log) == 1
     entries = json.loads(log.read_text())
-    assert [(e["task"], e["exit"], e["wrote"]) for e in entries] == [("x", 0, "x_dev.json"), ("y", 3, None)]
+    assert [(e["task"], e["exit"], e["wrote"]) for e in entries] == [("x", 0, "x_dev.json"), ("y", 3, None),
+                                                                      ("z", 1, None)]
     assert sys.executable not in entries[0]["command"]
 
 

@@ -74,8 +74,9 @@ inline void phase_gemm(const int phase, __global const float* restrict dy, __glo
     gemm_accumulate(dy, y, w, q, C, KTOT, K, OH, OW, col < NP, img * K * OH * OW, q.bh + i, q.bw + j,
                     k_begin, m0, n0, k_len, As, Bs, acc);
 #if SPLITS > 1
-    // this run's slice of the workspace, found after the loop: a pointer held across it took two
-    // registers more, and NVIDIA's compiler spilled 16 bytes of igemm_taps at 168 (167 without)
+    // this run's slice of the workspace, found after the loop, not held in a pointer across it:
+    // igemm_taps' spill at 168 registers went from 16 bytes to 8 (H200; igemm_phases now spills
+    // 8 at 64: results/registers_split_k_nvidia-h200.json, chapter 11)
     dx += get_group_id(1) / CEIL_DIV(C, TM) * N * C * H * W;
 #endif
 #if STORE_LOCAL
