@@ -113,6 +113,10 @@ PLAN = [
            "tune-wino4"),
     _bench("--layers vgg16 --stages winograd,winograd4 --tag wino4", "conv_dgrad_vgg16_wino4_{slug}.json", 2,
            "issue 11: F(2x2) and F(4x4) beside cuDNN on VGG-16 (chapter 12a)", "wino4-dgrad"),
+    *(_bench(f"--layers resnet50 --stages winograd4 --defines WINO_CHANNEL_MAJOR={v} --tag channel_major{v}",
+             f"conv_dgrad_resnet50_channel_major{v}_{{slug}}.json", 0.4,
+             "issue 11: F(4x4)'s V and M layouts, a recorded pair (chapter 12a)", f"channel-major{v}", True)
+      for v in (0, 1)),
     _bench("--layers resnet50 --stages auto --tag auto", "conv_dgrad_resnet50_auto_{slug}.json", 3.1,
            "issue 11: auto >= cuDNN on every ResNet-50 layer", "auto-resnet50", True),
     _bench("--layers edge --stages auto --tag auto", "conv_dgrad_edge_auto_{slug}.json", 0.4,

@@ -201,8 +201,9 @@ WINO_BLOCKED = dict(WINO, launch="blocked", defines={"WG": 64, "TM": 64, "TN": 6
 # Winograd F(4x4,3x3) (chapter 12a): 6x6 tiles, the 36 products as a batch through the course
 # GEMM (gemm_core.h): its tile parameters and tune lists
 # JOINT_TRANSFORMS = 1: the filter and input transforms in one launch (0: two; chapter 12a's pair)
+# WINO_CHANNEL_MAJOR = 1: V and M stored channel-major (0: product-major; chapter 12a's pair)
 WINO4_BLOCKED = dict(WINO, launch="blocked_f4x4", requires="winograd_f43",
-                     defines={**TILES, "WG": 64, "JOINT_TRANSFORMS": 1},
+                     defines={**TILES, "WG": 64, "JOINT_TRANSFORMS": 1, "WINO_CHANNEL_MAJOR": 1},
                      tune=GEMM_FAMILY["tune"], jit="wino_vectors", fast={"WINO_VEC_OUT": 1})
 
 # conv_forward: the forward convolution (chapter 12: a direct baseline, then Winograd stages 1-5;

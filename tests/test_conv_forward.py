@@ -115,6 +115,17 @@ def test_joint_transforms_run_and_both_settings_are_right(ctx, op, stage):
     assert registry.get_stage(op, stage).defines["JOINT_TRANSFORMS"] == 1
 
 
+@pytest.mark.parametrize("op, stage", [("conv_forward", "wino4_blocked"), ("conv_dgrad", "winograd4")])
+def test_both_layouts_of_the_products_are_right(ctx, op, stage):
+    """WINO_CHANNEL_MAJOR = 1 (the default) stores V and M channel-major, 0 product-major: both
+    give the right answer inside guards, and a plan with no defines is built channel-major."""
+    assert helpers.plan_stage(op, stage, ctx=ctx, **_f4x4_args(op, seed=8)).jit_defines["WINO_CHANNEL_MAJOR"] == 1
+    for layout in (1, 0):
+        plan = helpers.plan_stage(op, stage, ctx=ctx, defines={"WINO_CHANNEL_MAJOR": layout}, **_f4x4_args(op, seed=8))
+        assert plan.stage.name == stage and plan.jit_defines["WINO_CHANNEL_MAJOR"] == layout
+        helpers.check_stage(op, stage, ctx=ctx, guard=True, defines={"WINO_CHANNEL_MAJOR": layout}, **_f4x4_args(op, seed=8))
+
+
 @pytest.mark.parametrize("old, new, error", [
     # a filter work-group's row one output channel off: U's first row never written, its last twice
     ("wino_filter_one(w, U, CI, CO, CIP, COP, ci, g / per)",
@@ -309,11 +320,21 @@ def test_a_dropped_f4x4_product_is_caught(ctx, monkeypatch):
         helpers.check_stage("conv_forward", s, ctx=ctx, guard=True, **_args(dict(n=1, c=4, h=9, w=9, k=3, padding=1), 0))
 
 
-def test_a_missing_batch_offset_of_the_f4x4_products_is_caught(ctx, monkeypatch):
+@pytest.mark.parametrize("layout", [1, 0])
+def test_a_missing_batch_offset_of_the_f4x4_products_is_caught(ctx, monkeypatch, layout):
     # every one of the 36 products reads V[0]: the course GEMM's batch entry xi ignored for B
-    s = planted(monkeypatch, "wino4_blocked", "V + xi * CIP * PP", "V")
+    s = planted(monkeypatch, "wino4_blocked", "V + WINO_IDX(xi, 0, CIP, 0)", "V")
     with pytest.raises(helpers.MismatchError):
-        helpers.check_stage("conv_forward", s, ctx=ctx, guard=True, **_args(dict(n=1, c=4, h=9, w=9, k=3, padding=1), 0))
+        helpers.check_stage("conv_forward", s, ctx=ctx, guard=True, defines={"WINO_CHANNEL_MAJOR": layout},
+                            **_args(dict(n=1, c=4, h=9, w=9, k=3, padding=1), 0))
+
+
+def test_channel_major_rows_read_a_product_apart_is_caught(ctx, monkeypatch):
+    # channel-major V read with the product-major row stride (PP instead of 36 * PP): the GEMM's
+    # B rows are the next products' rows of one channel, all inside V
+    s = planted(monkeypatch, "wino4_blocked", "(WINO_CHANNEL_MAJOR ? WINO_T * PP : PP)", "PP")
+    with pytest.raises(helpers.MismatchError):
+        helpers.check_stage("conv_forward", s, ctx=ctx, guard=True, **_args(dict(n=1, c=6, h=9, w=9, k=3, padding=1), 0))
 
 
 def test_a_wrong_transform_coefficient_is_caught(ctx, monkeypatch):

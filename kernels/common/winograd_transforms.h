@@ -12,9 +12,13 @@
 // ROTATED = 1 (the input gradient) reads each filter rotated by 180 degrees with its input and
 // output channels swapped, and wino_input applies the activation's derivative (GRAD_IN).
 //
-// Layouts (T = WINO_A * WINO_A products): U (T, COP, CIP), V (T, CIP, PP), M (T, COP, PP);
-// CIP, COP, PP are CI, CO and the number of tiles P padded up to the GEMM's blocks, the padding
-// written as zeros.
+// Layouts (T = WINO_A * WINO_A products): U (T, COP, CIP); V and M product-major,
+// (T, CIP, PP) and (T, COP, PP), each product's matrix whole and the T matrices one after the
+// other, or with WINO_CHANNEL_MAJOR = 1 (the host's switch, default 1) channel-major, (CIP, T, PP)
+// and (COP, T, PP): a channel's T rows of tiles side by side. The same values either way; the
+// product xi then reads V's rows, and writes M's, T * PP floats apart instead of PP (its
+// operand's base xi * PP instead of xi * CIP * PP). CIP, COP, PP are CI, CO and the number of
+// tiles P padded up to the GEMM's blocks, the padding written as zeros.
 #ifndef WINOGRAD_TRANSFORMS_H
 #define WINOGRAD_TRANSFORMS_H
 
@@ -30,6 +34,17 @@
 #endif                   // output tile stored as one float4
 #if WINO_VEC_OUT && WINO_M != 4
 #error "WINO_VEC_OUT stores a row of a 4x4 output tile as one float4"
+#endif
+
+#ifndef WINO_CHANNEL_MAJOR
+#define WINO_CHANNEL_MAJOR 0   // 1: V stored (CIP, T, PP) and M (COP, T, PP) (see above)
+#endif
+// The index of (product xi, channel c, tile p) in V (C = CIP) or M (C = COP); PP is the calling
+// kernel's argument (tiles per row).
+#if WINO_CHANNEL_MAJOR
+#define WINO_IDX(xi, c, C, p) (((c) * WINO_T + (xi)) * PP + (p))
+#else
+#define WINO_IDX(xi, c, C, p) (((xi) * (C) + (c)) * PP + (p))
 #endif
 
 // One filter: the 3x3 filter (ci, co) -> its T products in U; zeros in the padding.
@@ -73,7 +88,7 @@ inline void wino_input_one(__global const float* restrict x, __global const floa
         }
     wino_input_tile(d, v);
     for (int xi = 0; xi < WINO_T; xi++)
-        V[(xi * CIP + ci) * PP + p] = v[xi];           // consecutive p: consecutive addresses
+        V[WINO_IDX(xi, ci, CIP, p)] = v[xi];           // consecutive p: consecutive addresses
 }
 
 // NDRange (PP rounded up to WG, CIP): one work-item per tile and input channel.
@@ -115,7 +130,7 @@ __kernel void wino_output(__global const float* restrict M,  // (T, COP, PP)
     if (p >= N * TH * TW || co >= CO) return;
     float m[WINO_T], t[WINO_M * WINO_M];
     for (int xi = 0; xi < WINO_T; xi++)
-        m[xi] = M[(xi * COP + co) * PP + p];
+        m[xi] = M[WINO_IDX(xi, co, COP, p)];
     wino_output_tile(m, t);
     const int n = p / (TH * TW), th = (p / TW) % TH, tw = p % TW;
 #if WINO_VEC_OUT

@@ -11,7 +11,8 @@
 // ROTATED = 1 (the input gradient, conv_dgrad stage 12 winograd4) reads each filter rotated by
 // 180 degrees with its channels swapped, as in stage 05.
 // NDRange of wino_gemm: (PP/TN * TN/WN, COP/TM * TM/WM, 36), work-group (TN/WN, TM/WM, 1).
-// JIT parameters: gemm_core.h's TM, TN, TK, WM, WN, GEMM_LDS4, GEMM_PREFETCH (COP is a multiple
+// JIT parameters: WINO_CHANNEL_MAJOR (V and M's layout, winograd_transforms.h); gemm_core.h's
+// TM, TN, TK, WM, WN, GEMM_LDS4, GEMM_PREFETCH (COP is a multiple
 // of TM, PP of TN, CIP of TK: helpers/launch/winograd.py pads them; TK and TN multiples of 4), WG
 // (the transforms' work-group, host side); WINO_VEC_OUT (from the problem: OW % 4 == 0).
 
@@ -24,22 +25,22 @@
 #define GEMM_VEC_A 1
 #define GEMM_VEC_B 1
 #define GEMM_A4(m, k) vload4(0, U + (m) * CIP + (k))
-#define GEMM_B4(k, n) vload4(0, V + (k) * PP + (n))
+#define GEMM_B4(k, n) vload4(0, V + (k) * (WINO_CHANNEL_MAJOR ? WINO_T * PP : PP) + (n))
 #include "gemm_core.h"
 
 __kernel __attribute__((reqd_work_group_size(TN / WN, TM / WM, 1)))
 void wino_gemm(__global const float* restrict U,    // (36, COP, CIP)
-               __global const float* restrict V,    // (36, CIP, PP)
-               __global float* restrict M,          // (36, COP, PP)
+               __global const float* restrict V,    // (36, CIP, PP); channel-major (CIP, 36, PP)
+               __global float* restrict M,          // (36, COP, PP); channel-major (COP, 36, PP)
                const int CIP, const int COP, const int PP) {
     GEMM_TILES(As, Bs);
     const int xi = get_group_id(2), m0 = get_group_id(1) * TM, n0 = get_group_id(0) * TN;
     float acc[WM][WN];
     for (int i = 0; i < WM; i++)
         for (int j = 0; j < WN; j++) acc[i][j] = 0.0f;
-    gemm_accumulate(U + xi * COP * CIP, V + xi * CIP * PP, CIP, PP, m0, n0, CIP, As, Bs, acc);
+    gemm_accumulate(U + xi * COP * CIP, V + WINO_IDX(xi, 0, CIP, 0), CIP, PP, m0, n0, CIP, As, Bs, acc);
     for (int i = 0; i < WM; i++) {
-        __global float* row = M + (xi * COP + m0 + GEMM_ROW(i)) * PP + n0;
+        __global float* row = M + WINO_IDX(xi, m0 + GEMM_ROW(i), COP, n0);
 #if GEMM_LDS4      // a work-item's columns come in runs of 4: one 16-byte store per run
         for (int j = 0; j < WN; j += 4)
             vstore4((float4)(acc[i][j], acc[i][j + 1], acc[i][j + 2], acc[i][j + 3]), 0, row + GEMM_COL(j));
