@@ -129,12 +129,21 @@ def test_chapter_01_slider_changes_the_picture(lab, tmp_path):
         page.wait_for_selector(".jp-Notebook-ExecutionIndicator[data-status='idle']", timeout=120_000)
         _run_all(page)
         slider = page.locator(".widget-slider").filter(has_text="kernel").first
-        try:
-            slider.wait_for(timeout=300_000)   # generous: CI runs other notebooks beside it on 2 cores
-        except Exception:
-            page.screenshot(path=str(tmp_path / "no-slider.png"))
-            pytest.fail(f"chapter 01's slider did not appear within 5 minutes of Run All; {_state(page)}; "
-                        f"screenshot {tmp_path / 'no-slider.png'}")
+        # generous: CI runs other notebooks beside it on 2 cores. A run can also stop short: seen
+        # in CI, the kernel idle after the first cell with every other cell still unrun (its queue
+        # dropped, no error); then Run All again, at most twice.
+        deadline, again = time.monotonic() + 300, 2
+        while not slider.count():
+            if time.monotonic() > deadline:
+                page.screenshot(path=str(tmp_path / "no-slider.png"))
+                pytest.fail(f"chapter 01's slider did not appear within 5 minutes of Run All; {_state(page)}; "
+                            f"screenshot {tmp_path / 'no-slider.png'}")
+            time.sleep(5)
+            texts = [t.strip() for t in page.locator(".jp-CodeCell .jp-InputPrompt").all_inner_texts()]
+            idle = page.locator(".jp-Notebook-ExecutionIndicator[data-status='idle']").count()
+            if again and idle and "[*]:" not in texts and "[ ]:" in texts and not slider.count():
+                again -= 1
+                _run_all(page)
         picture = page.locator(".jupyter-widgets-output-area img, .widget-output img").first
         picture.wait_for(timeout=120_000)
         before = picture.get_attribute("src")
