@@ -323,7 +323,7 @@ def test_a_dropped_f4x4_product_is_caught(ctx, monkeypatch):
 @pytest.mark.parametrize("layout", [1, 0])
 def test_a_missing_batch_offset_of_the_f4x4_products_is_caught(ctx, monkeypatch, layout):
     # every one of the 36 products reads V[0]: the course GEMM's batch entry xi ignored for B
-    s = planted(monkeypatch, "wino4_blocked", "V + WINO_IDX(xi, 0, CIP, 0)", "V")
+    s = planted(monkeypatch, "wino4_blocked", "V + WINO_BASE(xi, CIP)", "V")
     with pytest.raises(helpers.MismatchError):
         helpers.check_stage("conv_forward", s, ctx=ctx, guard=True, defines={"WINO_CHANNEL_MAJOR": layout},
                             **_args(dict(n=1, c=4, h=9, w=9, k=3, padding=1), 0))
@@ -332,7 +332,7 @@ def test_a_missing_batch_offset_of_the_f4x4_products_is_caught(ctx, monkeypatch,
 def test_channel_major_rows_read_a_product_apart_is_caught(ctx, monkeypatch):
     # channel-major V read with the product-major row stride (PP instead of 36 * PP): the GEMM's
     # B rows are the next products' rows of one channel, all inside V
-    s = planted(monkeypatch, "wino4_blocked", "(WINO_CHANNEL_MAJOR ? WINO_T * PP : PP)", "PP")
+    s = planted(monkeypatch, "wino4_blocked", "V + (k) * WINO_ROW_STRIDE", "V + (k) * PP")
     with pytest.raises(helpers.MismatchError):
         helpers.check_stage("conv_forward", s, ctx=ctx, guard=True, **_args(dict(n=1, c=6, h=9, w=9, k=3, padding=1), 0))
 

@@ -25,7 +25,7 @@
 #define GEMM_VEC_A 1
 #define GEMM_VEC_B 1
 #define GEMM_A4(m, k) vload4(0, U + (m) * CIP + (k))
-#define GEMM_B4(k, n) vload4(0, V + (k) * (WINO_CHANNEL_MAJOR ? WINO_T * PP : PP) + (n))
+#define GEMM_B4(k, n) vload4(0, V + (k) * WINO_ROW_STRIDE + (n))   // V points at product xi
 #include "gemm_core.h"
 
 __kernel __attribute__((reqd_work_group_size(TN / WN, TM / WM, 1)))
@@ -38,7 +38,7 @@ void wino_gemm(__global const float* restrict U,    // (36, COP, CIP)
     float acc[WM][WN];
     for (int i = 0; i < WM; i++)
         for (int j = 0; j < WN; j++) acc[i][j] = 0.0f;
-    gemm_accumulate(U + xi * COP * CIP, V + WINO_IDX(xi, 0, CIP, 0), CIP, PP, m0, n0, CIP, As, Bs, acc);
+    gemm_accumulate(U + xi * COP * CIP, V + WINO_BASE(xi, CIP), CIP, PP, m0, n0, CIP, As, Bs, acc);
     for (int i = 0; i < WM; i++) {
         __global float* row = M + WINO_IDX(xi, m0 + GEMM_ROW(i), COP, n0);
 #if GEMM_LDS4      // a work-item's columns come in runs of 4: one 16-byte store per run
