@@ -206,6 +206,11 @@ WINO4_BLOCKED = dict(WINO, launch="blocked_f4x4", requires="winograd_f43",
                      defines={**TILES, "WG": 64, "JOINT_TRANSFORMS": 1, "WINO_CHANNEL_MAJOR": 1},
                      tune=GEMM_FAMILY["tune"], jit="wino_vectors", fast={"WINO_VEC_OUT": 1})
 
+# the input gradient's F(4x4) also searches WG, the work-group of its three transform kernels (the
+# output transform's time moves with it: res128@28 0.038 -> 0.033 ms at 32 on the H200). Searched
+# on its own (./course record: tune-wino4-wg): with the tile lists it would triple the search.
+WINO4_DGRAD_TUNE = {**GEMM_FAMILY["tune"], "WG": [32, 64, 128]}
+
 # conv_forward: the forward convolution (chapter 12: a direct baseline, then Winograd stages 1-5;
 # chapter 12a: stage 6, F(4x4))
 CONV_FORWARD = [
@@ -282,7 +287,8 @@ CONV_DGRAD.append(
 CONV_DGRAD.append(
     Stage("conv_dgrad", 12, "winograd4", "conv_dgrad/12_winograd4.cl",
           "3x3 stride 1, K >= 16: Winograd F(4x4,3x3) on dy with the rotated filter (conv_forward "
-          "stage 06); other layers run stage 12 winograd", fallback="winograd", **WINO4_BLOCKED))
+          "stage 06); other layers run stage 12 winograd", fallback="winograd",
+          **{**WINO4_BLOCKED, "tune": WINO4_DGRAD_TUNE}))
 
 # gemm: the course's matrix product C = A . B (chapter 11)
 GEMM = [

@@ -6,6 +6,7 @@ import sys
 
 import pytest
 
+import helpers
 from helpers import bench, record
 from helpers.analysis.results import RESULTS
 from helpers.record import PLAN, Task
@@ -56,10 +57,23 @@ def test_searches_come_before_the_runs_that_read_them():
     order = [t.name for t in PLAN]
     assert order.index("tune-taps") < order.index("taps-resnet50")
     assert order.index("tune-wino4") < order.index("auto-resnet50")
+    assert order.index("tune-wino4-wg") < order.index("channel-major0") < order.index("auto-resnet50")
     assert order.index("tune-local") < order.index("local-resnet50")
     assert order.index("tune-tma") < order.index("tma-resnet50")
     assert order.index("ladder-resnet50") < order.index("local-final-resnet50")   # stage 08 tuned first
     assert order.index("untuned-resnet50") < order.index("ladder-resnet50")       # before any search
+
+
+def test_winograd4_searches_in_two_tasks_cover_its_tune_list():
+    """F(4x4)'s input gradient is searched in two tasks (tiles, then WG: a joint search would take
+    three times as long); between them every parameter of its tune list is searched, none twice."""
+    names = []
+    for task in PLAN:
+        words = bench_argv(task)
+        if words and "--tune-only" in words and bench.checked_args(words)[1] == ["winograd4"]:
+            names += words[words.index("--tune-only") + 1].split(",")
+    assert sorted(names) == sorted(helpers.get_stage("conv_dgrad", "winograd4").tune)
+    assert [t.name for t in PLAN].index("tune-wino4") < [t.name for t in PLAN].index("tune-wino4-wg")
 
 
 def fake_plan(tmp_path, monkeypatch):
