@@ -129,3 +129,14 @@ def test_cli_lists_the_plan_and_refuses_unknown_tasks(capsys):
     assert "no task 'nope'" in capsys.readouterr().err
     assert record.main(["--budget", "5"]) == 2
     assert "--device" in capsys.readouterr().err
+
+
+def test_the_recorder_s_log_is_not_read_as_a_run(tmp_path, monkeypatch):
+    """record_<device>.json (a list of tasks) lies beside the runs in results/; the loaders that
+    glob results/ for runs (README's vendor table, the chapters) must pass over it."""
+    from helpers.analysis import results
+    monkeypatch.setattr(results, "RESULTS", tmp_path)
+    (tmp_path / "record_dev.json").write_text(json.dumps([{"task": "a", "exit": 0}]))
+    (tmp_path / "tuned.json").write_text("{}")
+    (tmp_path / "conv_dgrad_x_dev.json").write_text(json.dumps({"op": "conv_dgrad", "rows": []}))
+    assert [r["file"] for r in results.load()] == ["conv_dgrad_x_dev.json"]

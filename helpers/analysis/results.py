@@ -8,10 +8,11 @@ RESULTS = Path(__file__).resolve().parents[2] / "results"
 
 
 def load(pattern: str = "*.json") -> list[dict]:
-    """Every recorded run whose file name matches ``pattern`` (tuned.json excluded)."""
+    """Every recorded run whose file name matches ``pattern``: not tuned.json (the searched
+    parameters) nor record_<device>.json (the recorder's log of its tasks, helpers/record.py)."""
     runs = []
     for path in sorted(RESULTS.glob(pattern)):
-        if path.name == "tuned.json":
+        if path.name == "tuned.json" or path.name.startswith("record_"):
             continue
         data = json.loads(path.read_text())
         data["file"] = path.name
