@@ -39,17 +39,19 @@
 #ifndef WINO_CHANNEL_MAJOR
 #define WINO_CHANNEL_MAJOR 0   // 1: V stored (CIP, T, PP) and M (COP, T, PP) (see above)
 #endif
-// Where product xi's matrix starts in V (C = CIP) or M (C = COP), and how far apart its rows (one
-// per channel) lie; WINO_IDX, the index of (product xi, channel c, tile p). PP is the calling
-// kernel's argument (tiles per row).
+// WINO_IDX: the index of (product xi, channel c, tile p) in V (C = CIP) or M (C = COP);
+// WINO_ROW_STRIDE: how far apart product xi's rows (one per channel) lie; WINO_BASE: where its
+// matrix starts. PP is the calling kernel's argument (tiles per row). WINO_IDX is kept in this
+// form: written as WINO_BASE + c * WINO_ROW_STRIDE + p (the same addresses), it gave a different
+// PTX for the product from NVIDIA's OpenCL compiler, 1-2 % slower on res128@28 (H200).
 #if WINO_CHANNEL_MAJOR
-#define WINO_BASE(xi, C) ((xi) * PP)
+#define WINO_IDX(xi, c, C, p) (((c) * WINO_T + (xi)) * PP + (p))
 #define WINO_ROW_STRIDE (WINO_T * PP)
 #else
-#define WINO_BASE(xi, C) ((xi) * (C) * PP)
+#define WINO_IDX(xi, c, C, p) (((xi) * (C) + (c)) * PP + (p))
 #define WINO_ROW_STRIDE PP
 #endif
-#define WINO_IDX(xi, c, C, p) (WINO_BASE(xi, C) + (c) * WINO_ROW_STRIDE + (p))
+#define WINO_BASE(xi, C) WINO_IDX(xi, 0, C, 0)
 
 // One filter: the 3x3 filter (ci, co) -> its T products in U; zeros in the padding.
 inline void wino_filter_one(__global const float* restrict w, __global float* restrict U, const int CI,
