@@ -55,6 +55,7 @@ def _bench(args: str, writes: str, minutes: float, why: str, name: str, measured
 
 DGRAD_LADDER = "naive,memoized_bounds,weight_vec,input_vec,output_depth,input_depth,width,winograd"
 LOCAL_STAGES = "naive,width,local_tile,register_block,prefetch,transposed,padded,swizzle"
+LOCAL_TWINS = ",".join(f"{s},{s}_cuda" for s in ("prefetch", "transposed", "padded", "swizzle", "hoisted"))
 TC_STAGES = "tc_tf32,tc_fp16,tc_bf16,tc_fp16_ldm,tc_fp16_pipe,tc_fp16_nhwc,tc_bf16_nhwc,tc_tf32_nhwc," \
             "tc_fp16_nchw32,tc_bf16_nchw32,tc_tf32_nchw32"
 HOPPER = "tc_tf32_wgmma,tc_fp16_wgmma,tc_bf16_wgmma,tc_tf32_tma,tc_fp16_tma,tc_bf16_tma"
@@ -90,6 +91,13 @@ PLAN = [
     _bench("--layers resnet50 --stages naive,width,padded,hoisted "
            "--out results/local/run4_conv_dgrad_resnet50_{slug}.json", "local/run4_conv_dgrad_resnet50_{slug}.json", 2,
            "issue 9's targets: 50 % of the FMA peak, x4 stage 08 on res64@56", "local-final-resnet50"),
+    # chapters 09-10's OpenCL stages and their CUDA twins at the same tiles (a twin takes its
+    # OpenCL stage's tuned values), cuDNN beside them
+    *(_bench(f"--layers {layers} --stages {LOCAL_TWINS} "
+             f"--out results/local/run5_twins_conv_dgrad_{layers}_{{slug}}.json",
+             f"local/run5_twins_conv_dgrad_{layers}_{{slug}}.json", minutes,
+             "issue 9: OpenCL and CUDA twins over each layer set (chapter 10)", f"local-twins-{layers}")
+      for layers, minutes in (("resnet50", 4), ("edge", 1), ("vgg16", 4))),
     # issue 10: the course GEMM beside cuBLAS (and CLBlast where installed), the implicit GEMM, the chooser
     _bench("--op gemm --layers gemm --tune", "gemm_gemm_{slug}.json", 4,
            "issue 10: x0.7 cuBLAS, x0.8 CLBlast on 4096 (chapter 11)", "gemm"),

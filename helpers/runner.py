@@ -63,9 +63,15 @@ def choose_stage(op: str, problem: Problem, ctx, workspace_limit: int | None) ->
 
 def device_defines(op: str, s: Stage, ctx) -> dict:
     """A stage's JIT parameters on this device when none are given: its defaults, then the values
-    tuned for the device (results/tuned.json)."""
+    tuned for the device (results/tuned.json). A CUDA twin ('10_hoisted_cuda': the same algorithm
+    and layout as '10_hoisted') with no values of its own takes its OpenCL stage's, so that the
+    two are compared at the same tile."""
     dev = cuda.device()["name"] if s.backend == "cuda" else ctx.devices[0].name
-    return {**s.defines, **tuned_defines(op, s.key, dev)}
+    tuned = tuned_defines(op, s.key, dev)
+    if not tuned and s.backend == "cuda" and s.name.endswith("_cuda"):
+        twin = tuned_defines(op, s.key.removesuffix("_cuda"), dev)
+        tuned = {k: v for k, v in twin.items() if k in s.defines}
+    return {**s.defines, **tuned}
 
 
 def resolve(op: str, stage, problem: Problem, ctx, defines: dict | None,

@@ -129,6 +129,20 @@ def test_there_are_cuda_twins():
         assert twin.backend == "opencl" and twin.kernel.rsplit(".", 1)[0] == s.kernel.rsplit(".", 1)[0]
 
 
+def test_a_cuda_twin_runs_its_opencl_stage_s_tuned_tile(monkeypatch):
+    """Without values of its own in results/tuned.json a twin takes its OpenCL stage's (the same
+    kernel in another language: compared at the same tile); its own values win when it has them."""
+    from helpers import runner
+    tuned = {"10_hoisted": {"TY": 8, "XPW": 8, "CPW": 8, "SPLIT": 3}}      # SPLIT: not the twin's
+    monkeypatch.setattr(runner.cuda, "device", lambda: {"name": "Some GPU"})
+    monkeypatch.setattr(runner, "tuned_defines", lambda op, key, dev: dict(tuned.get(key, {})))
+    s = helpers.get_stage("conv_dgrad", "hoisted_cuda")
+    got = runner.device_defines("conv_dgrad", s, None)
+    assert got == {**s.defines, "TY": 8, "XPW": 8, "CPW": 8}
+    tuned["10_hoisted_cuda"] = {"TY": 4}
+    assert runner.device_defines("conv_dgrad", s, None) == {**s.defines, "TY": 4}
+
+
 @pytest.mark.skipif(NO_NVRTC is not None, reason=f"{NO_NVRTC}")
 @pytest.mark.parametrize("stage", CUDA_STAGES, ids=lambda s: f"{s.op}-{s.name}")
 def test_cuda_kernel_compiles_to_ptx(stage):
