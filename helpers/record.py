@@ -177,6 +177,8 @@ PLAN = [
          "chapter 07: stages 07-08's registers and spills"),
     Task("registers-one-pass", "{python} -m helpers.registers --table one_pass --device {device}",
          "registers_one_pass_{slug}.json", 0.5, "chapter 14: batch norm's one-pass kernel"),
+    Task("registers-local", "{python} -m helpers.registers --table local --device {device}",
+         "registers_local_{slug}.json", 0.3, "chapter 10: the OpenCL stages' registers beside their CUDA twins'"),
     Task("registers-split-k", "{python} -m helpers.registers --table split_k --device {device}",
          "registers_split_k_{slug}.json", 0.2, "chapter 11: the phase split's registers per SPLITS", True),
     # the GPU's own test runs: every stage checked on it, guards included

@@ -1,11 +1,13 @@
 """Register and spill counts as NVIDIA's compiler reports them, recorded in results/ so that the
 chapters can show them on any machine: stages 07-08 of the input gradient (chapter 07), batch
 norm stage 06's forward kernel per units held, with and without its offsets (chapter 14), and the
-phase-split stages with split-K off and on (chapter 11).
+phase-split stages with split-K off and on (chapter 11); chapters 09-10's stages and their CUDA
+twins at the tuned tiles (chapter 10).
 
     python -m helpers.registers              # on an NVIDIA GPU: writes results/registers_conv_dgrad_<device>.json
     python -m helpers.registers --table one_pass      # results/registers_one_pass_<device>.json
     python -m helpers.registers --table split_k       # results/registers_split_k_<device>.json
+    python -m helpers.registers --table local         # results/registers_local_<device>.json
     python -m helpers.registers --out -      # print only
 
 Other drivers report nothing (the command says so and writes nothing).
@@ -138,7 +140,40 @@ def split_k_table(ctx, layer: str = "res512@7") -> list[dict]:
     return rows
 
 
-TABLES = {"conv_dgrad": register_table, "one_pass": one_pass_table, "split_k": split_k_table}
+LOCAL_STAGES = ("prefetch", "transposed", "padded", "swizzle", "hoisted")
+
+
+def local_table(ctx, layer: str = "res64@56") -> list[dict]:
+    """Chapters 09-10's stages at the device's tuned tiles on one resnet50 layer: the registers and
+    spills of the OpenCL build (NVIDIA's OpenCL compiler), and of its CUDA twin at the same tile
+    (NVRTC, as CuPy loads it; None where CuPy is missing): chapter 10 sets them beside the twins'
+    times ([] off NVIDIA)."""
+    from .engine.backends import cuda
+    from .ops.layers import args, layer_set
+    lay = next(l for l in layer_set("resnet50") if l["name"] == layer)
+    rows = []
+    for stage in LOCAL_STAGES:
+        u = register_usage(ctx, stage, **args(lay))
+        if u is None:
+            return []
+        kernel, jit, source = _stage_build(ctx, stage, None, "conv_dgrad", args(lay))
+        row = {"stage": stage, "layer": layer, "tile": {k: jit[k] for k in ("TX", "TY", "XPW", "CPW", "CB", "KC")},
+               "opencl": u, "cuda": None}
+        try:
+            t_kernel, t_jit, t_source = _stage_build(ctx, stage + "_cuda", None, "conv_dgrad", args(lay))
+        except Exception as err:          # no CuPy or no CUDA device: the OpenCL counts alone
+            print(f"{stage}_cuda: {err}".splitlines()[0], flush=True)
+        else:
+            if {k: t_jit[k] for k in row["tile"]} != row["tile"]:
+                raise RuntimeError(f"{stage}_cuda runs another tile than {stage}: {t_jit} against {jit}")
+            fn = cuda.build(t_kernel, t_jit, source=t_source).get_function("conv_dgrad")
+            row["cuda"] = {"registers": int(fn.num_regs), "local_bytes": int(fn.local_size_bytes)}
+        rows.append(row)
+        print(rows[-1], flush=True)
+    return rows
+
+
+TABLES = {"conv_dgrad": register_table, "one_pass": one_pass_table, "split_k": split_k_table, "local": local_table}
 
 
 def recorded_registers(table: str = "conv_dgrad") -> list[dict]:
