@@ -434,3 +434,50 @@ def rowcopy_copies(tiles=((32, 4), (16, 8), (8, 8))) -> list[str]:
         (a0, b0, c0), (a1, b1, c1) = cells
         out.append(f"{tx:>3}x{ty:<2}{f'{a0} -> {a1}':>22}{f'{b0} -> {b1}':>22}{f'{c0} -> {c1}':>15}")
     return out
+
+
+def twin_times(pattern: str = "run5_twins_conv_dgrad_*.json") -> list[str]:
+    """Chapters 09-10's OpenCL stages against their CUDA twins, timed in one run at the same tiles
+    (results/local/run5_twins_*: `./course record --run local-twins-<set>`). Per layer set and
+    stage: t(CUDA twin) / t(OpenCL stage) on each stride-1 layer (above 1: the twin is slower), on
+    how many of them the interquartile ranges are apart, and the geometric mean; what the stride-2
+    layers ran instead; then both builds' registers at the tuned tiles (results/registers_local_*)."""
+    from ..analysis.summary import geomean
+    from ..registers import recorded_registers
+    from ..stages import get_stage
+    order = ("resnet50", "vgg16", "edge")
+    runs = sorted(recorded_runs(pattern), key=lambda r: (order.index(r["layer_set"]) if r["layer_set"] in order
+                                                          else len(order), r["file"]))
+    if not runs:
+        return ["No run of the OpenCL stages beside their CUDA twins is recorded in results/local/ yet "
+                "(./course record --device nvidia --run local-twins-resnet50)."]
+    out = []
+    for run in runs:
+        rows = {(r["layer"], r["key"]): r for r in run["rows"]}
+        stages = [k for k in dict.fromkeys(r["key"] for r in run["rows"]) if not k.endswith("_cuda")]
+        layers = list(dict.fromkeys(r["layer"] for r in run["rows"]))
+        flat = [l for l in layers if all(rows[(l, s)]["ran"] == s for s in stages)]
+        out += [f"{run['device']['name']} ({run['date'][:10]}, {run['file']}): t(CUDA twin) / t(OpenCL stage), same tile",
+                f"  {'stage':<15}" + "".join(f"{l:>14}" for l in flat) + f"{'geomean':>10}{'IQRs apart':>12}"]
+        for s in stages:
+            a = [rows[(l, s)] for l in flat]
+            b = [rows[(l, s + "_cuda")] for l in flat]
+            x = [t["median_ms"] / o["median_ms"] for o, t in zip(a, b)]
+            apart = sum(t["q1_ms"] > o["q3_ms"] or o["q1_ms"] > t["q3_ms"] for o, t in zip(a, b))
+            out.append(f"  {s:<15}" + "".join(f"{v:>14.2f}" for v in x) + f"{geomean(x):>10.2f}{apart:>8} of {len(x)}")
+        for l in layers:
+            if l in flat:
+                continue
+            o, t = rows[(l, stages[-1])], rows[(l, stages[-1] + "_cuda")]
+            out.append(f"  {l}: the OpenCL stages ran their fallback {o['ran']}, the twins "
+                       f"{t['ran']}: x{t['median_ms'] / o['median_ms']:.2f}")
+        out.append("")
+    for rec in recorded_registers("local"):
+        out.append(f"{rec['device']['name']} ({rec['date'][:10]}, `{rec['command']}`): registers per "
+                   f"work-item on {rec['rows'][0]['layer']}, the OpenCL build and the CUDA twin at the same tile")
+        for r in rec["rows"]:
+            t, o, c = r["tile"], r["opencl"], r["cuda"]
+            twin = f"{c['registers']:>4} ({c['local_bytes']} B local)" if c else "   -"
+            out.append(f"  {get_stage('conv_dgrad', r['stage']).key:<15}{t['TX']}x{t['TY']} {t['XPW']}x{t['CPW']}"
+                       f"   OpenCL {o['registers']:>4} ({o['spill_stores']} B spill stores)   CUDA twin {twin}")
+    return out
