@@ -99,3 +99,24 @@ def test_chooser_rows_compare_auto_with_the_best_stage_and_leave_untuned_runs_ou
     rows = results.chooser_rows("s", "GPU X")
     assert [(r["file"], r["best_file"]) for r in rows] == [("auto.json", "early.json")]
     assert rows[0]["ratio"] == pytest.approx(1.02) and rows[0]["run_ratio"] == pytest.approx(1.02 / 1.01)
+
+
+def test_two_modes_splits_a_bimodal_timing_and_leaves_a_single_one_alone():
+    from helpers.analysis.summary import two_modes
+    assert two_modes([0.196, 0.195, 0.219, 0.197, 0.221, 0.196]) == ((4, 0.195, 0.197), (2, 0.219, 0.221))
+    assert two_modes([0.1755, 0.1783, 0.1790, 0.1821]) is None      # a spread, no gap
+    assert two_modes([0.2]) is None
+
+
+def test_the_recorded_repetitions_of_res512_7_fall_in_two_modes():
+    """Chapter 11 reads this record to explain its worst chooser row: on the H200, winograd4 on
+    res512@7 runs at one of two speeds from launch to launch; the other stride-1 layers do not."""
+    from helpers.analysis.results import load
+    from helpers.analysis.summary import two_modes
+    runs = [r for r in load("conv_dgrad_resnet50_wino4_repeats_*.json")]
+    assert runs, "results/conv_dgrad_resnet50_wino4_repeats_nvidia-h200.json is missing"
+    rows = {r["layer"]: r["times_ms"] for r in runs[0]["rows"]}
+    assert all(len(t) == 120 for t in rows.values())
+    fast, slow = two_modes(rows["res512@7"])
+    assert fast[0] + slow[0] == 120 and slow[1] > 1.05 * fast[2]
+    assert all(two_modes(rows[l]) is None for l in ("res64@56", "res128@28", "res256@14"))
