@@ -96,8 +96,8 @@ PLAN = [
     *(_bench(f"--layers {layers} --stages {LOCAL_TWINS} "
              f"--out results/local/run5_twins_conv_dgrad_{layers}_{{slug}}.json",
              f"local/run5_twins_conv_dgrad_{layers}_{{slug}}.json", minutes,
-             "issue 9: OpenCL and CUDA twins over each layer set (chapter 10)", f"local-twins-{layers}")
-      for layers, minutes in (("resnet50", 4), ("edge", 1), ("vgg16", 4))),
+             "issue 9: OpenCL and CUDA twins over each layer set (chapter 10)", f"local-twins-{layers}", True)
+      for layers, minutes in (("resnet50", 1.1), ("edge", 0.3), ("vgg16", 1.9))),
     # issue 10: the course GEMM beside cuBLAS (and CLBlast where installed), the implicit GEMM, the chooser
     _bench("--op gemm --layers gemm --tune", "gemm_gemm_{slug}.json", 4,
            "issue 10: x0.7 cuBLAS, x0.8 CLBlast on 4096 (chapter 11)", "gemm"),
@@ -121,7 +121,7 @@ PLAN = [
            "issue 11: Winograd F(4x4)'s tiles for the input gradient", "tune-wino4"),
     _bench("--layers resnet50 --stages winograd4 --tune-only WG --no-vendor --repeats 8 --tag wino4_wg_tuned",
            "conv_dgrad_resnet50_wino4_wg_tuned_{slug}.json", 0.5,
-           "issue 11: the work-group of F(4x4)'s transforms, at the tiles just searched", "tune-wino4-wg"),
+           "issue 11: the work-group of F(4x4)'s transforms, at the tiles just searched", "tune-wino4-wg", True),
     _bench("--layers vgg16 --stages winograd,winograd4 --tag wino4", "conv_dgrad_vgg16_wino4_{slug}.json", 2,
            "issue 11: F(2x2) and F(4x4) beside cuDNN on VGG-16 (chapter 12a)", "wino4-dgrad"),
     *(_bench(f"--layers resnet50 --stages winograd4 --defines WINO_CHANNEL_MAJOR={v} --tag channel_major{v}",
@@ -178,7 +178,7 @@ PLAN = [
     Task("registers-one-pass", "{python} -m helpers.registers --table one_pass --device {device}",
          "registers_one_pass_{slug}.json", 0.5, "chapter 14: batch norm's one-pass kernel"),
     Task("registers-local", "{python} -m helpers.registers --table local --device {device}",
-         "registers_local_{slug}.json", 0.3, "chapter 10: the OpenCL stages' registers beside their CUDA twins'"),
+         "registers_local_{slug}.json", 0.3, "chapter 10: the OpenCL stages' registers beside their CUDA twins'", True),
     Task("registers-split-k", "{python} -m helpers.registers --table split_k --device {device}",
          "registers_split_k_{slug}.json", 0.2, "chapter 11: the phase split's registers per SPLITS", True),
     # the GPU's own test runs: every stage checked on it, guards included
