@@ -35,6 +35,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from .analysis.results import RESULTS
+from .stages import LOCAL_TWINNED
 
 ROOT = RESULTS.parent
 
@@ -55,7 +56,7 @@ def _bench(args: str, writes: str, minutes: float, why: str, name: str, measured
 
 DGRAD_LADDER = "naive,memoized_bounds,weight_vec,input_vec,output_depth,input_depth,width,winograd"
 LOCAL_STAGES = "naive,width,local_tile,register_block,prefetch,transposed,padded,swizzle"
-LOCAL_TWINS = ",".join(f"{s},{s}_cuda" for s in ("prefetch", "transposed", "padded", "swizzle", "hoisted"))
+LOCAL_TWINS = ",".join(f"{s},{s}_cuda" for s in LOCAL_TWINNED)
 TC_STAGES = "tc_tf32,tc_fp16,tc_bf16,tc_fp16_ldm,tc_fp16_pipe,tc_fp16_nhwc,tc_bf16_nhwc,tc_tf32_nhwc," \
             "tc_fp16_nchw32,tc_bf16_nchw32,tc_tf32_nchw32"
 HOPPER = "tc_tf32_wgmma,tc_fp16_wgmma,tc_bf16_wgmma,tc_tf32_tma,tc_fp16_tma,tc_bf16_tma"

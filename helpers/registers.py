@@ -140,31 +140,29 @@ def split_k_table(ctx, layer: str = "res512@7") -> list[dict]:
     return rows
 
 
-LOCAL_STAGES = ("prefetch", "transposed", "padded", "swizzle", "hoisted")
-
-
 def local_table(ctx, layer: str = "res64@56") -> list[dict]:
-    """Chapters 09-10's stages at the device's tuned tiles on one resnet50 layer: the registers and
-    spills of the OpenCL build (NVIDIA's OpenCL compiler), and of its CUDA twin at the same tile
-    (NVRTC, as CuPy loads it; None where CuPy is missing): chapter 10 sets them beside the twins'
-    times ([] off NVIDIA)."""
-    from .engine.backends import cuda
+    """Chapters 09-10's stages that have a CUDA twin, at the device's tuned tiles on one resnet50
+    layer: the registers and spills of the OpenCL build (NVIDIA's OpenCL compiler), and of its CUDA
+    twin at the same tile (NVRTC, as CuPy loads it; None where CUDA cannot run): chapter 10 sets
+    them beside the twins' times ([] off NVIDIA)."""
+    from .engine.backends import BackendUnavailable, cuda
     from .ops.layers import args, layer_set
+    from .stages import LOCAL_TWINNED
+    if not is_nvidia(ctx):
+        return []
     lay = next(l for l in layer_set("resnet50") if l["name"] == layer)
     rows = []
-    for stage in LOCAL_STAGES:
-        u = register_usage(ctx, stage, **args(lay))
-        if u is None:
-            return []
+    for stage in LOCAL_TWINNED:
         kernel, jit, source = _stage_build(ctx, stage, None, "conv_dgrad", args(lay))
-        row = {"stage": stage, "layer": layer, "tile": {k: jit[k] for k in ("TX", "TY", "XPW", "CPW", "CB", "KC")},
-               "opencl": u, "cuda": None}
+        tile = {k: jit[k] for k in ("TX", "TY", "XPW", "CPW", "CB", "KC")}
+        row = {"stage": stage, "layer": layer, "tile": tile,
+               "opencl": ptxas_usage(build_log(ctx, kernel, jit, ["-cl-nv-verbose"], source=source)), "cuda": None}
         try:
             t_kernel, t_jit, t_source = _stage_build(ctx, stage + "_cuda", None, "conv_dgrad", args(lay))
-        except Exception as err:          # no CuPy or no CUDA device: the OpenCL counts alone
+        except BackendUnavailable as err:          # no CuPy or no CUDA device: the OpenCL counts alone
             print(f"{stage}_cuda: {err}".splitlines()[0], flush=True)
         else:
-            if {k: t_jit[k] for k in row["tile"]} != row["tile"]:
+            if {k: t_jit[k] for k in tile} != tile:
                 raise RuntimeError(f"{stage}_cuda runs another tile than {stage}: {t_jit} against {jit}")
             fn = cuda.build(t_kernel, t_jit, source=t_source).get_function("conv_dgrad")
             row["cuda"] = {"registers": int(fn.num_regs), "local_bytes": int(fn.local_size_bytes)}

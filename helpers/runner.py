@@ -29,7 +29,7 @@ from .engine.timing import time_enqueue, time_enqueue_steps, time_plan
 from .launch import Step, TensorMap, family, hook
 from .ops import op_module
 from .ops.problem import Problem
-from .stages import REGISTRY, Stage, get_stage
+from .stages import REGISTRY, Stage, get_stage, twin_of
 from .tuning import tuned_defines
 
 
@@ -68,9 +68,9 @@ def device_defines(op: str, s: Stage, ctx) -> dict:
     two are compared at the same tile."""
     dev = cuda.device()["name"] if s.backend == "cuda" else ctx.devices[0].name
     tuned = tuned_defines(op, s.key, dev)
-    if not tuned and s.backend == "cuda" and s.name.endswith("_cuda"):
-        twin = tuned_defines(op, s.key.removesuffix("_cuda"), dev)
-        tuned = {k: v for k, v in twin.items() if k in s.defines}
+    twin = twin_of(s)
+    if not tuned and twin is not None:
+        tuned = {k: v for k, v in tuned_defines(op, twin.key, dev).items() if k in s.defines}
     return {**s.defines, **tuned}
 
 

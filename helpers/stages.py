@@ -493,3 +493,15 @@ def get_stage(op: str, stage) -> Stage:
                 return s
     listing = ", ".join(f"{s.number} {s.name}" for s in stages)
     raise ValueError(f"{op} has no stage {stage!r}; its stages are: {listing}")
+
+
+def twin_of(s: Stage) -> Stage | None:
+    """The OpenCL stage a CUDA twin repeats (its name without '_cuda': '10_hoisted_cuda' ->
+    '10_hoisted', the same algorithm, tile and layout), or None for a stage that is no twin."""
+    if s.backend != "cuda" or not s.name.endswith("_cuda"):
+        return None
+    return get_stage(s.op, s.name.removesuffix("_cuda"))
+
+
+# chapters 09-10's stages that have a CUDA twin (timed and counted side by side in chapter 10)
+LOCAL_TWINNED = tuple(t.name for t in map(twin_of, CONV_DGRAD) if t is not None and t.family == "local")

@@ -14,7 +14,7 @@ from helpers.launch import gemm
 from helpers.ops import conv_forward
 from helpers.ops.conv_dgrad import random_problem_args
 from helpers.runner import hook, jit_defines, path_of, prepare, stage_source
-from helpers.stages import REGISTRY
+from helpers.stages import LOCAL_TWINNED, REGISTRY, twin_of
 
 from shapes import case_id, conv_grid
 
@@ -111,11 +111,6 @@ def _args(c, seed=0, op="conv_dgrad"):
                                c["padding"], c["activation"], seed=seed)
 
 
-def twin_of(s):
-    """The OpenCL stage a CUDA stage twins: its name without '_cuda' (naive_cuda -> naive)."""
-    return helpers.get_stage(s.op, s.name.removesuffix("_cuda"))
-
-
 def test_there_are_cuda_twins():
     assert len(TWINS) >= 2
     for s in CUDA_STAGES:
@@ -137,6 +132,8 @@ def test_a_cuda_twin_runs_its_opencl_stage_s_tuned_tile(monkeypatch):
     monkeypatch.setattr(runner.cuda, "device", lambda: {"name": "Some GPU"})
     monkeypatch.setattr(runner, "tuned_defines", lambda op, key, dev: dict(tuned.get(key, {})))
     s = helpers.get_stage("conv_dgrad", "hoisted_cuda")
+    assert twin_of(s).key == "10_hoisted" and twin_of(twin_of(s)) is None
+    assert LOCAL_TWINNED == ("prefetch", "transposed", "padded", "swizzle", "hoisted")
     got = runner.device_defines("conv_dgrad", s, None)
     assert got == {**s.defines, "TY": 8, "XPW": 8, "CPW": 8}
     tuned["10_hoisted_cuda"] = {"TY": 4}

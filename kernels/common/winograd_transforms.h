@@ -43,7 +43,8 @@
 // WINO_ROW_STRIDE: how far apart product xi's rows (one per channel) lie; WINO_BASE: where its
 // matrix starts. PP is the calling kernel's argument (tiles per row). WINO_IDX is kept in this
 // form: written as WINO_BASE + c * WINO_ROW_STRIDE + p (the same addresses), it gave a different
-// PTX for the product from NVIDIA's OpenCL compiler, 1-2 % slower on res128@28 (H200).
+// PTX for the product from NVIDIA's OpenCL compiler, 1-2 % slower on res128@28 (H200, an
+// interleaved A/B of the two texts, not recorded).
 #if WINO_CHANNEL_MAJOR
 #define WINO_IDX(xi, c, C, p) (((c) * WINO_T + (xi)) * PP + (p))
 #define WINO_ROW_STRIDE (WINO_T * PP)
