@@ -64,6 +64,12 @@ UNTUNED = "naive,width,prefetch,hoisted,igemm_taps,winograd4,auto"
 # the registry's defaults, and a choice cache of their own (auto searches again with them)
 UNTUNED_ENV = "COURSE_TUNED=none COURSE_CHOICES=.cache/choices_untuned_{slug}.json "
 GPU_TESTS = "COURSE_TEST_DEVICES={device} {python} -m pytest -q -p no:cacheprovider -p no:benchmark -n 8"
+# the suite split into four device runs of a few minutes each; tests-others takes every other file
+TESTS_WINOGRAD = ["tests/test_conv_forward.py", "tests/test_winograd.py"]
+TESTS_GEMM = ["tests/test_conv_gemm.py", "tests/test_gemm.py", "tests/test_chooser.py"]
+TESTS_CUDA = ["tests/test_cuda.py", "tests/test_cuda_plans.py"]
+# the notebooks' own checks: no device in them, and they need nbformat, which a bare GPU machine lacks
+TESTS_NOTEBOOK_ONLY = ["tests/test_editions.py", "tests/test_prose_numbers.py"]
 
 PLAN = [
     # the timers, then the direct ladder (chapters 02-08) with its search: every later comparison starts here
@@ -74,24 +80,25 @@ PLAN = [
            "issue 9: the defaults never slower than naive", "untuned-resnet50", True, UNTUNED_ENV),
     _bench(f"--layers edge --stages {UNTUNED} --tag untuned", "conv_dgrad_edge_untuned_{slug}.json", 0.5,
            "issue 9: the same at batch 1 and 8", "untuned-edge", True, UNTUNED_ENV),
-    _bench(f"--layers resnet50 --stages {DGRAD_LADDER} --tune", "conv_dgrad_resnet50_{slug}.json", 8,
-           "chapters 02-08 and 12, README's headline (issue 9's baseline, stage 08)", "ladder-resnet50"),
+    _bench(f"--layers resnet50 --stages {DGRAD_LADDER} --tune", "conv_dgrad_resnet50_{slug}.json", 4,
+           "chapters 02-08 and 12, README's headline (issue 9's baseline, stage 08)", "ladder-resnet50", True),
     # issue 9: chapters 09-10 (tiles searched, then the ladder 02-10 and the final stages beside stage 08)
     _bench("--layers resnet50 --stages local_tile,register_block,prefetch,transposed,padded,swizzle --tune --no-vendor "
            "--repeats 8 "
            "--out results/local/run2_tune_conv_dgrad_resnet50_09_10_{slug}.json",
-           "local/run2_tune_conv_dgrad_resnet50_09_10_{slug}.json", 6, "issue 9: chapter 09-10 tiles for the device",
-           "tune-local"),
+           "local/run2_tune_conv_dgrad_resnet50_09_10_{slug}.json", 1.7, "issue 9: chapter 09-10 tiles for the device",
+           "tune-local", True),
     _bench("--layers resnet50 --stages hoisted --tune --no-vendor --repeats 8 "
            "--out results/local/run4_tune_conv_dgrad_resnet50_10_hoisted_{slug}.json",
-           "local/run4_tune_conv_dgrad_resnet50_10_hoisted_{slug}.json", 3, "issue 9: stage 10_hoisted's tile",
-           "tune-hoisted"),
+           "local/run4_tune_conv_dgrad_resnet50_10_hoisted_{slug}.json", 0.4, "issue 9: stage 10_hoisted's tile",
+           "tune-hoisted", True),
     _bench(f"--layers resnet50 --stages {LOCAL_STAGES} --repeats 12 "
            "--out results/local/run2_conv_dgrad_resnet50_02_10_{slug}.json",
-           "local/run2_conv_dgrad_resnet50_02_10_{slug}.json", 4, "chapters 09-10: the ladder 02-10", "local-resnet50"),
+           "local/run2_conv_dgrad_resnet50_02_10_{slug}.json", 0.5, "chapters 09-10: the ladder 02-10", "local-resnet50",
+           True),
     _bench("--layers resnet50 --stages naive,width,padded,hoisted "
-           "--out results/local/run4_conv_dgrad_resnet50_{slug}.json", "local/run4_conv_dgrad_resnet50_{slug}.json", 2,
-           "issue 9's targets: 50 % of the FMA peak, x4 stage 08 on res64@56", "local-final-resnet50"),
+           "--out results/local/run4_conv_dgrad_resnet50_{slug}.json", "local/run4_conv_dgrad_resnet50_{slug}.json", 0.4,
+           "issue 9's targets: 50 % of the FMA peak, x4 stage 08 on res64@56", "local-final-resnet50", True),
     # chapters 09-10's OpenCL stages and their CUDA twins at the same tiles (a twin takes its
     # OpenCL stage's tuned values), cuDNN beside them
     *(_bench(f"--layers {layers} --stages {LOCAL_TWINS} "
@@ -100,10 +107,11 @@ PLAN = [
              "issue 9: OpenCL and CUDA twins over each layer set (chapter 10)", f"local-twins-{layers}", True)
       for layers, minutes in (("resnet50", 1.1), ("edge", 0.3), ("vgg16", 1.9))),
     # issue 10: the course GEMM beside cuBLAS (and CLBlast where installed), the implicit GEMM, the chooser
-    _bench("--op gemm --layers gemm --tune", "gemm_gemm_{slug}.json", 4,
-           "issue 10: x0.7 cuBLAS, x0.8 CLBlast on 4096 (chapter 11)", "gemm"),
+    _bench("--op gemm --layers gemm --tune", "gemm_gemm_{slug}.json", 1.5,
+           "issue 10: x0.7 cuBLAS, x0.8 CLBlast on 4096 (chapter 11)", "gemm", True),
     _bench("--layers resnet50 --stages igemm_taps --tune-only TM,TN,WM,WN --no-vendor --repeats 8 --tag taps_tuned",
-           "conv_dgrad_resnet50_taps_tuned_{slug}.json", 5, "issue 10: igemm_taps' tile for the device", "tune-taps"),
+           "conv_dgrad_resnet50_taps_tuned_{slug}.json", 0.7, "issue 10: igemm_taps' tile for the device", "tune-taps",
+           True),
     _bench("--layers edge --stages igemm_taps --tune-only SPLIT_TARGET --no-vendor --repeats 8 --tag taps_splitk_tuned",
            "conv_dgrad_edge_taps_splitk_tuned_{slug}.json", 0.5, "issue 10: split-K for small batches", "tune-taps-split",
            True),
@@ -112,19 +120,19 @@ PLAN = [
     _bench("--layers edge --stages igemm_phases,igemm_taps,auto --tag taps", "conv_dgrad_edge_taps_{slug}.json",
            0.5, "issue 10: split-K at batch 1 and 8 (chapter 11)", "taps-edge", True),
     _bench("--layers vgg16 --stages igemm_phases,igemm_taps --tag taps", "conv_dgrad_vgg16_taps_{slug}.json",
-           3, "chapter 11: the tap order over VGG-16", "taps-vgg16"),
+           0.6, "chapter 11: the tap order over VGG-16", "taps-vgg16", True),
     # issue 11: Winograd F(4x4) searched, then the chooser against cuDNN on every set
     _bench("--op conv_forward --layers winograd6 --stages wino_blocked,wino4_blocked --tune --tag wino4",
-           "conv_forward_winograd6_wino4_{slug}.json", 5, "issue 11: the forward pass on the six shapes (chapter 12a)",
-           "wino4-forward"),
+           "conv_forward_winograd6_wino4_{slug}.json", 1.6, "issue 11: the forward pass on the six shapes (chapter 12a)",
+           "wino4-forward", True),
     _bench("--layers resnet50 --stages winograd4 --tune-only TM,TN,TK,WM,WN,GEMM_LDS4,GEMM_PREFETCH --no-vendor "
-           "--repeats 8 --tag wino4_tuned", "conv_dgrad_resnet50_wino4_tuned_{slug}.json", 5,
-           "issue 11: Winograd F(4x4)'s tiles for the input gradient", "tune-wino4"),
+           "--repeats 8 --tag wino4_tuned", "conv_dgrad_resnet50_wino4_tuned_{slug}.json", 3.6,
+           "issue 11: Winograd F(4x4)'s tiles for the input gradient", "tune-wino4", True),
     _bench("--layers resnet50 --stages winograd4 --tune-only WG --no-vendor --repeats 8 --tag wino4_wg_tuned",
            "conv_dgrad_resnet50_wino4_wg_tuned_{slug}.json", 0.5,
            "issue 11: the work-group of F(4x4)'s transforms, at the tiles just searched", "tune-wino4-wg", True),
-    _bench("--layers vgg16 --stages winograd,winograd4 --tag wino4", "conv_dgrad_vgg16_wino4_{slug}.json", 2,
-           "issue 11: F(2x2) and F(4x4) beside cuDNN on VGG-16 (chapter 12a)", "wino4-dgrad"),
+    _bench("--layers vgg16 --stages winograd,winograd4 --tag wino4", "conv_dgrad_vgg16_wino4_{slug}.json", 0.6,
+           "issue 11: F(2x2) and F(4x4) beside cuDNN on VGG-16 (chapter 12a)", "wino4-dgrad", True),
     *(_bench(f"--layers resnet50 --stages winograd4 --defines WINO_CHANNEL_MAJOR={v} --tag channel_major{v}",
              f"conv_dgrad_resnet50_channel_major{v}_{{slug}}.json", 0.4,
              "issue 11: F(4x4)'s V and M layouts, a recorded pair (chapter 12a)", f"channel-major{v}", True)
@@ -135,44 +143,46 @@ PLAN = [
            "issue 11: auto >= 0.8x cuDNN on every edge layer", "auto-edge", True),
     _bench("--layers vgg16 --stages auto --tag auto", "conv_dgrad_vgg16_auto_{slug}.json", 8.5,
            "issue 11: auto >= cuDNN on every VGG-16 layer (the longest search)", "auto-vgg16", True),
-    _bench("--op batchnorm_forward --layers bn --tune", "batchnorm_forward_bn_{slug}.json", 3,
-           "chapter 14's ladder", "bn-forward"),
+    _bench("--op batchnorm_forward --layers bn --tune", "batchnorm_forward_bn_{slug}.json", 2.1,
+           "chapter 14's ladder", "bn-forward", True),
     _bench("--op batchnorm_backward --layers bn --activation relu --tune", "batchnorm_backward_bn_relu_{slug}.json", 3,
            "chapter 14's ladder", "bn-backward"),
     _bench("--op batchnorm_forward --layers bn --stages fused,one_pass --tag vendor_events",
            "batchnorm_forward_bn_vendor_events_{slug}.json", 0.5,
            "issue 11: batch norm forward >= PyTorch, by both timers", "bn-forward-onepass", True),
     _bench("--op batchnorm_backward --layers bn --stages fused,one_pass --activation relu --tag vendor_events",
-           "batchnorm_backward_bn_relu_vendor_events_{slug}.json", 1, "issue 11: batch norm backward >= PyTorch",
-           "bn-backward-onepass"),
+           "batchnorm_backward_bn_relu_vendor_events_{slug}.json", 0.5, "issue 11: batch norm backward >= PyTorch",
+           "bn-backward-onepass", True),
     # issue 12: the tensor-core stages (CUDA) against cuDNN in each precision; Hopper's steps 7 and 8
-    _bench(f"--layers resnet50 --stages {TC_STAGES} --tune --tag tc", "conv_dgrad_resnet50_tc_{slug}.json", 6,
-           "issue 12: TF32 >= 0.6x cuDNN TF32, fp16 >= 0.5x cuDNN fp16 (chapter 13)", "tc-resnet50"),
+    _bench(f"--layers resnet50 --stages {TC_STAGES} --tune --tag tc", "conv_dgrad_resnet50_tc_{slug}.json", 4.6,
+           "issue 12: TF32 >= 0.6x cuDNN TF32, fp16 >= 0.5x cuDNN fp16 (chapter 13)", "tc-resnet50", True),
     _bench("--layers resnet50 --stages tc_tf32_wgmma,tc_fp16_wgmma,tc_bf16_wgmma --tune --tune-only STAGES --no-vendor "
-           "--tag wgmma_tuned", "conv_dgrad_resnet50_wgmma_tuned_{slug}.json", 2, "issue 12: step 7's ring for the device",
-           "tune-wgmma"),
+           "--tag wgmma_tuned", "conv_dgrad_resnet50_wgmma_tuned_{slug}.json", 1, "issue 12: step 7's ring for the device",
+           "tune-wgmma", True),
     _bench("--layers resnet50 --stages tc_tf32_tma,tc_fp16_tma,tc_bf16_tma --tune --tune-only STAGES --no-vendor "
-           "--tag tma_tuned", "conv_dgrad_resnet50_tma_tuned_{slug}.json", 2, "issue 12: step 8's ring for the device",
-           "tune-tma"),
-    _bench(f"--layers resnet50 --stages {HOPPER} --tag tma", "conv_dgrad_resnet50_tma_{slug}.json", 2,
-           "issue 12: x3 the best fp32 on res64@56 (sm_90 only)", "tma-resnet50"),
+           "--tag tma_tuned", "conv_dgrad_resnet50_tma_tuned_{slug}.json", 1.2, "issue 12: step 8's ring for the device",
+           "tune-tma", True),
+    _bench(f"--layers resnet50 --stages {HOPPER} --tag tma", "conv_dgrad_resnet50_tma_{slug}.json", 1.1,
+           "issue 12: x3 the best fp32 on res64@56 (sm_90 only)", "tma-resnet50", True),
     _bench(f"--layers vgg16 --stages {HOPPER} --tag tma", "conv_dgrad_vgg16_tma_{slug}.json", 2,
-           "issue 12: 60 % of the dense TF32 peak on VGG-16 (sm_90 only)", "tma-vgg16"),
-    Task("tc-peak", "{python} -m helpers.tc_peak", "tc/wgmma_peak_{slug}.json", 1,
-         "chapter 13: the measured tensor-core rate (sm_90 only)"),
+           "issue 12: 60 % of the dense TF32 peak on VGG-16 (sm_90 only)", "tma-vgg16", True),
+    Task("tc-peak", "{python} -m helpers.tc_peak", "tc/wgmma_peak_{slug}.json", 0.1,
+         "chapter 13: the measured tensor-core rate (sm_90 only)", True),
     # the ladders of the other sets, the forward pass, the weight gradient, the training run
-    _bench(f"--layers vgg16 --stages {DGRAD_LADDER}", "conv_dgrad_vgg16_{slug}.json", 6, "chapters 02-08, 12",
-           "ladder-vgg16"),
-    _bench(f"--layers edge --stages {DGRAD_LADDER}", "conv_dgrad_edge_{slug}.json", 2, "chapters 02-08, 12",
-           "ladder-edge"),
+    _bench(f"--layers vgg16 --stages {DGRAD_LADDER}", "conv_dgrad_vgg16_{slug}.json", 1.6, "chapters 02-08, 12",
+           "ladder-vgg16", True),
+    _bench(f"--layers edge --stages {DGRAD_LADDER}", "conv_dgrad_edge_{slug}.json", 0.3, "chapters 02-08, 12",
+           "ladder-edge", True),
     _bench("--op conv_forward --layers winograd6 --stages direct,wino_naive,wino_tiles,wino_local,wino_transposed,"
-           "wino_blocked --tune", "conv_forward_winograd6_{slug}.json", 4, "chapter 12's ladder", "forward-winograd6"),
+           "wino_blocked --tune", "conv_forward_winograd6_{slug}.json", 0.5, "chapter 12's ladder", "forward-winograd6",
+           True),
     _bench("--op conv_forward --layers vgg16 --stages direct,wino_naive,wino_tiles,wino_local,wino_transposed,"
-           "wino_blocked", "conv_forward_vgg16_{slug}.json", 5, "chapter 12, README's forward row", "forward-vgg16"),
-    _bench("--op conv_wgrad --layers resnet50 --tune", "conv_wgrad_resnet50_{slug}.json", 5, "chapter 15's ladder",
+           "wino_blocked", "conv_forward_vgg16_{slug}.json", 1.9, "chapter 12, README's forward row", "forward-vgg16",
+           True),
+    _bench("--op conv_wgrad --layers resnet50 --tune", "conv_wgrad_resnet50_{slug}.json", 5.5, "chapter 15's ladder",
            "wgrad-resnet50"),
     Task("training", "{python} -m helpers.train --device {device} --size full --out results/training_{slug}.json",
-         "training_{slug}.json", 4, "chapter 15: the network trained on the course's stages"),
+         "training_{slug}.json", 0.6, "chapter 15: the network trained on the course's stages", True),
     # register counts (NVIDIA's compiler; other drivers report none and the command writes nothing)
     Task("registers-direct", "{python} -m helpers.registers --device {device}", "registers_conv_dgrad_{slug}.json", 1,
          "chapter 07: stages 07-08's registers and spills"),
@@ -183,13 +193,18 @@ PLAN = [
     Task("registers-split-k", "{python} -m helpers.registers --table split_k --device {device}",
          "registers_split_k_{slug}.json", 0.2, "chapter 11: the phase split's registers per SPLITS", True),
     # the GPU's own test runs: every stage checked on it, guards included
-    Task("tests-winograd", GPU_TESTS + " tests/test_conv_forward.py tests/test_winograd.py "
+    Task("tests-winograd", GPU_TESTS + f" {' '.join(TESTS_WINOGRAD)} "
          "> results/winograd/pytest_{slug}.log 2>&1", "winograd/pytest_{slug}.log", 0.7,
          "the Winograd stages' tests on the device", True),
-    Task("tests-gemm", GPU_TESTS + " tests/test_conv_gemm.py tests/test_gemm.py tests/test_chooser.py "
-         "> results/gemm/pytest_{slug}.log 2>&1", "gemm/pytest_{slug}.log", 5, "chapter 11's tests on the device"),
-    Task("tests-cuda", GPU_TESTS + " tests/test_cuda.py tests/test_cuda_plans.py "
-         "> results/tc/pytest_{slug}.log 2>&1", "tc/pytest_{slug}.log", 6, "the CUDA stages' tests on the device"),
+    Task("tests-gemm", GPU_TESTS + f" {' '.join(TESTS_GEMM)} "
+         "> results/gemm/pytest_{slug}.log 2>&1", "gemm/pytest_{slug}.log", 0.8, "chapter 11's tests on the device", True),
+    Task("tests-cuda", GPU_TESTS + f" {' '.join(TESTS_CUDA)} "
+         "> results/tc/pytest_{slug}.log 2>&1", "tc/pytest_{slug}.log", 2.9, "the CUDA stages' tests on the device", True),
+    # every other test file that can touch a device (the direct, local-memory, batch norm and
+    # weight-gradient grids, the boundaries, the tuning candidates, the exercises' checkers, ...)
+    Task("tests-others", GPU_TESTS + " tests " + " ".join(f"--ignore={f}" for f in TESTS_WINOGRAD + TESTS_GEMM + TESTS_CUDA + TESTS_NOTEBOOK_ONLY)
+         + " > results/engine/pytest_{slug}.log 2>&1", "engine/pytest_{slug}.log", 5,
+         "the rest of the test suite on the device"),
 ]
 
 
@@ -287,13 +302,18 @@ def main(argv=None) -> int:
     except ValueError as err:
         print(f"error: {err}", file=sys.stderr)
         return 2
-    if a.list or (a.budget is None and chosen is None):
-        print(listing(slug_of(a.device) if a.device else None))
-        return 0
-    if not a.device:
+    if not a.device and not (a.list or (a.budget is None and chosen is None)):
         print("error: name the device to record (--device nvidia, or part of its name)", file=sys.stderr)
         return 2
-    slug = slug_of(a.device)
+    from .engine.devices import NoDeviceError
+    try:
+        slug = slug_of(a.device) if a.device else None
+    except NoDeviceError as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 2
+    if a.list or (a.budget is None and chosen is None):
+        print(listing(slug))
+        return 0
     tasks = [t for t in PLAN if t in chosen] if chosen else pending(slug, a.budget)
     skipped = [] if chosen else sorted(left_out(slug) - {t.name for t in PLAN if recorded(t, slug)})
     if skipped:

@@ -2,12 +2,20 @@
 order, a missing check) with a message that does not print the expected answer, and says "not
 answered yet" for the student edition's stub."""
 import numpy as np
+import pyopencl as cl
 import pytest
 
 from helpers.chapters import exercises as ex
 from helpers.chapters.direct import valid_table
 from helpers.chapters.kernel_exercises import GAPS, kernel_gap
 from helpers.ops.reference import output_size
+
+
+@pytest.fixture
+def own_ctx(ctx):
+    """A context of the test's own for learners' wrong kernels: on a GPU a kernel that faults (a
+    local-memory index past its tile, say) leaves its context unusable, and the session's must survive."""
+    return cl.Context(ctx.devices)
 
 
 def stub(*args):
@@ -163,7 +171,8 @@ KERNEL_WRONG = {
 
 
 @pytest.mark.parametrize("name", sorted(GAPS))
-def test_kernel_gap(name, ctx, capsys):
+def test_kernel_gap(name, own_ctx, capsys):
+    ctx = own_ctx
     g = kernel_gap(name)
     assert "the gap" in str(g.show())
     assert g.check(_right(name), ctx=ctx), capsys.readouterr().out
@@ -201,7 +210,8 @@ def test_step_flops_exercise_check(capsys):
     assert "Not answered yet" in capsys.readouterr().out
 
 
-def test_tile_copy_names_a_missing_activation(ctx, capsys):
+def test_tile_copy_names_a_missing_activation(own_ctx, capsys):
+    ctx = own_ctx
     wrong = _right("tile_copy").replace("GRAD_IN(dy, y, ((n * K + k) * OH + oh) * OW + ow)",
                                         "dy[((n * K + k) * OH + oh) * OW + ow]")
     assert not kernel_gap("tile_copy").check(wrong, ctx=ctx)
@@ -216,7 +226,8 @@ def test_tile_copy_names_a_missing_activation(ctx, capsys):
     ("#define WADDR(R, cc) ((R) ? (cc) : 0)", "integer arithmetic"),                   # beyond the model
     ("#define WADDR(R, cc) ((R) * WROW + (cc))", "extra passes"),                      # right, but conflicted
 ])
-def test_slab_swizzle_names_the_problem_before_or_after_the_kernel(code, says, ctx, capsys):
+def test_slab_swizzle_names_the_problem_before_or_after_the_kernel(code, says, own_ctx, capsys):
+    ctx = own_ctx
     assert not kernel_gap("slab_swizzle").check(code, ctx=ctx)
     out = capsys.readouterr().out
     assert out.startswith("Not yet") and says in out, out
@@ -227,11 +238,36 @@ def test_slab_swizzle_reads_other_argument_names(ctx, capsys):
     assert kernel_gap("slab_swizzle").check(code, ctx=ctx), capsys.readouterr().out
 
 
-def test_slab_swizzle_names_unparenthesized_macro_arguments(ctx, capsys):
-    # right as arithmetic, wrong as a macro: WADDR(W_R(i), W_CC(i)) pastes `(i) / 4 % ROWS` for row
+def test_slab_swizzle_names_unparenthesized_macro_arguments(own_ctx, capsys):
+    # right as arithmetic, wrong as a macro: WADDR(W_R(i), W_CC(i)) pastes `(i) / 4 % ROWS` for row.
+    # On the CPU the values come out wrong; on the H200 the pasted index left the local tile and the
+    # kernel faulted: both verdicts carry the hint
     code = "#define WADDR(row, c) (row * CB + ((c / 4 ^ row % 8) << 2) + c % 4)"
-    assert not kernel_gap("slab_swizzle").check(code, ctx=ctx)
+    assert not kernel_gap("slab_swizzle").check(code, ctx=own_ctx)
     assert "parentheses" in capsys.readouterr().out
+
+
+def test_a_kernel_that_faults_is_named_and_the_context_is_not_reused(own_ctx, capsys, monkeypatch):
+    """A fault at the launch or the wait (how a GPU reports an address outside the kernel's memory)
+    is a verdict with the case's hint and the way out, not a traceback; a later check on that
+    context, and a later build, say the context faulted instead of blaming the new code."""
+    import helpers.runner
+    from helpers.engine.build import KernelBuildError, build
+    gap = kernel_gap("slab_swizzle")
+    right = _right("slab_swizzle")
+
+    def fault(self):
+        raise cl.LogicError("clFinish failed: INVALID_COMMAND_QUEUE")
+    with monkeypatch.context() as m:
+        m.setattr(helpers.runner.ClPlan, "enqueue", fault)
+        assert not gap.check(right, ctx=own_ctx)
+    out = capsys.readouterr().out
+    assert out.startswith("Not yet") and "fault on the device" in out and "INVALID_COMMAND_QUEUE" in out, out
+    assert "parentheses" in out and "Restart Kernel" in out, out
+    assert not gap.check(right, ctx=own_ctx)          # the launch works again, but the context is marked
+    assert "an earlier check stopped with a fault" in capsys.readouterr().out
+    with pytest.raises(KernelBuildError, match="A kernel faulted on this context earlier"):
+        build(own_ctx, "conv_dgrad/02_naive.cl", source="this is not C")
 
 
 def test_a_stage_copy_runs_through_plan_stage_without_touching_the_registry(ctx):
@@ -334,3 +370,19 @@ def test_box_starts_check_accepts_the_phases_and_names_each_mistake(capsys):
         "not the row of dy": lambda i0, ph, r, s, p: None if (ph + p - r) % s else i0 + (r - ph - p) // s,
     }
     _names_each_mistake(check_box_starts, wrong, capsys)
+
+
+def test_check_stage_names_a_fault_on_the_device(own_ctx, monkeypatch):
+    """A learner's edited stage that faults (check_stage, the notebooks' one way to run a stage and
+    check it) raises an error that says what happened and what to do, and marks the context."""
+    import helpers
+    import helpers.runner
+    from helpers.engine.devices import faulted
+    from helpers.ops.conv_dgrad import random_problem_args
+
+    def fault(self):
+        raise cl.LogicError("clFinish failed: INVALID_COMMAND_QUEUE")
+    monkeypatch.setattr(helpers.runner.ClPlan, "enqueue", fault)
+    with pytest.raises(RuntimeError, match="02_naive stopped with a fault on the device.*Restart Kernel"):
+        helpers.check_stage("conv_dgrad", "naive", ctx=own_ctx, **random_problem_args(1, 3, 5, 4, 2, 3, 1, 1, "none"))
+    assert faulted(own_ctx)

@@ -18,8 +18,10 @@ import dataclasses
 import re
 
 import numpy as np
+import pyopencl as cl
 
 from ..engine.build import KernelBuildError, kernel_source
+from ..engine.devices import FAULT_HINT, faulted, get_context, note_fault
 from ..engine.check import MismatchError
 from ..runner import GuardViolation, check_plan, plan_stage
 from ..stages import get_stage
@@ -71,6 +73,9 @@ class Gap:
             ok, message = self.before(code)
             if not ok:
                 return _verdict(False, "", message)
+        ctx = get_context(ctx)
+        if faulted(ctx):
+            return _verdict(False, "", f"an earlier check stopped with a fault on the device. {FAULT_HINT}")
         text = self.source(code)
         base = _stage(self.op, self.stage)
         trial = dataclasses.replace(base, source=lambda jit: text, fallback=None)
@@ -98,6 +103,11 @@ class Gap:
             except MismatchError:
                 return _verdict(False, "", f"{label}: the kernel runs, but its values differ from the "
                                 f"reference. {hint}")
+            except cl.Error as err:   # raised by the launch, the wait or the read-back: the kernel faulted
+                note_fault(ctx)
+                return _verdict(False, "", f"{label}: the kernel stopped with a fault on the device ({err}). It "
+                                f"used an address outside the memory it may use, most likely a local-memory index "
+                                f"past its tile. {hint} {FAULT_HINT}")
         done = (f"{len(self.cases)} shapes ({'; '.join(lbl for lbl, _ in self.cases)}) match "
                 f"the reference with every guard zone intact")
         if self.after is not None:

@@ -86,10 +86,12 @@ def build(ctx: cl.Context, relpath: str, defines: dict | None = None, source: st
                 warnings.simplefilter("ignore", cl.CompilerWarning)
                 prg = cl.Program(ctx, text).build(options=opts)
         except cl.RuntimeError as err:
+            from .devices import FAULT_HINT, faulted
             log = _clean_log(str(err), relpath)
+            why = f" A kernel faulted on this context earlier. {FAULT_HINT}" if faulted(ctx) else ""
             raise KernelBuildError(
                 f"Building kernels/{relpath} with {' '.join(opts[1:]) or 'no defines'} failed on "
-                f"{ctx.devices[0].name.strip()}.\n{_offending_lines(log, text)}\nCompiler log:\n{log}") from None
+                f"{ctx.devices[0].name.strip()}.{why}\n{_offending_lines(log, text)}\nCompiler log:\n{log}") from None
         _programs[key] = prg
     return prg
 

@@ -31,6 +31,26 @@ class DeviceLimitError(ValueError):
     kernel allows here); raised before any launch. Another device, or other JIT parameters, may run it."""
 
 
+# A kernel that faults on a GPU (an address outside the memory it may use: a local-memory index
+# past its tile, say) leaves its OpenCL context unusable: every later build or launch on it fails
+# (NVIDIA: INVALID_COMMAND_QUEUE, then error -9999 at each build). Only learners' code can fault
+# (the course's kernels are checked inside guard zones), so only the kernel exercises note it.
+FAULT_HINT = ("On a GPU such a fault leaves the notebook's OpenCL context unusable (later cells fail with "
+              "INVALID_COMMAND_QUEUE or error -9999): restart the notebook's kernel (Kernel > Restart Kernel) "
+              "and run the cells from the top before the next try.")
+_FAULTED: dict = {}      # int_ptr -> context, for the contexts a kernel faulted on (kept, so no pointer is reused)
+
+
+def note_fault(ctx: cl.Context) -> None:
+    """Remember that a kernel faulted on ``ctx``."""
+    _FAULTED[ctx.int_ptr] = ctx
+
+
+def faulted(ctx) -> bool:
+    """Whether a kernel faulted on this context earlier in this process."""
+    return isinstance(ctx, cl.Context) and ctx.int_ptr in _FAULTED
+
+
 def _platforms() -> list:
     try:
         platforms = cl.get_platforms()
