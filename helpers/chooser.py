@@ -62,6 +62,9 @@ def candidates(p: Problem, limit_bytes: int | None) -> tuple[list, dict]:
     for s in REGISTRY[p.op]:
         if s.choose or s.backend != "opencl":
             continue
+        if s.precision != "fp32":          # auto answers in fp32: a faster half-precision stage is not a candidate
+            excluded[s.name] = f"computes in {s.precision}; auto answers in fp32"
+            continue
         requires = hook(s, "requires")
         need = requires(p, dict(s.defines)) if requires else None
         if need is not None:

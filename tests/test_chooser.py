@@ -27,6 +27,15 @@ def test_candidates_are_the_registry_minus_auto():
     assert "winograd" in excluded and "stride 2" in excluded["winograd"]
 
 
+def test_auto_never_chooses_a_half_precision_stage():
+    """auto answers an fp32 problem in fp32: a reduced-precision stage that happened to be fastest
+    would hand back a rounded gradient."""
+    from helpers.stages import get_stage
+    names, excluded = chooser.candidates(helpers.prepare("conv_dgrad", **ARGS), None)
+    assert all(get_stage("conv_dgrad", n).precision == "fp32" for n in names)
+    assert "naive_fp16" in excluded and "fp16" in excluded["naive_fp16"]
+
+
 def test_winograd4_is_a_candidate_where_it_runs_itself():
     from helpers.ops.conv_dgrad import random_problem_args as args
     names, _ = chooser.candidates(helpers.prepare("conv_dgrad", **args(1, 8, 9, 7, 16, 3, 1, 1)), None)

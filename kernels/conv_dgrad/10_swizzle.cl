@@ -5,8 +5,9 @@
 // the row). The reads apply the same XOR: a work-item's CPW weights are still whole float4s. And
 // the copy's order changes so that a warp's 32 stores cover 4 channels x 8 rows: lanes 4m .. 4m+3
 // take the 4 channels of one float4, rows m = 0..7 (the global reads: 8 consecutive floats of w
-// for each of 4 channels, whole 32-byte sectors). In row R those 4 channels land in float4 u XOR
-// (R mod 8); 8 consecutive rows put them in 8 different float4s: 32 different banks, one pass.
+// for each of 4 channels, 32 bytes: one sector or two, by alignment). In row R those 4 channels
+// land in float4 u XOR (R mod 8); 8 consecutive rows put them in 8 different float4s: 32
+// different banks, one pass.
 //
 // Why: padding can only move a whole row; with float4 reads it can move it by 4 banks at least,
 // which leaves 4 stores per bank. Swizzling moves pieces of a row, so the same 32 banks can be

@@ -6,7 +6,7 @@
 // slab is stored transposed, [depth*tap][channel], so the CPW weights are adjacent: CPW/4 float4
 // reads. The rows of the dy patch are padded to whole float4s (PWQ of them) and a work-item's
 // XPW + KW - 1 columns arrive as float4s too. Per (depth, tap row) 09 issued XPW + KW - 1 +
-// KW*CPW reads (34 at XPW = 8, CPW = 4); here ceil((XPW+KW-1)/4) + KW*CPW/4 (6).
+// KW*CPW reads (22 at XPW = 8, CPW = 4); here ceil((XPW+KW-1)/4) + KW*CPW/4 (6).
 //
 // The copy is still 09's: consecutive work-items take consecutive weights of w (coalesced global
 // reads, one channel's KC*KH*KW floats after another). But now they store them down a column of
