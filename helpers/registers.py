@@ -95,11 +95,25 @@ def register_table(ctx, layer: str = "res64@56") -> list[dict]:
 
 ONE_PASS_ITEMS = (7, 13, 25)
 
+UNIT_REGISTERS = 65536      # 32-bit registers of one compute unit (an SM of the H100 and H200)
+UNIT_WORK_ITEMS = 2048      # work-items one such compute unit holds at most
+REGISTER_BLOCK = 8          # registers a work-item is given in blocks of this many (see groups_per_unit)
+
+
+def groups_per_unit(registers: int, wg: int = 256) -> int:
+    """Work-groups of ``wg`` work-items that one compute unit holds at ``registers`` a work-item (as
+    the compiler reports them), by registers and by work-items. An SM does not give out registers
+    one at a time: it gives each warp blocks of 256, 8 a work-item, so the count is rounded up to a
+    multiple of 8 first. 51 registers take 56: 65,536 // (256 * 56) = 4 work-groups of 256, not 5,
+    as many as 59 registers (taking 64) leave."""
+    allocated = -(-registers // REGISTER_BLOCK) * REGISTER_BLOCK
+    return min(UNIT_WORK_ITEMS // wg, UNIT_REGISTERS // (wg * allocated))
+
 
 def one_pass_table(ctx, items=ONE_PASS_ITEMS, wg: int = 256) -> list[dict]:
     """Batch norm stage 06's forward kernel (float4 units, two-pass statistics) per ITEMS and
-    HOLD_OFFSETS: its registers and the work-groups of ``wg`` that leaves one compute unit (65,536
-    registers, 2,048 work-items); [] off NVIDIA. What the launch's HOLD_OFFSETS rule rests on
+    HOLD_OFFSETS: its registers and the work-groups of ``wg`` that leaves one compute unit
+    (groups_per_unit); [] off NVIDIA. What the launch's HOLD_OFFSETS rule rests on
     (helpers/launch/batchnorm.py: one_pass_items)."""
     from .stages import get_stage
     if not is_nvidia(ctx):
@@ -114,7 +128,7 @@ def one_pass_table(ctx, items=ONE_PASS_ITEMS, wg: int = 256) -> list[dict]:
                 raise RuntimeError("the compiler's log names no register count: a cached build prints nothing "
                                    "(CUDA_CACHE_DISABLE=1, which main sets)")
             rows.append({"WG": wg, "ITEMS": n, "HOLD_OFFSETS": hold, **u,
-                         "groups_per_unit": min(2048 // wg, 65536 // (wg * u["registers"]))})
+                         "groups_per_unit": groups_per_unit(u["registers"], wg)})
             print(rows[-1], flush=True)
     return rows
 

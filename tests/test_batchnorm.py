@@ -416,11 +416,24 @@ def test_one_pass_forward_recomputes_offsets_only_for_many_units(ctx):
     from helpers import registers
     (recorded,) = registers.recorded_registers("one_pass")
     regs = {(r["ITEMS"], r["HOLD_OFFSETS"]): r for r in recorded["rows"]}
-    assert regs[(25, 1)]["groups_per_unit"] < regs[(25, 0)]["groups_per_unit"]      # why 25 recomputes
+    groups = {k: registers.groups_per_unit(r["registers"], r["WG"]) for k, r in regs.items()}
+    assert groups[(25, 1)] < groups[(25, 0)]      # why 25 recomputes
+    assert groups[(7, 1)] == groups[(7, 0)]       # at 7 recomputing buys no work-group: why 7 holds them
     assert all(regs[(n, 1)]["registers"] > regs[(n, 0)]["registers"] for n in registers.ONE_PASS_ITEMS)
     log = ("ptxas info : Compiling entry function 'bn_backward' for 'sm_90a'\nptxas info : Used 241 registers\n"
            "ptxas info : Compiling entry function 'bn_forward_train' for 'sm_90a'\nptxas info : Used 124 registers")
     assert registers.ptxas_usage(log, "bn_forward_train")["registers"] == 124     # its kernel's, not the first
+
+
+def test_groups_per_unit_counts_registers_in_blocks_of_8():
+    """An SM gives out registers per warp in blocks of 256, 8 a work-item: 51 registers take 56, so
+    a compute unit holds 4 work-groups of 256 at 51 registers, as at 59 (taking 64), not 5."""
+    from helpers.registers import groups_per_unit
+    assert [groups_per_unit(r) for r in (51, 56, 57, 59, 64)] == [4, 4, 4, 4, 4]
+    assert groups_per_unit(48) == 5 and groups_per_unit(49) == 4
+    assert (groups_per_unit(73), groups_per_unit(91), groups_per_unit(124), groups_per_unit(178)) == (3, 2, 2, 1)
+    assert groups_per_unit(16) == 8                       # 2,048 work-items bound it, not the registers
+    assert groups_per_unit(32, wg=1024) == 2 and groups_per_unit(33, wg=1024) == 1
 
 
 def test_defines_given_for_a_stage_do_not_reach_its_fallback(ctx):

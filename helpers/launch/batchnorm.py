@@ -97,11 +97,13 @@ HOLD_OFFSETS_MAX = 8    # stage 06 forward: above this many units a work-item co
 def one_pass_items(p: Problem, d: dict) -> dict:
     """Stage 06: VEC4 as stage 05, ITEMS, the units each work-item holds (the channel / WG), and,
     forward, HOLD_OFFSETS: 1 up to HOLD_OFFSETS_MAX units. NVIDIA's compiler on the H200
-    (results/registers_one_pass_nvidia-h200.json, WG 256): 59 / 51 registers at 7 units
-    with and without the held offsets (4 and 5 work-groups per SM), 91 / 73 at 13 (2 and 3), 178 /
-    124 at 25 (1 and 2). Timed there in an exploration (each checked, not recorded): at 25 units bn512@28 took 36.7 us without
-    them and 45.4 with; at 7, recomputing them cost more than the occupancy gave (bn2048@7 20.1 us
-    against 16.7)."""
+    (results/registers_one_pass_nvidia-h200.json, WG 256): 59 / 51 registers at 7 units with and
+    without the held offsets, 91 / 73 at 13, 178 / 124 at 25. Work-groups of 256 per SM, registers
+    given out in blocks of 8 a work-item (helpers/registers.py: groups_per_unit): 4 and 4 at 7
+    units (51 registers take 56), 2 and 3 at 13, 1 and 2 at 25. Timed there in an exploration
+    (each checked, not recorded): at 25 units bn512@28 took 36.7 us without them and 45.4 with; at
+    7, where recomputing them buys no work-group, it only cost time (bn2048@7 20.1 us against
+    16.7)."""
     items = max(1, -(-units(p) // d["WG"]))
     if p.op != "batchnorm_forward":         # the backward kernel holds its offsets (2 float4s a unit
         return {**vec4(p, d), "ITEMS": items}   # and one offset: more than 128 registers either way)
