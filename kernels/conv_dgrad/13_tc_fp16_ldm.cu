@@ -12,9 +12,13 @@
 // neighbour, ..., and the 8 rows of a request fall on 8 different 4-bank groups (no conflict);
 // the 16-byte stores of the gathered rows are conflict-free by the same argument.
 // Launch, tiles, JIT parameters: as tc_fp16.
-// Measured (H200, ResNet-50, batch 64): 35.5 TFLOP/s geometric mean, x0.96 tc_fp16: fewer
-// shared-memory instructions do not help a kernel bounded by its gather (tc_fp16's padded rows
-// were already conflict-free); the layout is what the next stage's 16-byte copies need.
+// Why swizzle rather than pad: tc_fp16's padded rows (80 bytes) were already conflict-free and
+// 16-byte aligned, so cp.async would work with either. The swizzle saves shared memory (64
+// instead of 80 bytes a row), keeps the row pitch a power of two, and is the hardware's 64-byte
+// swizzle pattern; 13_tc_nhwc.cu's CH = 8 rows take j ^ (r % 8), the 128-byte pattern that
+// wgmma and the TMA read there.
+// Measured (H200, ResNet-50, batch 64): see chapter 13's recorded table. Fewer shared-memory
+// instructions do not help a kernel bounded by its gather.
 
 #include "tc.cuh"
 

@@ -23,13 +23,13 @@
 // the element type and the instruction.
 // Tiles: a block owns 128 positions x BN channels, warps of 64 x 32 (BN = 64: 4 warps, 128: 8).
 // dx is written in NCHW by store_dx (tc.cuh), as every stage of the chapter.
-// The interleaved layout (ILV = 32, MegEngine's NCHW32, the NC/32HW32 of seed 001): dy' as
-// (N, KR/32, OH, OW, 32), groups of 32 channels, each group an image of 32-channel pixels. K is
-// padded with zeros to KR, a multiple of 32 (w too: (C, KH, KW, KR)), so a 16-byte copy never
-// straddles a group and no K is refused: the zeros are multiplied instead. A step of the
-// reduction still reads CH * 16 contiguous bytes per position; what changes is what lies next to
-// them (the same channels of the next position, not the next channels of the same position) and
-// the copy that makes the layout.
+// The interleaved layout (ILV = 32, NCHW32 or NC/32HW32, as MegEngine's CUTLASS-based convolution
+// kernels read it): dy' as (N, KR/32, OH, OW, 32), groups of 32 channels, each group an image of
+// 32-channel pixels. K is padded with zeros to KR, a multiple of 32 (w too: (C, KH, KW, KR)), so
+// a 16-byte copy never straddles a group and no K is refused: the zeros are multiplied instead. A
+// step of the reduction still reads CH * 16 contiguous bytes per position; what changes is what
+// lies next to them (the same channels of the next position, not the next channels of the same
+// position) and the copy that makes the layout.
 // Requirements (helpers/launch/gemm.py: mma_nhwc_requires): channel-last, K a multiple of 8
 // (fp16, bf16) or 4 (tf32), so that a 16-byte chunk never straddles two taps; interleaved, none.
 // Both: shared memory STAGES * (128 + BN) * 16 * CH bytes within the 48 KiB a block may declare

@@ -19,8 +19,8 @@
 // Layouts: dy, y (N,K,OH,OW); w IOHW (C,K,KH,KW); dx (N,C,H,W). All float32 in memory.
 // Launch: grid (ceil(N*H*W/128), ceil(C/64)) of 128 threads (helpers/launch/gemm.py: mma).
 // JIT parameters: KH, KW, STRIDE, ACT. Strided layers multiply the zeros of the missing taps.
-// Measured (H200, ResNet-50 layers at batch 64, results/conv_dgrad_resnet50_tc_nvidia-h200.json): 40.4 TFLOP/s
-// geometric mean, x0.29 cuDNN with TF32; bounded by the gather of A, not by the tensor cores.
+// Measured (H200, ResNet-50 layers at batch 64, results/conv_dgrad_resnet50_tc_nvidia-h200.json): see
+// chapter 13's recorded table; bounded by the gather of A, not by the tensor cores.
 
 #include "tc.cuh"
 
