@@ -60,7 +60,8 @@ def test_auto_runs_each_of_its_choices_correctly_on_grid_cases(ctx, tmp_path, mo
     """Every stage auto can choose, chosen (the timing replaced by that choice), run through
     auto with guards on grid cases; what auto reports is the chosen stage and its path."""
     pairs = auto_subset()
-    assert {name for _, name in pairs} == set(GRID_STAGES)
+    fp32 = {s for s in GRID_STAGES if helpers.get_stage("conv_dgrad", s).precision == "fp32"}    # auto answers in fp32
+    assert {name for _, name in pairs} == fp32
     for i, name in pairs:
         monkeypatch.setenv("COURSE_CHOICES", str(tmp_path / f"{i}_{name}.json"))   # no cache hit
         monkeypatch.setattr(chooser, "find", lambda p, limit, time_stage, name=name: {"stage": name})
