@@ -36,7 +36,7 @@ def draw_tile_loads(ax, h: int = 14, w: int = 14, tx: int = 8, ty: int = 4, kh: 
     ax.set_aspect("equal")
     ax.axis("off")
     copied = sum(0 <= i < oh and 0 <= j < ow for i in range(r0, r0 + ph) for j in range(c0, c0 + pw))
-    ax.set_title(f"dy {oh}x{ow}: a {ty}x{tx} tile of dx (orange) copies a {ph}x{pw} patch, "
+    ax.set_title(f"dy {oh}x{ow}: a {ty}x{tx} tile of dx (orange) copies a {ph}x{pw} patch,\n"
                  f"{copied} values from global memory (blue), {ph * pw - copied} zeros (pink)", fontsize=8)
     return {"patch": ph * pw, "from_global": copied, "zeros": ph * pw - copied}
 
