@@ -72,10 +72,8 @@ def check_stage(op: str, stage, *, ctx=None, defines=None, guard=False, workspac
         plan.enqueue()
         plan.queue.finish()
     except cl.Error as err:      # how a GPU reports a kernel that faulted (not a wrong value: those are checked below)
-        from .engine.devices import FAULT_HINT, note_fault
-        note_fault(plan.ctx)
-        raise RuntimeError(f"{plan.stage.key} stopped with a fault on the device ({err}): the kernel used an "
-                           f"address outside the memory it may use. {FAULT_HINT}") from err
+        from .engine.devices import fault_report
+        raise RuntimeError(f"{plan.stage.key} {fault_report(plan.ctx, err)}") from err
     if guard:
         plan.check_guards()
     return check_outputs(plan)

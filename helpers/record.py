@@ -202,7 +202,8 @@ PLAN = [
          "> results/tc/pytest_{slug}.log 2>&1", "tc/pytest_{slug}.log", 2.9, "the CUDA stages' tests on the device", True),
     # every other test file that can touch a device (the direct, local-memory, batch norm and
     # weight-gradient grids, the boundaries, the tuning candidates, the exercises' checkers, ...)
-    Task("tests-others", GPU_TESTS + " tests " + " ".join(f"--ignore={f}" for f in TESTS_WINOGRAD + TESTS_GEMM + TESTS_CUDA + TESTS_NOTEBOOK_ONLY)
+    Task("tests-others", GPU_TESTS + " tests "
+         + " ".join(f"--ignore={f}" for f in TESTS_WINOGRAD + TESTS_GEMM + TESTS_CUDA + TESTS_NOTEBOOK_ONLY)
          + " > results/engine/pytest_{slug}.log 2>&1", "engine/pytest_{slug}.log", 5,
          "the rest of the test suite on the device"),
 ]

@@ -172,20 +172,19 @@ KERNEL_WRONG = {
 
 @pytest.mark.parametrize("name", sorted(GAPS))
 def test_kernel_gap(name, own_ctx, capsys):
-    ctx = own_ctx
     g = kernel_gap(name)
     assert "the gap" in str(g.show())
-    assert g.check(_right(name), ctx=ctx), capsys.readouterr().out
+    assert g.check(_right(name), ctx=own_ctx), capsys.readouterr().out
     capsys.readouterr()
     mutate, says = KERNEL_WRONG[name]
     wrong = mutate(_right(name))
     assert wrong != _right(name), "the mutation did not apply"
-    assert not g.check(wrong, ctx=ctx)
+    assert not g.check(wrong, ctx=own_ctx)
     out = capsys.readouterr().out
     assert out.startswith("Not yet") and says in out, out
-    assert not g.check("  # YOUR CODE HERE\n  raise NotImplementedError()", ctx=ctx)
+    assert not g.check("  # YOUR CODE HERE\n  raise NotImplementedError()", ctx=own_ctx)
     assert capsys.readouterr().out.startswith("Not answered yet")
-    assert not g.check("    this is not C;", ctx=ctx)
+    assert not g.check("    this is not C;", ctx=own_ctx)
     assert "does not compile" in capsys.readouterr().out
 
 
@@ -211,10 +210,9 @@ def test_step_flops_exercise_check(capsys):
 
 
 def test_tile_copy_names_a_missing_activation(own_ctx, capsys):
-    ctx = own_ctx
     wrong = _right("tile_copy").replace("GRAD_IN(dy, y, ((n * K + k) * OH + oh) * OW + ow)",
                                         "dy[((n * K + k) * OH + oh) * OW + ow]")
-    assert not kernel_gap("tile_copy").check(wrong, ctx=ctx)
+    assert not kernel_gap("tile_copy").check(wrong, ctx=own_ctx)
     out = capsys.readouterr().out
     assert "values differ" in out and "GRAD_IN" in out, out
 
@@ -227,8 +225,7 @@ def test_tile_copy_names_a_missing_activation(own_ctx, capsys):
     ("#define WADDR(R, cc) ((R) * WROW + (cc))", "extra passes"),                      # right, but conflicted
 ])
 def test_slab_swizzle_names_the_problem_before_or_after_the_kernel(code, says, own_ctx, capsys):
-    ctx = own_ctx
-    assert not kernel_gap("slab_swizzle").check(code, ctx=ctx)
+    assert not kernel_gap("slab_swizzle").check(code, ctx=own_ctx)
     out = capsys.readouterr().out
     assert out.startswith("Not yet") and says in out, out
 

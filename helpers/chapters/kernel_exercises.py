@@ -21,7 +21,7 @@ import numpy as np
 import pyopencl as cl
 
 from ..engine.build import KernelBuildError, kernel_source
-from ..engine.devices import FAULT_HINT, faulted, get_context, note_fault
+from ..engine.devices import FAULT_HINT, fault_report, faulted, get_context
 from ..engine.check import MismatchError
 from ..runner import GuardViolation, check_plan, plan_stage
 from ..stages import get_stage
@@ -104,10 +104,8 @@ class Gap:
                 return _verdict(False, "", f"{label}: the kernel runs, but its values differ from the "
                                 f"reference. {hint}")
             except cl.Error as err:   # raised by the launch, the wait or the read-back: the kernel faulted
-                note_fault(ctx)
-                return _verdict(False, "", f"{label}: the kernel stopped with a fault on the device ({err}). It "
-                                f"used an address outside the memory it may use, most likely a local-memory index "
-                                f"past its tile. {hint} {FAULT_HINT}")
+                where = f"Most likely a local-memory index runs past its tile. {hint}".strip()
+                return _verdict(False, "", f"{label}: the kernel {fault_report(ctx, err, where)}")
         done = (f"{len(self.cases)} shapes ({'; '.join(lbl for lbl, _ in self.cases)}) match "
                 f"the reference with every guard zone intact")
         if self.after is not None:

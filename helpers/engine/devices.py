@@ -34,7 +34,8 @@ class DeviceLimitError(ValueError):
 # A kernel that faults on a GPU (an address outside the memory it may use: a local-memory index
 # past its tile, say) leaves its OpenCL context unusable: every later build or launch on it fails
 # (NVIDIA: INVALID_COMMAND_QUEUE, then error -9999 at each build). Only learners' code can fault
-# (the course's kernels are checked inside guard zones), so only the kernel exercises note it.
+# (the course's kernels are checked inside guard zones), so the two ways a learner's kernel runs,
+# the kernel exercises' check and check_stage, report it (fault_report) and later builds say so.
 FAULT_HINT = ("On a GPU such a fault leaves the notebook's OpenCL context unusable (later cells fail with "
               "INVALID_COMMAND_QUEUE or error -9999): restart the notebook's kernel (Kernel > Restart Kernel) "
               "and run the cells from the top before the next try.")
@@ -49,6 +50,14 @@ def note_fault(ctx: cl.Context) -> None:
 def faulted(ctx) -> bool:
     """Whether a kernel faulted on this context earlier in this process."""
     return isinstance(ctx, cl.Context) and ctx.int_ptr in _FAULTED
+
+
+def fault_report(ctx: cl.Context, err: Exception, hint: str = "") -> str:
+    """Note that a kernel faulted on ``ctx`` (``err``: pyopencl's error at its launch, wait or
+    read-back) and say what happened and what to do; ``hint``: where to look in the code."""
+    note_fault(ctx)
+    return (f"stopped with a fault on the device ({err}): it used an address outside the memory "
+            f"it may use. {hint + ' ' if hint else ''}{FAULT_HINT}")
 
 
 def _platforms() -> list:
