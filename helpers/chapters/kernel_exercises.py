@@ -25,7 +25,7 @@ from ..engine.devices import FAULT_HINT, fault_report, faulted, get_context
 from ..engine.check import MismatchError
 from ..runner import GuardViolation, check_plan, plan_stage
 from ..stages import get_stage
-from .exercises import NOT_ANSWERED, _verdict
+from .exercises.verdict import NOT_ANSWERED, _verdict
 from .notebook import Source
 
 

@@ -1,0 +1,36 @@
+"""Checks for the chapters' exercises: each says what is right or points at what is off, never
+just False, and never prints the expected answer.
+
+Solutions in the teacher notebooks sit between ``### BEGIN SOLUTION`` and ``### END SOLUTION``;
+the student edition (``./course student``, helpers/chapters/editions.py) replaces them with
+``raise NotImplementedError()``. Every check catches that and says, politely, that the exercise
+is not answered yet, so the student edition runs top to bottom.
+
+One module per chapter (``ch02.py``: chapter 02's checks); every check is importable from here.
+"""
+from .verdict import NOT_ANSWERED, exercise
+from .ch00 import check_intensity
+from .ch01 import check_output_size, check_touched_outputs
+from .ch02 import check_flops
+from .ch03 import check_valid_table
+from .ch04 import check_block_lines
+from .ch05 import check_vector_columns
+from .ch06 import check_weight_slot
+from .ch07 import check_weight_vectors
+from .ch08 import check_width_columns
+from .ch09 import check_tile_reuse
+from .ch10 import check_stride_passes
+from .ch11 import check_phase_taps
+from .ch12 import check_winograd_1d
+from .ch12a import check_wino_products
+from .ch13 import check_c_fragment, check_tf32_products, check_nhwc_offsets, check_box_starts
+from .ch14 import check_chan_merge
+from .ch15 import check_step_flops, check_igemm_launch
+
+__all__ = ["NOT_ANSWERED", "exercise", "check_intensity", "check_output_size",
+           "check_touched_outputs", "check_flops", "check_valid_table", "check_block_lines",
+           "check_vector_columns", "check_weight_slot", "check_weight_vectors",
+           "check_width_columns", "check_tile_reuse", "check_stride_passes", "check_phase_taps",
+           "check_winograd_1d", "check_wino_products", "check_c_fragment", "check_tf32_products",
+           "check_nhwc_offsets", "check_box_starts", "check_chan_merge", "check_step_flops",
+           "check_igemm_launch"]

@@ -1,0 +1,132 @@
+"""Chapter 13's exercise checks (tensor cores)."""
+from __future__ import annotations
+
+import numpy as np
+
+from .verdict import _verdict, exercise
+
+
+@exercise
+def check_c_fragment(answer_fn) -> bool:
+    """Chapter 13: (lane) -> the four (row, col) elements of the 16x8 accumulator C of
+    mma.sync.m16n8k8 that the lane holds in c0, c1, c2, c3, in that order (row = position m,
+    0-15; col = channel n, 0-7), checked for all 32 lanes against the layout in tc.cuh."""
+    from ..tensor_cores import fragment_owner
+    want = {lane: [None] * 4 for lane in range(32)}
+    for row in range(16):
+        for col in range(8):
+            lane, reg = fragment_owner("C", row, col)
+            want[lane][reg] = (row, col)
+    for lane in range(32):
+        got = [tuple(int(v) for v in e) for e in answer_fn(lane)]
+        if got == want[lane]:
+            continue
+        if len(got) != 4:
+            return _verdict(False, "", f"lane {lane}: {len(got)} elements; each lane holds 4 of C's 128 (c0..c3)")
+        if sorted(got) == sorted(want[lane]):
+            bad = "right elements in the wrong registers: c0 and c1 are neighbours in one row, c2 and c3 the same columns further down"
+        elif sorted((c, r) for r, c in got) == sorted(want[lane]):
+            bad = "rows and columns swapped: a row of C is a position (16 of them), a column a channel (8)"
+        elif [c for _, c in got] == [c for _, c in want[lane]]:
+            bad = "the columns are right, a row is not: which group of 4 lanes shares a row, and how far below are c2, c3?"
+        elif [r for r, _ in got] == [r for r, _ in want[lane]]:
+            bad = "the rows are right, a column is not: the 4 lanes of a group split the 8 columns between them, 2 each"
+        else:
+            bad = "with g = lane / 4 and t = lane % 4, which row and which pair of columns does the lane own?"
+        return _verdict(False, "", f"lane {lane}: {bad}")
+    return _verdict(True, "every lane holds 2 adjacent columns of one row, and the same 2 columns 8 rows below", "")
+
+
+@exercise
+def check_tf32_products(answer_fn, count: int = 10_000) -> bool:
+    """Chapter 13: (a, b) float32 arrays -> the relative error of each product a*b when both
+    operands are rounded to TF32 first (to_tf32), against the exact product. Checked on `count`
+    random products; when right, prints the largest error beside 2^-10."""
+    from ...engine.tensor import to_tf32
+    rng = np.random.default_rng(13)
+    a, b = rng.standard_normal((2, count)).astype(np.float32)
+    exact = a.astype(np.float64) * b
+    want = np.abs(to_tf32(a).astype(np.float64) * to_tf32(b) - exact) / np.abs(exact)
+    got = np.asarray(answer_fn(a.copy(), b.copy()), dtype=np.float64)
+    if got.shape != want.shape:
+        return _verdict(False, "", f"{got.shape} values for {count} products: one relative error per product")
+    if np.allclose(got, want, rtol=1e-2, atol=2.0**-20):
+        worst = float(want.max())
+        return _verdict(True, f"the largest relative error of {count:,} products is {worst:.3e}; "
+                        f"2^-10 = {2.0**-10:.3e} ({worst / 2.0**-10:.1%} of it)", "")
+    if float(np.abs(got).max()) <= 2.0**-11 * (1 + 1e-3):
+        bad = "no error is above 2^-11, one rounding's worth: are both operands rounded (and not the product)?"
+    else:
+        bad = ("not the relative error of the rounded operands' product: |rounded - exact| / |exact| per product, "
+               "with the exact product computed from the unrounded a and b")
+    return _verdict(False, "", bad)
+
+
+@exercise
+def check_nhwc_offsets(answer_fn) -> bool:
+    """Chapter 13, step 5: (n, h, w, r, s, k, dims) -> the offset in dy' stored channel-last
+    (N, OH, OW, K) of the value that position (n, h, w) of dx reads for tap (r, s) and channel k,
+    or None where the tap misses dy. ``dims``: N, K, OH, OW, stride, pad. Checked on every
+    position, tap and channel of a stride-1 and a stride-2 layer (3x3) against the definition:
+    dy's position (oh, ow) reaches dx at (oh * stride - pad + r, ow * stride - pad + s)."""
+    for n_, k_, size, stride, pad in ((2, 8, 5, 1, 1), (1, 4, 7, 2, 1)):
+        out = (size + 2 * pad - 3) // stride + 1
+        dims = {"N": n_, "K": k_, "OH": out, "OW": out, "stride": stride, "pad": pad}
+        reads = {}                        # (n, h, w, r, s, k) -> offset of the value it reads
+        for n, oh, ow, r, s, k in np.ndindex(n_, out, out, 3, 3, k_):
+            h, w = oh * stride - pad + r, ow * stride - pad + s
+            if 0 <= h < size and 0 <= w < size:
+                reads[(n, h, w, r, s, k)] = ((n * out + oh) * out + ow) * k_ + k
+        for n, h, w, r, s, k in np.ndindex(n_, size, size, 3, 3, k_):
+            got, want = answer_fn(n, h, w, r, s, k, dict(dims)), reads.get((n, h, w, r, s, k))
+            if got == want:
+                continue
+            where = f"stride {stride}, position (n, h, w) = ({n}, {h}, {w}), tap (r, s) = ({r}, {s}), k = {k}"
+            if want is None:
+                bad = "no position of dy reaches dx there through this tap: return None (the copy is zero-filled)"
+            elif got is None:
+                bad = "this tap does reach dy there: which (oh, ow)? (h + pad - r must be a multiple of the stride)"
+            elif int(got) == ((n * k_ + k) * out + want // k_ % (out * out) // out) * out + want // k_ % out:
+                bad = "that is where the value lies in NCHW; the copy is channel-last, (N, OH, OW, K)"
+            elif int(got) // k_ == want // k_:
+                bad = "the right pixel of dy, the wrong channel: k is the innermost index of the copy"
+            elif int(got) % k_ == k:
+                bad = "the right channel, the wrong pixel: oh = (h + pad - r) / stride, ow = (w + pad - s) / stride"
+            else:
+                bad = "not the offset of the value this tap reads: which pixel (oh, ow) of image n, then which channel?"
+            return _verdict(False, "", f"{where}: {bad}")
+    return _verdict(True, "every position, tap and channel of both layers reads the right value of the "
+                    "channel-last copy, and nothing where the tap misses", "")
+
+
+@exercise
+def check_box_starts(answer_fn) -> bool:
+    """Chapter 13, step 8: (i0, ph, r, stride, pad) -> the row of dy' where the TMA box of tap r
+    starts for a block whose patch starts at row i0 of phase ph (the rows h = i * stride + ph of
+    dx), or None where tap r reaches no row of that phase. Checked for strides 1 to 3, pads 0 to 2,
+    taps 0 to 4, every phase and three first rows, against the definition: row oh of dy reaches
+    row oh * stride - pad + r of dx through tap r (a box may start outside dy: zeros arrive there)."""
+    for stride in range(1, 4):
+        for pad, r, ph, i0 in np.ndindex(3, 5, stride, 6):
+            if i0 not in (0, 1, 5):
+                continue
+            h = i0 * stride + ph                      # the patch's first row of dx
+            want = next((oh for oh in range(-10, 30) if oh * stride - pad + r == h), None)
+            got = answer_fn(int(i0), int(ph), int(r), stride, int(pad))
+            if got == want:
+                continue
+            where = f"stride {stride}, pad {pad}, tap r = {r}, phase ph = {ph}, patch from row i0 = {i0}"
+            if want is None:
+                bad = ("tap r reaches no row of this phase (h + pad - r is not a multiple of the stride for "
+                       "h = i0 * stride + ph): return None, the block skips the tap")
+            elif got is None:
+                bad = "this tap does reach the phase: which row oh of dy has oh * stride - pad + r = i0 * stride + ph?"
+            elif got == want - i0:
+                bad = "the box starts at the block's first row: add i0"
+            elif got == h + pad - r:
+                bad = "that is the row at stride 1; the phase's rows lie a stride apart in dx: divide by the stride"
+            else:
+                bad = "not the row of dy that reaches the patch's first row: oh * stride - pad + r = i0 * stride + ph"
+            return _verdict(False, "", f"{where}: {bad}")
+    return _verdict(True, "every stride, pad, tap and phase: each box starts where the definition says, and the "
+                    "taps that miss a phase are skipped", "")

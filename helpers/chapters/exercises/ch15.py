@@ -1,0 +1,77 @@
+"""Chapter 15's exercise checks (the weight gradient and training)."""
+from __future__ import annotations
+
+import numpy as np
+
+from .verdict import _verdict, exercise, _compare
+
+
+@exercise
+def check_step_flops(answer_fn) -> bool:
+    """Chapter 15: FLOPs of the convolution ops in one training step of a model.Config, as the ops
+    count them (2 per multiply-add): forward and weight gradient of every layer, input gradient of
+    every layer but the first."""
+    from ...runner import prepare
+    from ...train import model
+    configs = [model.SMALL, model.FULL, model.Config(scale=1, batch=4, channels=(3, 5))]
+    for cfg in configs:
+        forward = backward = 0
+        for i, layer in enumerate(cfg.layers()):
+            x, w = np.zeros(layer["input"], np.float32), np.zeros(layer["weight"], np.float32)
+            y = np.zeros((x.shape[0], w.shape[1]) + x.shape[2:], np.float32)
+            forward += prepare("conv_forward", input=x, weight=w, stride=1, padding=1).flops
+            backward += prepare("conv_wgrad", input=x, grad_output=y, weight_shape=w.shape, stride=1, padding=1).flops
+            if i > 0:
+                backward += prepare("conv_dgrad", grad_output=y, weight=w, input_shape=x.shape, stride=1, padding=1).flops
+        want, got = forward + backward, answer_fn(cfg)
+        if got != want:
+            why = ("half the count: a multiply-add is 2 FLOPs" if got * 2 == want else
+                   "the first layer needs no input gradient: its input is the image" if got == 3 * forward else
+                   "the backward pass computes two gradients, the input's and the weights'" if got == forward else
+                   f"{_compare(got, want)}; each gradient costs as many multiply-adds as the forward pass")
+            return _verdict(False, "", f"for batch {cfg.batch}, {cfg.side}x{cfg.side}, channels {cfg.channels} "
+                            f"you give {got:,}: {why}")
+    return _verdict(True, "forward and weight gradient for both layers, input gradient for conv2 only: "
+                    "the backward pass costs about twice the forward", "")
+
+
+@exercise
+def check_igemm_launch(answer_fn) -> bool:
+    """Chapter 15: (layer, TM, TN, SLICE) -> (work-groups of wgrad_igemm, floats in its workspace)
+    for conv_wgrad stage 03, against its launcher (helpers/launch/wgrad.py)."""
+    from ...launch import wgrad
+    from ...ops.layers import layer
+    from ...runner import prepare
+    from ...stages import get_stage
+    stage = get_stage("conv_wgrad", "igemm")
+    layers = [layer("a", 2, 17, 13, 19), layer("b", 4, 64, 14, 64), layer("c", 1, 3, 9, 32, stride=2),
+              layer("d", 8, 32, 28, 16, kernel=1, padding=0)]
+    for lay in layers:
+        for tm, tn, sl in [(64, 64, 1024), (128, 64, 4096), (64, 128, 256)]:
+            oh = (lay["h"] + 2 * lay["padding"] - lay["kernel"]) // lay["stride"] + 1
+            x = np.zeros((lay["n"], lay["c"], lay["h"], lay["w"]), np.float32)
+            p = prepare("conv_wgrad", input=x, grad_output=np.zeros((lay["n"], lay["k"], oh, oh), np.float32),
+                        weight_shape=(lay["c"], lay["k"], lay["kernel"], lay["kernel"]), stride=lay["stride"],
+                        padding=lay["padding"])
+            d = {**stage.defines, "TM": tm, "TN": tn, "SLICE": sl}
+            first = wgrad.steps(stage, p, d)[0]                 # wgrad_igemm; then wgrad_sum
+            groups = int(np.prod([a // b for a, b in zip(first.global_size, first.local_size)]))
+            want = (groups, wgrad.workspace(stage, p, d)["partials"].count)
+            got = tuple(answer_fn(lay, tm, tn, sl))
+            if got == want:
+                continue
+            case = f"for {p.label} with TM={tm}, TN={tn}, SLICE={sl}: "
+            if got[0] != want[0]:
+                rows, cols, sl_count = -(-lay["k"] // tm), -(-lay["c"] * lay["kernel"] ** 2 // tn), want[0] // (
+                    -(-lay["k"] // tm) * -(-lay["c"] * lay["kernel"] ** 2 // tn))
+                why = ("the slices are missing: each slice of the reduction has its own work-groups"
+                       if got[0] == rows * cols else
+                       "the result's columns are the taps C*R*S, not the channels C"
+                       if got[0] == rows * -(-lay["c"] // tn) * sl_count else
+                       "a partial tile or a partial slice still needs its work-group: round up"
+                       if got[0] < want[0] else f"{_compare(got[0], want[0])}")
+                return _verdict(False, "", case + f"you give {got[0]:,} work-groups: {why}")
+            return _verdict(False, "", case + f"you give {got[1]:,} floats of workspace, "
+                            f"{_compare(got[1], want[1])}: one partial sum per weight (C*K*R*S) and slice")
+    return _verdict(True, "tiles of the K x C*R*S result times the slices of the N*OH*OW reduction, "
+                    "and one partial sum per weight and slice, as the launcher computes them", "")
