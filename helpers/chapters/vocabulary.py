@@ -27,7 +27,7 @@ TERMS = (
     ("execution", "`get_local_size(0)`", "`blockDim.x`", "work-items per work-group"),
     ("execution", "`get_num_groups(0)`", "`gridDim.x`", "work-groups in the launch"),
     ("memory", "global memory (`__global float *`)", "global memory (a plain `float *` argument)",
-     "the device's DRAM (HBM), behind the L2 cache"),
+     "the device memory (DRAM or HBM), behind the L2 cache"),
     ("memory", "local memory (`__local`)", "shared memory (`__shared__`)",
      "on-chip memory of one work-group, in banks (chapter 10)"),
     ("memory", "private memory (a kernel's variables)", "registers; what spills goes to CUDA's *local memory*",
