@@ -17,6 +17,7 @@ import datetime as dt
 import itertools
 import json
 import math
+import os
 import platform
 import re
 import shlex
@@ -30,10 +31,11 @@ from .analysis.results import RESULTS
 from .analysis.summary import geomean, summary, vendor_name
 from .engine.backends import require
 from .engine.devices import device_info, get_context
+from .engine.progress import progress as progress_bar
 from .engine.tensor import STORAGE
 from .engine.timing import default_flush_bytes, time_plan, time_steps
 from .ops import op_module
-from .ops.layers import layer_set
+from .ops.layers import layer_set, op_layers
 from .peak import roofline
 from .runner import Plan, check_plan, device_defines, hook, prepare, reference_for, resolve
 from .stages import get_stage, stage_names
@@ -47,33 +49,22 @@ def versions() -> dict:
             "pyopencl": pyopencl.VERSION_TEXT, **vendor_versions()}
 
 
-def _progress(total, enabled):
-    try:
-        from tqdm.auto import tqdm
-    except ImportError:  # pragma: no cover
-        tqdm = None
-    if tqdm is None or not enabled:
-        class _Null:
-            def update(self, n=1): pass
-            def set_description(self, d): pass
-            def close(self): pass
-            def write(self, s): print(s, flush=True)
-        return _Null()
-    return tqdm(total=total, leave=False)
-
-
-def run(op: str = "conv_dgrad", stages=None, layers="ci", ctx=None, *, activation: str = "none",
+def run(op: str = "conv_dgrad", stages=None, layers=None, ctx=None, *, activation: str = "none",
         warmup: int = 3, repeats: int = 20, vendor: bool = True, peak: bool = True, tune: bool = False,
         progress: bool = True, verbose: bool = False, record_tuned: bool = False, tag: str | None = None,
         defines: dict | None = None, tune_only: list | None = None) -> dict:
-    """Benchmark ``stages`` (names/numbers, default all) of ``op`` over a layer set; returns a dict.
-    ``tune_only``: parameter names; the search covers only those (implies ``tune``)."""
-    ctx = get_context(ctx)
+    """Benchmark ``stages`` (names/numbers, default all OpenCL stages) of ``op`` over a layer set
+    (a name, default the op's small set, or a list of layers); returns a dict. ``tune_only``:
+    parameter names; the search covers only those (implies ``tune``)."""
     mod = op_module(op)
+    layers = layers or op_layers(mod)[1]
+    lays = layer_set(layers, op) if isinstance(layers, str) else list(layers)
+    if warmup < 0 or repeats < 1:
+        raise ValueError(f"warmup {warmup} and repeats {repeats}: warm-up launches are 0 or more, repeats 1 or more")
+    ctx = get_context(ctx)
     stages = [get_stage(op, s) for s in (stages or stage_names(op))]
     for s in stages:
         require(s.backend, f"stage {s.name} of {op}")
-    lays = layer_set(layers) if isinstance(layers, str) else list(layers)
     for s in stages:                  # wrong JIT parameters: refused before any launch
         from .runner import check_define_values
         check_define_values(s, defines or {})
@@ -103,7 +94,7 @@ def run(op: str = "conv_dgrad", stages=None, layers="ci", ctx=None, *, activatio
         out["tag"] = tag          # a run for one comparison (e.g. cuda_twins), apart from the ladders
     if peak:
         out["roofline"] = roofline(ctx)
-    bar = _progress(len(lays) * len(stages), progress)
+    bar = progress_bar(len(lays) * len(stages), progress)
     if tune:
         out["tuned"] = {s.key: search(op, s, lays, ctx, activation, warmup, repeats, bar, tune_only)
                         for s in stages if s.tune}
@@ -365,7 +356,8 @@ def parser() -> argparse.ArgumentParser:
                                  epilog=_epilog(), formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--op", default="conv_dgrad")
     ap.add_argument("--stages", default=None, help="comma-separated names or numbers (default: all)")
-    ap.add_argument("--layers", default="ci", help="layer set (helpers/ops/layers.py)")
+    ap.add_argument("--layers", default=None, help="layer set (helpers/ops/layers.py; default: the op's small set, "
+                                                  "ci for the convolutions)")
     ap.add_argument("--device", default=None, help="'P:D' or part of a name (default: COURSE_DEVICE, else a GPU)")
     ap.add_argument("--activation", default="none")
     ap.add_argument("--defines", default=None, help="JIT parameters for every stage that has them, e.g. WG=128,CPW=8")
@@ -388,10 +380,31 @@ def checked_args(argv=None) -> tuple:
     a = parser().parse_args(argv)
     stages = [int(s) if s.isdigit() else s for s in a.stages.split(",")] if a.stages else None
     defines = parse_defines(a.defines)
-    layer_set(a.layers)                                   # a wrong name: refused before any work
+    a.layers = a.layers or op_layers(op_module(a.op))[1]
+    layer_set(a.layers, a.op)                             # a wrong name or kind: refused before any work
     for s in stages or stage_names(a.op):
         get_stage(a.op, s)
+    if a.warmup < 0:
+        raise ValueError(f"--warmup {a.warmup}: the warm-up launches are 0 or more (default 3)")
+    if a.repeats < 1:
+        raise ValueError(f"--repeats {a.repeats}: the timed repetitions are 1 or more (default 20)")
+    if a.out is not None and a.out != "-":
+        out_path(a.out)
     return a, stages, defines
+
+
+def out_path(text: str) -> Path:
+    """--out checked before any work: a file in a folder that exists ('-': write nothing)."""
+    if not text.strip():
+        raise ValueError("--out names no file: give a path for the JSON, or '-' to print only")
+    path = Path(text)
+    if path.is_dir():
+        raise ValueError(f"--out {text}: that is a folder; name the JSON file to write (e.g. {path / 'run.json'})")
+    if not path.parent.is_dir():
+        raise ValueError(f"--out {text}: the folder {path.parent} does not exist; create it or choose another path")
+    if not os.access(path.parent, os.W_OK) or (path.exists() and not os.access(path, os.W_OK)):
+        raise ValueError(f"--out {text}: not writable here; choose another path")
+    return path
 
 
 def _main(argv=None) -> int:

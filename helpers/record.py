@@ -303,6 +303,10 @@ def main(argv=None) -> int:
     except ValueError as err:
         print(f"error: {err}", file=sys.stderr)
         return 2
+    if a.budget is not None and not a.budget > 0:
+        print(f"error: --budget {a.budget:g}: the minutes to spend on tasks, more than 0 (e.g. --budget 9)",
+              file=sys.stderr)
+        return 2
     if not a.device and not (a.list or (a.budget is None and chosen is None)):
         print("error: name the device to record (--device nvidia, or part of its name)", file=sys.stderr)
         return 2

@@ -22,7 +22,7 @@ import pyopencl as cl
 from .engine.backends import cuda
 from .engine.build import build
 from . import chooser
-from .engine.check import CheckResult, check_close, tolerance_stored
+from .engine.check import CheckResult, MismatchError, check_close, tolerance_stored
 from .engine.devices import DeviceLimitError, get_context, get_queue
 from .engine.tensor import STORAGE, DeviceTensor, Tensor
 from .engine.timing import time_enqueue, time_enqueue_steps, time_plan
@@ -85,6 +85,12 @@ def resolve(op: str, stage, problem: Problem, ctx, defines: dict | None,
     given = defines or {}          # for the stage asked for; a fallback runs with its own values
     while True:
         d = {**device_defines(op, s, ctx), **{k: v for k, v in given.items() if k in s.defines}}
+        fixed = sorted(set(defines or {}) & set(problem.defines) - set(s.defines))
+        if fixed and not seen:
+            raise ValueError(f"stage {s.key} of {op}: {', '.join(f'{n}={problem.defines[n]}' for n in fixed)} "
+                             f"{'is' if len(fixed) == 1 else 'are'} set by the problem itself (its arguments: the "
+                             f"weight's shape, stride, padding, activation), not a JIT parameter to choose; the "
+                             f"stage's parameters are {', '.join(sorted(s.defines)) or 'none'}")
         unknown = set(defines or {}) - set(s.defines) - set(problem.defines)
         if unknown and not seen:
             raise ValueError(f"stage {s.key} of {op} has no JIT parameter {', '.join(sorted(unknown))}; "
@@ -187,12 +193,31 @@ def check_plan(plan, expected: tuple | None = None) -> CheckResult:
     got = plan.outputs()
     op_rtol = mod.rtol(plan.problem, mma=precision) if plan.stage.tensor_cores else mod.rtol(plan.problem)
     rtol, atol = tolerance_stored(op_rtol, precision)
-    results = [check_close(got[name], expected[name], magnitude=magnitude[name],
-                           rtol=rtol, atol=atol, name=name) for name in plan.problem.outputs]
+    try:
+        results = [check_close(got[name], expected[name], magnitude=magnitude[name],
+                               rtol=rtol, atol=atol, name=name) for name in plan.problem.outputs]
+    except MismatchError as err:
+        note = nonfinite_inputs(plan.problem)
+        if not note:
+            raise
+        raise MismatchError(f"{err}\n(the inputs are not all finite: {note}; the outputs they reach are NaN "
+                            f"or inf in the reference too, and those match)") from None
     plan.checked = True
     names = " and ".join(plan.problem.outputs)
     return CheckResult(f"{plan.stage.key} {names}", sum(r.count for r in results),
-                       max(r.max_error for r in results), max(r.worst_ratio for r in results), plan.path)
+                       max(r.max_error for r in results), max(r.worst_ratio for r in results), plan.path,
+                       sum(r.nonfinite for r in results), nonfinite_inputs(plan.problem))
+
+
+def nonfinite_inputs(problem: Problem) -> str:
+    """'grad_output holds 2 NaN' for the host inputs that hold NaN or inf (what a check names)."""
+    parts = []
+    for name, a in problem.inputs.items():
+        if isinstance(a, np.ndarray) and name not in problem.aliases:
+            nan, inf = int(np.isnan(a).sum()), int(np.isinf(a).sum())
+            if nan or inf:
+                parts.append(f"{name} holds " + " and ".join(f"{n:,} {w}" for n, w in ((nan, "NaN"), (inf, "inf")) if n))
+    return "; ".join(parts)
 
 
 def step_values(plan, step: Step) -> tuple:

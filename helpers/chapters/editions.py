@@ -80,24 +80,31 @@ def _unanswered_outputs(source: str) -> list:
 def write_student(out: Path | None = None) -> Path:
     """Write the student edition of every notebook (and the notebooks' other files) into ``out``."""
     import nbformat
-    out = Path(out or ROOT / "build" / "student")
+
+    from .folders import claim, seal
+    out = claim(out or ROOT / "build" / "student", COMMAND)      # refused before anything is written
     src = ROOT / "notebooks"
-    if out.exists():
-        shutil.rmtree(out)
-    out.mkdir(parents=True)
     for path in sorted(src.iterdir()):
         if path.suffix == ".ipynb":
             nbformat.write(student_notebook(nbformat.read(path, as_version=4)), out / path.name)
         elif path.is_file():
             shutil.copy2(path, out / path.name)
+    seal(out, COMMAND)
     return out
 
 
+COMMAND = "./course student"
+
+
 def main(argv=None) -> int:
-    args = argv if argv is not None else sys.argv[1:]
-    out = write_student(Path(args[0]) if args else None)
-    print(f"student edition written to {out} (solutions, answer hints and their outputs removed)")
-    return 0
+    """The command line (helpers/chapters/folders.py: command_line)."""
+    from .folders import command_line
+
+    def write(out) -> int:
+        out = write_student(out)
+        print(f"student edition written to {out} (solutions, answer hints and their outputs removed)")
+        return 0
+    return command_line(COMMAND, "build/student", write, argv)
 
 
 if __name__ == "__main__":

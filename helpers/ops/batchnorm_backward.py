@@ -22,6 +22,8 @@ from .problem import Problem, activation_output, reject_unknown
 from .batchnorm_forward import channel_vector, check_x, random_args
 
 OP = "batchnorm_backward"
+# the layer sets the benchmark takes (helpers/ops/layers.py: their kind, the small default set)
+LAYERS = ("batchnorm", "bn_ci")
 ACT_CODES = {"none": 0, "relu": 1}    # kernels/common/course.h: ACT_NONE, ACT_RELU
 ARGS = ("grad_output", "x", "gamma", "mean", "inv_std", "activation", "output")
 

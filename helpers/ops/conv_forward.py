@@ -19,6 +19,8 @@ from ..engine.check import rtol_for_sum, rtol_mma
 from .problem import Problem, conv_geometry, positive_int, reject_unknown, tensor
 
 OP = "conv_forward"
+# the layer sets the benchmark takes (helpers/ops/layers.py: their kind, the small default set)
+LAYERS = ("conv", "ci")
 ARGS = ("input", "weight", "stride", "padding", "bias", "activation")
 ACT_CODES = {"none": 0, "relu": 1, "sigmoid": 2, "tanh": 3}  # kernels/common/course.h: ACT_*
 

@@ -12,7 +12,7 @@ import functools
 import numpy as np
 
 from ..build import KERNELS, kernel_source
-from ..tensor import Tensor, default_dtype
+from ..tensor import Tensor, check_host, default_dtype
 from . import require
 
 
@@ -89,7 +89,9 @@ class CudaTensor(Tensor):
     @classmethod
     def from_array(cls, array: np.ndarray, dtype: str | None = None, layout: str = "NCHW",
                    guard: bool = False, name: str = "tensor") -> "CudaTensor":
-        """Upload ``array`` (converted to ``dtype``; default: its own, float32 or float16)."""
+        """Upload ``array`` (a float32 or float16 NumPy array, converted to ``dtype``; default: its
+        own): the rule of run_stage's arguments (engine/tensor.py: check_host)."""
+        check_host("array", array, dtype, "CudaTensor.from_array")
         return cls(name, array.shape, array, guard, True, dtype or default_dtype(array), layout)
 
     def _allocate(self, count: int):
