@@ -39,7 +39,8 @@ from .ops.layers import layer_set, op_layers
 from .peak import roofline
 from .runner import Plan, check_plan, device_defines, hook, prepare, reference_for, resolve
 from .stages import get_stage, stage_names
-from .tuning import TUNED, ignored as tuned_ignored, reload as reload_tuned
+from .tuning import TUNED, ignored as tuned_ignored, mode as tuning_mode, record as write_tuned
+from .tuning import summary as tuning_summary
 
 
 def versions() -> dict:
@@ -88,7 +89,7 @@ def run(op: str = "conv_dgrad", stages=None, layers=None, ctx=None, *, activatio
            "host": {"machine": platform.machine(), "system": platform.system()}, "versions": versions(),
            "settings": {"warmup": warmup, "repeats": repeats, "flush_bytes": flush, "activation": activation,
                         "tuned_parameters": ("none: the registry's defaults (COURSE_TUNED=none)" if tuned_ignored()
-                                             else "results/tuned.json where it has the device")},
+                                             else "")},
            "rows": [], "vendor": [], "tuned": {}}
     if tag:
         out["tag"] = tag          # a run for one comparison (e.g. cuda_twins), apart from the ladders
@@ -122,7 +123,7 @@ def run(op: str = "conv_dgrad", stages=None, layers=None, ctx=None, *, activatio
                    **timing.summary(), "times_ms": timing.times_ms,
                    "gflops": problem.flops / sec / 1e9, "gbps": problem.bytes_moved(plan.stage.precision) / sec / 1e9,
                    "flops": problem.flops, "min_bytes": problem.bytes_moved(plan.stage.precision),
-                   "verified": verdict and verdict_after}
+                   "verified": verdict and verdict_after, "tuned_from": plan.tuned_source}
             if len(plan.steps) > 1:          # which kernel of the stage takes the time
                 row["steps_ms"] = [[name, t.median_ms] for name, t in
                                    time_steps(plan, warmup=1, repeats=max(3, repeats // 2), flush_bytes=flush)]
@@ -152,6 +153,10 @@ def run(op: str = "conv_dgrad", stages=None, layers=None, ctx=None, *, activatio
                          gbps=problem.min_bytes / (v["median_ms"] * 1e-3) / 1e9)
                 out.setdefault("libraries", []).append(v)
     bar.close()
+    if not tuned_ignored():             # where each row's parameters came from (helpers/tuning.py)
+        out["settings"]["tuned_parameters"] = ("COURSE_TUNED=fresh: this device's recorded values left out; "
+                                               if tuning_mode() == "fresh" else "") + \
+            tuning_summary({r["key"]: r["tuned_from"] for r in out["rows"]}.values())
     half = any(STORAGE[s.precision] != "float32" for s in stages)
     out["formulas"] = {"gflops": problem.flops_formula,
                        "gbps": problem.bytes_formula + ("; 2 bytes per value for the fp16 and bf16 rows" if half else ""),
@@ -187,39 +192,59 @@ def _relative(out: dict) -> None:
             r["x_vendor"] = vend[key] / r["median_ms"]
 
 
+class Trial:
+    """A stage's tuning candidates over a list of problems: each candidate built, checked against
+    the reference (computed once per problem and precision, shared through ``expected``), then
+    timed. On a problem the stage runs itself with its defaults, a candidate that falls back to
+    another stage (a ring too big for shared memory, say) is refused, not timed under its name."""
+
+    def __init__(self, op: str, stage, problems: list, ctx, warmup: int, repeats: int, expected: dict | None = None):
+        self.op, self.stage, self.problems, self.ctx = op, stage, problems, ctx
+        self.warmup, self.repeats = warmup, repeats
+        self.expected = {} if expected is None else expected
+        self.own = [resolve(op, stage.name, p, ctx, None)[0].key == stage.key for p in problems]
+
+    def times(self, defines: dict) -> list[float]:
+        """Median ms per problem with ``defines``; raises for a candidate that cannot run as itself."""
+        times = []
+        for i, problem in enumerate(self.problems):
+            plan = Plan(self.op, self.stage.name, problem, self.ctx, defines, guard=False)
+            if self.own[i] and plan.stage.key != self.stage.key:
+                need = hook(self.stage, "requires")(problem, {**self.stage.defines, **defines})
+                raise ValueError(f"falls back to {plan.stage.key} on {problem.label}: {need}")
+            plan.enqueue()
+            key = (i, plan.stage.precision)
+            if key not in self.expected:
+                self.expected[key] = reference_for(plan)
+            check_plan(plan, self.expected[key])           # a wrong candidate is never timed
+            times.append(time_plan(plan, warmup=self.warmup, repeats=max(5, self.repeats // 4)).median_ms)
+        return times
+
+    def attempt(self, defines: dict) -> dict:
+        """{'defines', 'geomean_ms', 'times_ms'} or {'defines', 'error'} (a combination the device
+        cannot run: too many registers, too much local memory, a fallback, ...)."""
+        try:
+            times = self.times(defines)
+        except Exception as err:
+            return {"defines": defines, "error": str(err).splitlines()[0]}
+        return {"defines": defines, "geomean_ms": geomean(times), "times_ms": times}
+
+
 def search(op, stage, lays, ctx, activation, warmup, repeats, bar=None, only=None) -> dict:
     """Try every combination of the stage's tune candidates, each checked before it is timed;
     keep the best geometric-mean time. ``only``: search just these parameters; the others keep
     the values recorded for this device (or the defaults), and the result holds them all."""
     mod = op_module(op)
     names = sorted(n for n in stage.tune if only is None or n in only)
-    tried = []
     problems = [prepare(op, **mod.layer_args(lay, activation=activation)) for lay in lays]
-    # the layers the stage runs itself with its defaults: there a candidate that falls back to
-    # another stage (a ring too big for shared memory, say) is refused, not timed under its name
-    own = [resolve(op, stage.name, p, ctx, None)[0].key == stage.key for p in problems]
-    expected = {}
+    trial = Trial(op, stage, problems, ctx, warmup, repeats)
+    tried = []
     for values in itertools.product(*(stage.tune[n] for n in names)):
-        defines = dict(zip(names, values))
-        times = []
-        try:
-            for i, problem in enumerate(problems):
-                plan = Plan(op, stage.name, problem, ctx, defines, guard=False)
-                if own[i] and plan.stage.key != stage.key:
-                    need = hook(stage, "requires")(problem, {**stage.defines, **defines})
-                    raise ValueError(f"falls back to {plan.stage.key} on {problem.label}: {need}")
-                plan.enqueue()
-                key = (i, plan.stage.precision)
-                if key not in expected:
-                    expected[key] = reference_for(plan)
-                check_plan(plan, expected[key])           # a wrong candidate is never timed
-                times.append(time_plan(plan, warmup=warmup, repeats=max(5, repeats // 4)).median_ms)
-        except Exception as err:  # a combination the device cannot run (too many registers, ...)
-            tried.append({"defines": defines, "error": str(err).splitlines()[0]})
-            continue
-        tried.append({"defines": defines, "geomean_ms": geomean(times)})
-        if bar is not None:
-            bar.set_description(f"tuning {stage.key} {defines}")
+        result = trial.attempt(dict(zip(names, values)))
+        result.pop("times_ms", None)
+        tried.append(result)
+        if bar is not None and "error" not in result:
+            bar.set_description(f"tuning {stage.key} {result['defines']}")
     ok = [t for t in tried if "geomean_ms" in t]
     if not ok:
         raise RuntimeError(f"no tuning candidate of {stage.key} ran: {tried}")
@@ -245,7 +270,8 @@ def _line(row: dict, out: dict) -> str:
 
 def report(out: dict) -> str:
     lines = [f"{out['op']} over '{out['layer_set']}' on {out['device']['name']} ({out['device']['platform']}, "
-             f"driver {out['device']['driver']})"]
+             f"driver {out['device']['driver']})",
+             f"tuned parameters: {out['settings']['tuned_parameters'] or 'none of the stages has any'}"]
     if "roofline" in out:
         r = out["roofline"]
         lines.append(f"measured copy {r['copy_gbps']:.1f} GB/s, FMA {r['fma_gflops']:.1f} GFLOP/s")
@@ -300,16 +326,14 @@ def refuse_overwrite(path, stages: list) -> None:
 
 
 def save_tuned(out: dict) -> None:
-    TUNED.parent.mkdir(parents=True, exist_ok=True)
-    data = json.loads(TUNED.read_text()) if TUNED.is_file() else {"devices": {}}
-    dev = data["devices"].setdefault(out["device"]["name"], {})
-    for key, t in out["tuned"].items():
-        entry = {"defines": t["defines"], "layer_set": out["layer_set"], "date": out["date"]}
-        if "searched" in t:      # --tune-only: these were searched here, the others kept as recorded
-            entry["searched"] = t["searched"]
-        dev.setdefault(out["op"], {})[key] = entry
-    TUNED.write_text(json.dumps(data, indent=1, sort_keys=True) + "\n")
-    reload_tuned()                # stage auto, later in the same run, builds its candidates with them
+    """The searched values into results/tuned.json, under the device's name and description."""
+    entries = {}
+    for key, found in out["tuned"].items():
+        entry = {"defines": found["defines"], "layer_set": out["layer_set"], "date": out["date"]}
+        if "searched" in found:  # --tune-only: these were searched here, the others kept as recorded
+            entry["searched"] = found["searched"]
+        entries.setdefault(out["op"], {})[key] = entry
+    write_tuned(TUNED, out["device"]["describe"], entries)  # stage auto, later in the run, builds with them
 
 
 def parse_defines(text: str | None) -> dict | None:
@@ -425,7 +449,7 @@ def _main(argv=None) -> int:
               repeats=a.repeats, vendor=not a.no_vendor, tune=tune, defines=defines, progress=sys.stderr.isatty(),
               verbose=False, record_tuned=tune and a.out != "-", tag=a.tag, tune_only=tune_only)
     # the command that wrote the file: results/ is re-recorded by running it again
-    out["settings"]["command"] = (("COURSE_TUNED=none " if tuned_ignored() else "") + "python -m helpers.bench "
+    out["settings"]["command"] = ((f"COURSE_TUNED={tuning_mode()} " if tuning_mode() else "") + "python -m helpers.bench "
                                   + shlex.join(sys.argv[1:] if argv is None else argv))
     print(report(out))
     if path is not None:

@@ -112,19 +112,28 @@ def find(p: Problem, limit_bytes: int | None, time_stage, progress: bool = True)
             "date": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")}
 
 
-def choose(p: Problem, device: str, limit_bytes: int | None, time_stage) -> str:
-    """The stage ``auto`` runs for p on this device within the budget (cached, else timed now)."""
+def fingerprint(tuned: dict) -> str:
+    """A short digest of the candidates' JIT parameters (what a cached choice was timed with)."""
+    import hashlib
+    return hashlib.sha256(json.dumps(tuned, sort_keys=True).encode()).hexdigest()[:16]
+
+
+def choose(p: Problem, device: str, limit_bytes: int | None, time_stage, tuned: dict | None = None) -> str:
+    """The stage ``auto`` runs for p on this device within the budget (cached, else timed now).
+    ``tuned``: the parameters each candidate builds with; a choice cached under other values (a
+    tune since, COURSE_TUNED changed) is made again."""
     if limit_bytes is not None and limit_bytes < 0:
         raise ValueError(f"stage auto: workspace_limit must be >= 0 bytes, got {limit_bytes}")
     device = device.strip()
     key = shape_key(p, limit_bytes)
     hit = _load().get(device, {}).get(key)
-    if hit is not None:
+    stamp = fingerprint(tuned or {})
+    if hit is not None and hit.get("tuned") == stamp:
         try:
             return get_stage(p.op, hit["stage"]).name
         except ValueError:
             pass                                  # a stage that no longer exists: choose again
-    record = find(p, limit_bytes, time_stage)
+    record = {**find(p, limit_bytes, time_stage), "tuned": stamp}
     data = _load()                                # another process may have written meanwhile
     data.setdefault(device, {})[key] = record
     _save(data)

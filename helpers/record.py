@@ -63,6 +63,10 @@ HOPPER = "tc_tf32_wgmma,tc_fp16_wgmma,tc_bf16_wgmma,tc_tf32_tma,tc_fp16_tma,tc_b
 UNTUNED = "naive,width,prefetch,hoisted,igemm_taps,winograd4,auto"
 # the registry's defaults, and a choice cache of their own (auto searches again with them)
 UNTUNED_ENV = "COURSE_TUNED=none COURSE_CHOICES=.cache/choices_untuned_{slug}.json "
+# a learner's first ten minutes on the device: `./course tune` from nothing recorded for it (its
+# entry in results/tuned.json left out; its own cache, kept as the record), then auto with those values
+FRESH_ENV = ("COURSE_TUNED=fresh COURSE_TUNE_CACHE=results/tune/tune_fresh_{slug}.json "
+             "COURSE_CHOICES=.cache/choices_fresh_{slug}.json ")
 GPU_TESTS = "COURSE_TEST_DEVICES={device} {python} -m pytest -q -p no:cacheprovider -p no:benchmark -n 8"
 # the suite split into four device runs of a few minutes each; tests-others takes every other file
 TESTS_WINOGRAD = ["tests/test_conv_forward.py", "tests/test_winograd.py"]
@@ -80,6 +84,14 @@ PLAN = [
            "issue 9: the defaults never slower than naive", "untuned-resnet50", True, UNTUNED_ENV),
     _bench(f"--layers edge --stages {UNTUNED} --tag untuned", "conv_dgrad_edge_untuned_{slug}.json", 0.5,
            "issue 9: the same at batch 1 and 8", "untuned-edge", True, UNTUNED_ENV),
+    Task("tune-fresh", FRESH_ENV + "{python} -m helpers.tune --device {device} --budget 10", "tune/tune_fresh_{slug}.json",
+         10.5, "README and chapter 10: what ./course tune finds in its ten minutes (longer than one device call: "
+               "interrupt it and run it again, it resumes)"),
+    _bench("--layers resnet50 --stages auto --tag fresh", "conv_dgrad_resnet50_fresh_{slug}.json", 2.5,
+           "chapter 10: auto after a fresh tune, beside cuDNN on ResNet-50 (at least x1.0 on every layer)",
+           "auto-fresh-resnet50", False, FRESH_ENV),
+    _bench("--layers vgg16 --stages auto --tag fresh", "conv_dgrad_vgg16_fresh_{slug}.json", 8.5,
+           "chapter 10: the same on VGG-16", "auto-fresh-vgg16", False, FRESH_ENV),
     _bench(f"--layers resnet50 --stages {DGRAD_LADDER} --tune", "conv_dgrad_resnet50_{slug}.json", 4,
            "chapters 02-08 and 12, README's headline (issue 9's baseline, stage 08)", "ladder-resnet50", True),
     # issue 9: chapters 09-10 (tiles searched, then the ladder 02-10 and the final stages beside stage 08)

@@ -23,14 +23,14 @@ from .engine.backends import cuda
 from .engine.build import build
 from . import chooser
 from .engine.check import CheckResult, MismatchError, check_close, tolerance_stored
-from .engine.devices import DeviceLimitError, get_context, get_queue
+from .engine.devices import DeviceLimitError, describe, get_context, get_queue
 from .engine.tensor import STORAGE, DeviceTensor, Tensor
 from .engine.timing import time_enqueue, time_enqueue_steps, time_plan
 from .launch import Step, TensorMap, family, hook
 from .ops import op_module
 from .ops.problem import Problem
 from .stages import REGISTRY, Stage, get_stage, twin_of
-from .tuning import tuned_defines
+from .tuning import Tuned, tuned_for
 
 
 class GuardViolation(AssertionError):
@@ -58,20 +58,31 @@ def choose_stage(op: str, problem: Problem, ctx, workspace_limit: int | None) ->
     def time_stage(name: str) -> float:
         plan = ClPlan(op, name, problem, ctx, None, False, workspace_limit)
         return time_plan(plan, **chooser.TIMING).median_ms
-    return chooser.choose(problem, ctx.devices[0].name, workspace_limit, time_stage)
+    # the parameters every candidate would build with: a choice made under other tuned values is made again
+    tuned = {s.key: device_defines(op, s, ctx) for s in REGISTRY[op] if s.backend == "opencl" and not s.choose}
+    return chooser.choose(problem, ctx.devices[0].name, workspace_limit, time_stage, tuned)
+
+
+def device_tuning(op: str, s: Stage, ctx) -> Tuned:
+    """The values tuned for a stage on this device, and where they come from (helpers/tuning.py:
+    this device's, else the closest recorded device's). A CUDA twin ('10_hoisted_cuda': the same
+    algorithm and layout as '10_hoisted') with no values of its own takes its OpenCL stage's, so
+    that the two are compared at the same tile."""
+    dev = cuda.describe() if s.backend == "cuda" else describe(ctx.devices[0])
+    tuned = tuned_for(op, s.key, dev)
+    twin = twin_of(s)
+    if not tuned.defines and twin is not None:
+        of_twin = tuned_for(op, twin.key, dev)
+        if of_twin.defines:
+            tuned = Tuned({k: v for k, v in of_twin.defines.items() if k in s.defines},
+                          f"{of_twin.source}, of its OpenCL twin {twin.key}")
+    return tuned
 
 
 def device_defines(op: str, s: Stage, ctx) -> dict:
     """A stage's JIT parameters on this device when none are given: its defaults, then the values
-    tuned for the device (results/tuned.json). A CUDA twin ('10_hoisted_cuda': the same algorithm
-    and layout as '10_hoisted') with no values of its own takes its OpenCL stage's, so that the
-    two are compared at the same tile."""
-    dev = cuda.device()["name"] if s.backend == "cuda" else ctx.devices[0].name
-    tuned = tuned_defines(op, s.key, dev)
-    twin = twin_of(s)
-    if not tuned and twin is not None:
-        tuned = {k: v for k, v in tuned_defines(op, twin.key, dev).items() if k in s.defines}
-    return {**s.defines, **tuned}
+    tuned for the device (device_tuning)."""
+    return {**s.defines, **device_tuning(op, s, ctx).defines}
 
 
 def resolve(op: str, stage, problem: Problem, ctx, defines: dict | None,
@@ -277,6 +288,11 @@ class BasePlan:
             self._check_backend(name, t)
         self.stage, self.defines = resolve(op, stage, problem, ctx, defines, workspace_limit)
         s = self.stage
+        given_here = {k for k in (defines or {}) if k in s.defines} if s.key == self.requested.key else set()
+        tuned = device_tuning(op, s, ctx)
+        # where this plan's parameters come from, in words (the benchmark records it per row)
+        self.tuned_source = (tuned.source if not given_here else
+                             f"given: {', '.join(sorted(given_here))}" + (f"; the rest {tuned.source}" if set(s.defines) - given_here else ""))
         self.dtype = STORAGE[s.precision]      # tensors stored in the stage's precision (tf32: float32)
         for name, a in problem.inputs.items():
             if name in given:

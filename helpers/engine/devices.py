@@ -165,6 +165,30 @@ def get_queue(ctx: cl.Context) -> cl.CommandQueue:
     return cl.CommandQueue(ctx, properties=cl.command_queue_properties.PROFILING_ENABLE)
 
 
+def architecture(vendor: str | None, kind: str, name: str, nv_cc: tuple | None = None) -> str:
+    """A device's architecture as tuned values are shared by it: NVIDIA's compute capability
+    ('sm_90', from the OpenCL driver or CUDA), AMD's gfx name ('gfx1100'), else the device's name
+    (a CPU model, an Intel or Apple GPU)."""
+    if vendor == "nvidia" and nv_cc:
+        return f"sm_{nv_cc[0]}{nv_cc[1]}"
+    gfx = re.match(r"gfx\w+", name.strip())
+    if vendor == "amd" and gfx:
+        return gfx.group(0)
+    return f"{kind}:{name.strip()}"
+
+
+def describe(dev: cl.Device) -> dict:
+    """What tuned values are matched by (helpers/tuning.py): the device's name, its kind, its GPU
+    vendor word (None for CPUs) and architecture."""
+    vendor, kind = vendor_of(dev), _kind(dev)
+    try:
+        cc = (dev.compute_capability_major_nv, dev.compute_capability_minor_nv) if vendor == "nvidia" else None
+    except cl.Error:                       # a driver without cl_nv_device_attribute_query
+        cc = None
+    return {"name": dev.name.strip(), "type": kind.upper(), "vendor": vendor or dev.vendor.strip().lower(),
+            "arch": architecture(vendor, kind, dev.name, cc)}
+
+
 def device_info(ctx_or_dev=None) -> dict:
     """What results and figures record about a device."""
     dev = ctx_or_dev.devices[0] if isinstance(ctx_or_dev, cl.Context) else (
@@ -183,6 +207,7 @@ def device_info(ctx_or_dev=None) -> dict:
         "local_mem_bytes": dev.local_mem_size,
         "max_work_group_size": dev.max_work_group_size,
         "cache_bytes": dev.global_mem_cache_size,
+        "describe": describe(dev),
     }
 
 

@@ -30,6 +30,15 @@ def device():
             "max_shared_per_block": int(props.get("sharedMemPerBlockOptin", props["sharedMemPerBlock"]))}
 
 
+def describe() -> dict:
+    """The current CUDA device as tuned values are matched (helpers/engine/devices.py: describe)."""
+    from ..devices import architecture
+    dev = device()
+    cc = str(dev["compute_capability"])
+    return {"name": dev["name"], "type": "GPU", "vendor": "nvidia",
+            "arch": architecture("nvidia", "gpu", dev["name"], (cc[:-1], cc[-1]))}
+
+
 def options(defines: dict) -> tuple:
     return (f"-I{KERNELS / 'common'}",
             *(f"-D{k}={int(v) if isinstance(v, bool) else v}" for k, v in sorted(defines.items())))
