@@ -232,7 +232,8 @@ def parser() -> argparse.ArgumentParser:
                                  epilog="\n".join(__doc__.split("\n")[2:7]),
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--budget", type=float, default=None,
-                    help=f"minutes to search (default {DEFAULT_MINUTES}; after an interrupted search: what it had left)")
+                    help=f"minutes to search (default {DEFAULT_MINUTES}); after an interrupted search, no budget or "
+                         f"the same one resumes it with what it had left")
     ap.add_argument("--device", default=None, help="'P:D', a kind, a vendor or part of a name (default: "
                                                    "COURSE_DEVICE, else a GPU)")
     ap.add_argument("--ops", default=None, help=f"comma-separated operations (default: {','.join(OPS)})")
@@ -277,7 +278,7 @@ def _main(argv=None) -> int:
         print(show(ctx, ops))
         return 0
     last = read_runs(cache).get(device["name"], {})
-    if a.budget is None and last.get("stopped") == "interrupted":
+    if last.get("stopped") == "interrupted" and (a.budget is None or 60 * a.budget == last["budget_s"]):
         seconds = max(0.0, last["budget_s"] - last["spent_s"])
         print(f"resuming the search interrupted after {last['spent_s'] / 60:.1f} of {last['budget_s'] / 60:.1f} "
               f"minutes: {seconds / 60:.1f} left")

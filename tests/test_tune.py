@@ -204,3 +204,15 @@ def test_the_plan_says_where_its_parameters_come_from(files):
 def test_show_lists_every_tunable_stage_with_its_source(files):
     text = tune.show(helpers.get_context(), ("conv_dgrad",))
     assert "08_width" in text and "the registry's defaults" in text
+
+
+def test_the_recorded_fresh_tune_and_what_auto_made_of_it():
+    """results/: `./course tune --budget 10` on the H200 from nothing recorded for it (COURSE_TUNED=
+    fresh), in two sittings (interrupted, then resumed), then auto over ResNet-50 and VGG-16 beside
+    cuDNN fp32 in the same runs: every layer at x1.0 or more."""
+    from helpers.analysis.results import tune_record, tuning_effect
+    t = tune_record("nvidia-h200")
+    assert t["sittings"] == 2 and t["minutes"] <= t["budget_minutes"] == 10 and t["candidates"] > 100
+    for layer_set in ("resnet50", "vgg16"):
+        rows = tuning_effect(layer_set, "NVIDIA H200")
+        assert rows and all(r["fresh"]["x_vendor"] >= 1.0 for r in rows), rows
