@@ -89,7 +89,7 @@ def test_the_learners_cache_wins_and_fresh_leaves_the_recorded_entry_out(files, 
     ("linux", {"XDG_CACHE_HOME": "/x/cache"}, "/x/cache/convbackprop-course/tuned.json"),
     ("linux", {}, "{home}/.cache/convbackprop-course/tuned.json"),
     ("darwin", {}, "{home}/Library/Caches/convbackprop-course/tuned.json"),
-    ("win32", {"LOCALAPPDATA": "C:/Users/a/AppData/Local"}, "C:/Users/a/AppData/Local/convbackprop-course/tuned.json"),
+    ("win32", {"LOCALAPPDATA": "D:/cache"}, "D:/cache/convbackprop-course/tuned.json"),
     ("linux", {"COURSE_TUNE_CACHE": "/elsewhere/t.json"}, "/elsewhere/t.json"),
 ])
 def test_the_cache_lives_in_the_platforms_cache_folder(monkeypatch, platform, env, want):
