@@ -1,7 +1,9 @@
 """A progress bar for long work (the benchmark's layers, stage auto's search): tqdm's, in a
-notebook or a terminal, gone when the work ends; a silent stand-in where tqdm is missing or
-the caller turned it off."""
+notebook or a terminal, gone when the work ends; a silent stand-in where tqdm is missing, the
+caller turned it off, or nobody watches (output into a file or a log)."""
 from __future__ import annotations
+
+import sys
 
 
 class _Silent:
@@ -17,6 +19,11 @@ def progress(total: int, enabled: bool = True, description: str = ""):
         from tqdm.auto import tqdm
     except ImportError:  # pragma: no cover
         tqdm = None
-    if tqdm is None or not enabled:
+    if tqdm is None or not enabled or not watched():
         return _Silent()
     return tqdm(total=total, leave=False, desc=description or None)
+
+
+def watched() -> bool:
+    """A terminal or a notebook shows the bar; a log would only fill with its redraws."""
+    return sys.stderr.isatty() or "ipykernel" in sys.modules
