@@ -26,8 +26,8 @@ from pathlib import Path
 
 import numpy as np
 
-from . import chooser
-from .analysis.results import RESULTS
+from .analysis import names
+from .analysis.names import RESULTS, slug
 from .analysis.summary import geomean, summary, vendor_name
 from .engine.backends import require
 from .engine.devices import device_info, get_context
@@ -301,18 +301,6 @@ def report(out: dict) -> str:
     return "\n".join(lines)
 
 
-def slug(text: str) -> str:
-    return re.sub(r"[^a-z0-9]+", "-", text.lower()).strip("-")
-
-
-def record_choices(device: str, path=None):
-    """Copy stage auto's cached choices of a device (helpers/chooser.py) into results/
-    (choices_<device>.json), to keep them with the course."""
-    path = path or RESULTS / f"choices_{slug(device)}.json"
-    path.write_text(json.dumps({"device": device.strip(), "choices": chooser.cached(device)}, indent=1) + "\n")
-    return path
-
-
 def refuse_overwrite(path, stages: list) -> None:
     """Before any work: a recorded run at ``path`` of other stages than ``stages`` is another
     comparison under the same name (a tag used twice), not one to record again; say so."""
@@ -440,10 +428,8 @@ def _main(argv=None) -> int:
     tune = a.tune or bool(tune_only)
     path = None
     if a.out != "-":
-        act = f"_{a.activation}" if a.activation != "none" else ""
-        tag = f"_{a.tag}" if a.tag else ""
         name = device_info(get_context(a.device))["name"]
-        path = a.out or str(RESULTS / f"{a.op}_{a.layers}{act}{tag}_{slug(name)}.json")
+        path = a.out or str(names.path(names.bench(a.op, a.layers, name, a.activation, a.tag)))
         refuse_overwrite(path, [get_stage(a.op, s).name for s in stages or stage_names(a.op)])
     out = run(a.op, stages, a.layers, a.device, activation=a.activation, warmup=a.warmup,
               repeats=a.repeats, vendor=not a.no_vendor, tune=tune, defines=defines, progress=sys.stderr.isatty(),
