@@ -15,9 +15,6 @@ from dataclasses import asdict, dataclass, field
 import numpy as np
 import pyopencl as cl
 
-FLOPS_NOTE = "GFLOP/s = useful FLOPs / median time"
-BYTES_NOTE = "GB/s = minimal bytes (each tensor read or written once) / median time"
-
 
 @dataclass
 class Timing:

@@ -63,6 +63,10 @@ class Problem:
         return values[0] if len(values) == 1 else tuple(values)
 
 
+# the activations the kernels fuse, by their codes in kernels/common/course.h (ACT_*)
+ACT_CODES = {"none": 0, "relu": 1, "sigmoid": 2, "tanh": 3}
+
+
 def reject_unknown(op: str, kwargs: dict, allowed) -> None:
     unknown = sorted(set(kwargs) - set(allowed))
     if unknown:
