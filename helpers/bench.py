@@ -275,7 +275,7 @@ def report(out: dict) -> str:
     if "roofline" in out:
         r = out["roofline"]
         lines.append(f"measured copy {r['copy_gbps']:.1f} GB/s, FMA {r['fma_gflops']:.1f} GFLOP/s")
-        if "CPU" in str(out["device"].get("type", "")) or "pthread" in out["device"]["name"]:
+        if out["device"].get("type") == "CPU":
             lines.append("(a CPU: its measured peak varies between runs, so '% FMA peak' and '% copy' below "
                          "are relative to this run's one measurement; chapter 00 shows the spread)")
     lines += [_line(r, out) for r in out["rows"]]

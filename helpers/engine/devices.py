@@ -86,12 +86,13 @@ def list_devices() -> list[tuple[str, cl.Device]]:
     return out
 
 
-def _is_gpu(dev: cl.Device) -> bool:
+def is_gpu(dev: cl.Device) -> bool:
+    """Whether an OpenCL device is a GPU (the one place the course classifies a device's kind)."""
     return bool(dev.type & cl.device_type.GPU)
 
 
 def _kind(dev: cl.Device) -> str:
-    return "gpu" if _is_gpu(dev) else "cpu" if dev.type & cl.device_type.CPU else "other"
+    return "gpu" if is_gpu(dev) else "cpu" if dev.type & cl.device_type.CPU else "other"
 
 
 # The vendor words a selector may be, and how each vendor's drivers spell it (device or platform
@@ -103,7 +104,7 @@ INDEX = re.compile(r"^(\d+)(?::(\d+))?$")
 
 def vendor_of(dev: cl.Device) -> str | None:
     """The GPU vendor word of a device ('nvidia', 'amd', ...), None for CPUs and unknown vendors."""
-    if not _is_gpu(dev):
+    if not is_gpu(dev):
         return None
     words = f"{dev.vendor} {dev.platform.vendor}".lower()
     return next((v for v, spellings in VENDORS.items() if any(s in words for s in spellings)), None)
@@ -117,7 +118,7 @@ def find_device(selector: str | None = None) -> cl.Device:
     if not devices:
         raise NoDeviceError(f"OpenCL platforms exist but none has a device. {INSTALL_HINT}")
     if selector is None or selector.strip() == "":
-        gpus = [dev for _, dev in devices if _is_gpu(dev)]
+        gpus = [dev for _, dev in devices if is_gpu(dev)]
         return gpus[0] if gpus else devices[0][1]
     sel = selector.strip()
     low = sel.lower()
@@ -199,7 +200,7 @@ def device_info(ctx_or_dev=None) -> dict:
         "platform": dev.platform.name.strip(),
         "driver": dev.driver_version.strip(),
         "opencl": dev.version.strip(),
-        "type": "GPU" if _is_gpu(dev) else "CPU" if dev.type & cl.device_type.CPU else "other",
+        "type": "GPU" if is_gpu(dev) else "CPU" if dev.type & cl.device_type.CPU else "other",
         "compute_units": dev.max_compute_units,
         "clock_mhz": dev.max_clock_frequency,
         "global_mem_bytes": dev.global_mem_size,

@@ -15,6 +15,8 @@ from dataclasses import asdict, dataclass, field
 import numpy as np
 import pyopencl as cl
 
+from .devices import is_gpu
+
 
 @dataclass
 class Timing:
@@ -55,7 +57,7 @@ _flush_buffers: dict = {}
 def default_flush_bytes(ctx: cl.Context) -> int:
     """GPUs: 4x the reported cache, at least 128 MiB. CPUs: 0 (PoCL's timings are long enough)."""
     dev = ctx.devices[0]
-    if not dev.type & cl.device_type.GPU:
+    if not is_gpu(dev):
         return 0
     return int(min(max(4 * dev.global_mem_cache_size, 128 * 2**20), dev.max_mem_alloc_size // 2))
 
