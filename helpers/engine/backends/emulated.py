@@ -1,0 +1,212 @@
+"""The CUDA stages on the CPU, for the tests: a kernel file built as C++ by g++ against a stand-in
+for the device, loaded with ctypes, launched on the OpenCL-style geometry of its Steps.
+
+A machine without an NVIDIA GPU can only compile the .cu files to PTX (nvrtc.py); this runs them,
+so their index arithmetic, their tiles' edges and the tensor-core fragments are checked against
+the NumPy reference there too (helpers/emulation.py: EmulatedPlan, tests/test_emulated.py). What
+the device does is in emulator/: cuda.h (threadIdx, __shared__, __syncthreads, ... for a .cu
+file), runtime.cpp (threads as fibers, barriers, warp-level mma.sync and ldmatrix, cp.async
+groups, the conversions' rounding), emulated_ptx.h (kernels/common/tc.cuh's PTX instructions).
+The fragment layouts come from helpers/engine/fragments.py. Not modelled: wgmma, the Tensor
+Memory Accelerator and mbarriers (sm_90a stages are refused), timing, memory-model races beyond
+the order barriers impose.
+
+    lib = build("conv_dgrad/13_tc_fp16.cu", {"KH": 3, "KW": 3, "STRIDE": 1, "BF16": 0}, ["conv_dgrad"])
+    lib.launch("conv_dgrad", (2, 1, 1), (128, 1, 1), (dy, y, w, dx, np.int32(1), ...))
+"""
+from __future__ import annotations
+
+import ctypes
+import functools
+import hashlib
+import os
+import shutil
+import subprocess
+import tempfile
+from pathlib import Path
+
+import numpy as np
+
+from .. import fragments
+from ..build import COMMON, kernel_source
+from ..tensor import Tensor
+
+EMULATOR = Path(__file__).resolve().parent / "emulator"
+FLAGS = ("-std=c++17", "-O1", "-fPIC", "-fno-strict-aliasing", "-w")
+# fragments.tables()'s tables in the order of emulator/runtime.cpp's emu_set_fragments
+TABLES = ("a_tf32", "b_tf32", "a_16", "b_16", "c", "ldm_lanes", "ldm_values")
+
+
+class EmulationError(RuntimeError):
+    """The emulated kernel did not build, or a launch stopped (a fault, a deadlock, a bad address)."""
+
+
+class Device:
+    """Where an emulated stage runs, in place of a context: described as no recorded device is (no
+    vendor), so no tuned values apply and a stage runs its registry's defines (helpers/runner.py:
+    device_tuning)."""
+    emulated = True
+    description = {"name": "CPU emulation of CUDA", "type": "CPU", "vendor": None, "arch": None}
+
+
+DEVICE = Device()
+
+
+def compiler() -> str:
+    return os.environ.get("CXX", "g++")
+
+
+def missing() -> str | None:
+    """None when kernels can be emulated here, else what to install."""
+    if shutil.which(compiler()) is None:
+        return f"the CPU emulation of the CUDA stages needs a C++ compiler ({compiler()}): apt-get install g++"
+    return None
+
+
+def _cache() -> Path:
+    path = Path(tempfile.gettempdir()) / "course-emulated"
+    path.mkdir(parents=True, exist_ok=True)
+    return path
+
+
+def _run(args: list, what: str) -> None:
+    done = subprocess.run([compiler(), *FLAGS, *args], capture_output=True, text=True)
+    if done.returncode:
+        log = "\n".join(done.stderr.splitlines()[:40])
+        raise EmulationError(f"{what} does not build for the CPU emulation:\n{log}")
+
+
+def _cached(name: str, suffix: str, key: str, make) -> Path:
+    """The file ``name``-<hash of key>``suffix`` in the cache, made by ``make(path)`` if absent
+    (written under another name first, so that processes building it at once do not collide)."""
+    path = _cache() / f"{name}-{hashlib.sha256(key.encode()).hexdigest()[:20]}{suffix}"
+    if not path.exists():
+        tmp = path.with_name(f"{path.name}.{os.getpid()}.tmp")
+        make(tmp)
+        tmp.replace(path)
+    return path
+
+
+@functools.lru_cache(maxsize=None)
+def _compiler_version() -> str:
+    return subprocess.run([compiler(), "--version"], capture_output=True, text=True).stdout
+
+
+def _runtime_key() -> str:
+    parts = [(EMULATOR / f).read_text() for f in ("cuda.h", "runtime.cpp", "emulated_ptx.h")]
+    return "\n".join([*parts, *FLAGS, _compiler_version()])
+
+
+@functools.lru_cache(maxsize=None)
+def runtime_object() -> Path:
+    """runtime.cpp compiled once (per text, flags and compiler)."""
+    return _cached("runtime", ".o", _runtime_key(),
+                   lambda out: _run(["-c", str(EMULATOR / "runtime.cpp"), "-o", str(out)], "emulator/runtime.cpp"))
+
+
+def _unit(relpath: str, defines: dict, kernels: tuple, source: str | None) -> str:
+    """The translation unit: the device stand-in, the defines, the kernel file, an entry per kernel."""
+    lines = ['#include "cuda.h"']
+    lines += [f"#define {k} {int(v) if isinstance(v, bool) else v}" for k, v in sorted(defines.items())]
+    lines += [f'#line 1 "kernels/{relpath}"', source if source is not None else kernel_source(relpath), ""]
+    lines += [f"EMU_ENTRY({k})" for k in kernels]
+    return "\n".join(lines) + "\n"
+
+
+class Library:
+    """A built kernel file: its kernels by name, each launched on a grid of blocks."""
+
+    def __init__(self, path: Path, relpath: str):
+        self.relpath = relpath
+        self.lib = ctypes.CDLL(str(path))
+        self.lib.emu_launch.restype = ctypes.c_int
+
+    def signature(self, kernel: str) -> list[str]:
+        """The kernel's parameters: "p4" (pointer to 4-byte values), "p2", "i4" (int), "f4" (float)."""
+        fn = getattr(self.lib, f"emu_signature_{kernel}")
+        fn.restype = ctypes.c_char_p
+        return fn().decode().rstrip(",").split(",")
+
+    def launch(self, kernel: str, grid: tuple, block: tuple, args: tuple) -> None:
+        """Run ``kernel`` on ``grid`` x ``block`` threads (3 dimensions each) with ``args``: NumPy
+        arrays (their address; the element size must match the parameter's) and NumPy scalars."""
+        params = self.signature(kernel)
+        if len(params) != len(args):
+            raise EmulationError(f"{kernel} of kernels/{self.relpath} takes {len(params)} arguments, got {len(args)}")
+        values = []
+        for i, (p, a) in enumerate(zip(params, args)):
+            if isinstance(a, np.ndarray) and p in ("p2", "p4") and a.itemsize == int(p[1]):
+                values.append(ctypes.c_void_p(a.ctypes.data))
+            elif isinstance(a, (np.int32, int)) and not isinstance(a, bool) and p == "i4":
+                values.append(ctypes.c_int32(int(a)))
+            elif isinstance(a, np.float32) and p == "f4":
+                values.append(ctypes.c_float(float(a)))
+            else:
+                given = f"an array of {a.itemsize}-byte values" if isinstance(a, np.ndarray) else type(a).__name__
+                raise EmulationError(f"{kernel} of kernels/{self.relpath}: argument {i} is {given}, the parameter {p}")
+        argv = (ctypes.c_void_p * max(1, len(values)))(*[ctypes.cast(ctypes.pointer(v), ctypes.c_void_p) for v in values])
+        t = fragments.tables()           # at each launch: the model as it is now
+        tables = [np.ascontiguousarray(t[k], dtype=np.int32) for k in TABLES]
+        self.lib.emu_set_fragments(*(a.ctypes.data_as(ctypes.c_void_p) for a in tables))
+        dims = ctypes.c_uint * 3
+        err = ctypes.create_string_buffer(1024)
+        fn = getattr(self.lib, f"emu_call_{kernel}")
+        if self.lib.emu_launch(fn, argv, dims(*grid), dims(*block), err, len(err)):
+            raise EmulationError(f"{kernel} of kernels/{self.relpath} (emulated): {err.value.decode()}")
+
+
+@functools.lru_cache(maxsize=64)
+def _load(path: Path, relpath: str) -> Library:
+    return Library(path, relpath)
+
+
+def build(relpath: str, defines: dict, kernels, source: str | None = None) -> Library:
+    """kernels/<relpath> (or ``source``) with its defines, built once per text for the CPU, with an
+    entry for each of ``kernels`` (the kernel names its launches use)."""
+    if missing():
+        raise EmulationError(missing())
+    unit = _unit(relpath, defines, tuple(sorted(set(kernels))), source)
+    runtime = runtime_object()
+    key = "\n".join([unit, _runtime_key(), *(p.read_text() for p in sorted(COMMON.iterdir()))])
+
+    def make(out: Path) -> None:
+        src = out.with_suffix(".cpp")
+        src.write_text(unit)
+        try:
+            _run(["-shared", f"-I{EMULATOR}", f"-I{COMMON}", str(src), str(runtime), "-o", str(out)], f"kernels/{relpath}")
+        finally:
+            src.unlink(missing_ok=True)
+    return _load(_cached(Path(relpath).stem, ".so", key, make), relpath)
+
+
+@functools.lru_cache(maxsize=1)
+def runtime_library() -> ctypes.CDLL:
+    """The runtime alone (its conversions, for the tests that compare them with NumPy's)."""
+    path = _cached("runtime", ".so", _runtime_key(), lambda out: _run(["-shared", str(runtime_object()), "-o", str(out)],
+                                                                       "emulator/runtime.cpp"))
+    lib = ctypes.CDLL(str(path))
+    for name, res, arg in (("emu_cvt_rna_tf32", ctypes.c_uint32, ctypes.c_float),
+                           ("emu_cvt_rn_f16", ctypes.c_uint16, ctypes.c_float),
+                           ("emu_cvt_rn_bf16", ctypes.c_uint16, ctypes.c_float),
+                           ("emu_f16_to_f32", ctypes.c_float, ctypes.c_uint16)):
+        getattr(lib, name).restype, getattr(lib, name).argtypes = res, [arg]
+    return lib
+
+
+class HostTensor(Tensor):
+    """A tensor of an emulated CUDA stage: DeviceTensor's interface (guard zones included) on host
+    memory, a kernel getting the address of ``buffer`` (a NumPy view into the guarded allocation)."""
+    backend = "cuda"
+
+    def __init__(self, name: str, shape: tuple, host: np.ndarray | None = None, guard: bool = False,
+                 is_input: bool = False, dtype: str = "float32", layout: str = "NCHW"):
+        self._lay_out(name, shape, host, guard, is_input, dtype, layout, align=16)
+
+    def _allocate(self, count: int):
+        return np.empty(count, dtype=self.storage)
+
+    def _view(self, parent, offset: int, count: int):
+        return parent[offset:offset + count]
+
+    def _transfer(self, dest, src) -> None:
+        np.copyto(dest, src)
