@@ -30,20 +30,24 @@ class EmulatedPlan(BasePlan):
             """Launches run when enqueued: nothing is pending."""
 
     def __init__(self, op: str, stage, problem: Problem, defines: dict | None = None, guard: bool = False,
-                 workspace_limit: int | None = None):
+                 workspace_limit: int | None = None, copies: str = "late"):
         s = get_stage(op, stage)
         if s.backend != "cuda":
             raise ValueError(f"stage {s.key} of {op} is an OpenCL stage: the emulator runs CUDA stages "
                              f"(OpenCL stages run on the CPU through PoCL)")
-        self.queue = self._Queue()
+        self.queue, self.copies = self._Queue(), copies
         self._plan(op, stage, problem, emulated.DEVICE, defines, guard, workspace_limit)
         s = self.stage
-        if s.arch or any(st.shared for st in self.steps):
+        if self.jit_defines.get("TMA"):
             raise emulated.EmulationError(
-                f"stage {s.key} is built for {s.arch or 'dynamic shared memory'}: the emulator models mma.sync, "
-                f"ldmatrix and cp.async, not Hopper's wgmma, Tensor Memory Accelerator or mbarriers")
+                f"stage {s.key} copies by the Tensor Memory Accelerator: the emulator models mma.sync, ldmatrix, "
+                f"cp.async and wgmma, not tensor maps, bulk tensor copies or mbarriers")
+        for st in self.steps:
+            if st.shared > emulated.DYNAMIC_SHARED_BYTES:
+                raise emulated.EmulationError(f"stage {s.key}: {st.shared:,} bytes of dynamic shared memory, more "
+                                              f"than the {emulated.DYNAMIC_SHARED_BYTES:,} a Hopper block may use")
         self.library = emulated.build(s.kernel, self.jit_defines, [st.kernel for st in self.steps],
-                                      source=stage_source(s, self.jit_defines))
+                                      source=stage_source(s, self.jit_defines), arch=s.arch)
         self._make_tensors()
         self._bound = [self._bind(step) for step in self.steps]
 
@@ -67,7 +71,7 @@ class EmulatedPlan(BasePlan):
     def enqueue(self) -> list:
         """Run every kernel of the stage once, in order, on the host."""
         for step, grid, block in self._bound:
-            self.library.launch(step.kernel, grid, block, step_values(self, step))
+            self.library.launch(step.kernel, grid, block, step_values(self, step), self.copies)
         return []
 
     def time(self, **kwargs) -> list:
@@ -77,17 +81,19 @@ class EmulatedPlan(BasePlan):
 
 
 def emulate_stage(op: str, stage, *, defines: dict | None = None, guard: bool = False,
-                  workspace_limit: int | None = None, **kwargs) -> EmulatedPlan:
-    """Validate, resolve, build for the CPU, upload and run once: the plan, its outputs ready."""
-    plan = EmulatedPlan(op, stage, prepare(op, **kwargs), defines, guard, workspace_limit)
+                  workspace_limit: int | None = None, copies: str = "late", **kwargs) -> EmulatedPlan:
+    """Validate, resolve, build for the CPU, upload and run once: the plan, its outputs ready.
+    ``copies``: when cp.async copies land, "late" or "early" (emulated.Library.launch)."""
+    plan = EmulatedPlan(op, stage, prepare(op, **kwargs), defines, guard, workspace_limit, copies)
     plan.enqueue()
     return plan
 
 
-def check_emulated(op: str, stage, *, defines: dict | None = None, guard: bool = False, **kwargs) -> CheckResult:
+def check_emulated(op: str, stage, *, defines: dict | None = None, guard: bool = False, copies: str = "late",
+                   **kwargs) -> CheckResult:
     """Run a CUDA stage on the CPU and check it as check_stage checks a stage: guard zones (with
     ``guard``), then every output against the reference (runner.check_plan); raises on a mismatch."""
-    plan = emulate_stage(op, stage, defines=defines, guard=guard, **kwargs)
+    plan = emulate_stage(op, stage, defines=defines, guard=guard, copies=copies, **kwargs)
     if guard:
         plan.check_guards()
     return check_plan(plan)

@@ -1,14 +1,15 @@
 """The CUDA stages run on the CPU (helpers/emulation.py), checked by the one checker.
 
 Without an NVIDIA GPU the .cu files were only compiled to PTX (tests/test_cuda.py); here each
-CUDA stage the emulator models (all but the sm_90a ones: wgmma, the Tensor Memory Accelerator)
-is built as C++ for the CPU and run over small shapes chosen to reach every edge of its tiles
+CUDA stage the emulator models (all but the three that copy by the Tensor Memory Accelerator) is
+built as C++ for the CPU and run over small shapes chosen to reach every edge of its tiles
 (positions, channels and the reduction each past a whole tile, K not a multiple of a chunk,
 stride 2, kernels 1, 2, 3 and 5, every activation), with guard zones around every tensor and
-workspace, against the NumPy reference; every tuning candidate once; and planted faults that the
-GPU tests would catch and the PTX compile does not (each asserted caught). The emulated mma.sync
-and ldmatrix read their fragment layouts from helpers/engine/fragments.py (tests/test_fragments.py
-checks it against the PTX ISA): a wrong model fails here too.
+workspace, against the NumPy reference; with its cp.async copies landing as late as the kernel
+allows and, again, as early; every tuning candidate once; and planted faults that the GPU tests
+would catch and the PTX compile does not (each asserted caught). The emulated mma.sync, ldmatrix
+and wgmma read their fragment layouts and the 128-byte swizzle from helpers/engine/fragments.py
+(tests/test_fragments.py checks it against the PTX ISA): a wrong model fails here too.
 """
 import dataclasses
 import os
@@ -31,8 +32,8 @@ from test_cuda import _args
 from shapes import case_id
 
 CUDA = [s for stages in REGISTRY.values() for s in stages if s.backend == "cuda"]
-EMULATED = [s for s in CUDA if not s.arch]
-HOPPER = [s for s in CUDA if s.arch]       # wgmma, TMA and mbarriers: not modelled
+EMULATED = [s for s in CUDA if not s.defines.get("TMA")]
+TMA = [s for s in CUDA if s.defines.get("TMA")]     # tensor maps, bulk copies, mbarriers: not modelled
 
 MISSING = emulated.missing()
 
@@ -58,10 +59,12 @@ DIRECT = [case(2, 3, 9, 8, 5, 3, 1, 1, "relu"), case(1, 2, 7, 9, 4, 5, 2, 2, "si
 # K not a multiple of a chunk of KC = 4, a 5 x 5 kernel's wide halo; a stride 2 runs the fallback.
 LOCAL = [case(1, 40, 11, 13, 6, 3, 1, 1, "relu"), case(2, 7, 5, 20, 9, 5, 1, 2, "tanh"),
          case(1, 3, 8, 8, 5, 1, 1, 0, "sigmoid"), case(1, 5, 7, 6, 3, 3, 2, 1, "none")]
-# Tensor cores (blocks of 128 positions x 64 channels, chunks of 32 reduction indices): positions,
-# channels and the reduction past a whole tile; K*KH*KW % 8 != 0 (tc_fp16_pipe falls back) and
-# K % 8 != 0 (the channel-last stages fall back; K % 4 == 0 runs TF32's), stride 2, 1x1 and 5x5.
-MMA = [case(2, 70, 9, 8, 5, 3, 1, 1, "relu"), case(1, 20, 11, 13, 8, 3, 2, 1, "tanh"),
+# Tensor cores (blocks of 128 positions x 64 channels, chunks of 32 reduction indices; wgmma's
+# blocks 128 wide here, chunks of 64 16-bit or 32 tf32 values, 4 k-steps each): positions, channels
+# and the reduction past a whole tile (K = 40: every k-step of a chunk, then a part of one);
+# K*KH*KW % 8 != 0 (tc_fp16_pipe falls back) and K % 8 != 0 (the channel-last stages fall back;
+# K % 4 == 0 runs TF32's), stride 2, 1x1 and 5x5.
+MMA = [case(2, 70, 9, 8, 5, 3, 1, 1, "relu"), case(1, 20, 11, 13, 40, 3, 2, 1, "tanh"),
        case(2, 9, 7, 6, 16, 1, 1, 0, "sigmoid"), case(1, 66, 8, 9, 12, 5, 1, 2, "none")]
 # The forward pass on tensor cores (C, its reduction's channels, a multiple of 8): K (its output
 # channels) past a block of 64, positions past 128, a bias with every activation but one.
@@ -75,14 +78,15 @@ def cases(stage) -> list:
     return {"direct": DIRECT, "local": LOCAL}.get(stage.family, MMA)
 
 
-def run_checked(stage, c, seed=0, defines=None):
+def run_checked(stage, c, seed=0, defines=None, copies="late"):
     """The stage on one case with guard zones, checked; its plan (path, defines)."""
-    plan = emulate_stage(stage.op, stage, guard=True, defines=defines, **_args(c, seed=seed, op=stage.op))
+    plan = emulate_stage(stage.op, stage, guard=True, defines=defines, copies=copies, **_args(c, seed=seed, op=stage.op))
     try:
         plan.check_guards()
         check_plan(plan)
     except (AssertionError, helpers.GuardViolation) as err:
-        raise AssertionError(f"{stage.key} ({stage.op}) emulated on {case_id(c)} {defines or ''}:\n{err}") from None
+        raise AssertionError(f"{stage.key} ({stage.op}) emulated on {case_id(c)} {defines or ''} (copies {copies}):"
+                             f"\n{err}") from None
     return plan
 
 
@@ -93,6 +97,17 @@ def test_emulated_stage_matches_reference_with_guards(stage):
     paths = Counter(run_checked(stage, c, seed=i).path for i, c in enumerate(cases(stage)))
     assert paths["only"] + paths["fast"] >= 2, paths
     assert bool(paths["fallback"]) == bool(stage.fallback), paths
+
+
+COPYING = [s for s in EMULATED if "cp_async" in helpers.kernel_source(s.kernel)]
+
+
+@pytest.mark.parametrize("stage", COPYING, ids=lambda s: f"{s.op}-{s.name}")
+def test_emulated_stage_with_copies_landing_when_issued(stage):
+    """The stages that copy by cp.async again, each copy landing as soon as it is issued (the other
+    end of what a GPU may do: a slot refilled while it is still read is spoiled so)."""
+    paths = Counter(run_checked(stage, c, seed=i, copies="early").path for i, c in enumerate(cases(stage)))
+    assert paths["only"] + paths["fast"] >= 2, paths
 
 
 def runs_own_kernel(stage, problem, defines=None) -> bool:
@@ -166,6 +181,11 @@ FAULTS = {
         ("tc_fp16_nhwc", "cp_async_wait<STAGES - 2>();      // this thread's copies of chunk i have landed\n"
                          "        __syncthreads();                  // everyone's; and chunk i-1's",
          "cp_async_wait<STAGES - 1>();\n        __syncthreads();                  // everyone's; and chunk i-1's"),
+    "13_tc_nhwc.cu (wgmma): B's descriptor 16 bytes further per k-step instead of 32":
+        ("tc_fp16_wgmma", "wg_desc(bs + 32 * h)", "wg_desc(bs + 16 * h)"),
+    "13_tc_nhwc.cu (wgmma): a slot refilled while the wgmma of two chunks before may still read it":
+        ("tc_tf32_wgmma", "wgmma_wait<1>();                  // chunk i-1's products are done (chunk i's may run on) ...",
+         "wgmma_wait<2>();", "early"),
 }
 
 
@@ -173,14 +193,14 @@ FAULTS = {
 def test_planted_fault_is_caught(fault):
     """Each fault, planted alone in a copy of the stage, fails the check on the first case where
     the stage runs its own kernel, where the kernel as it is passes."""
-    name, old, new = FAULTS[fault]
+    name, old, new, copies = (FAULTS[fault] + ("late",))[:4]      # when cp.async copies land
     s = helpers.get_stage("conv_dgrad", name)
     c = _own_case(s)
-    run_checked(s, c)
+    run_checked(s, c, copies=copies)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)        # an all-NaN result (stale shared memory)
         with pytest.raises(MismatchError):
-            check_emulated("conv_dgrad", planted(name, old, new), guard=True, **_args(c))
+            check_emulated("conv_dgrad", planted(name, old, new), guard=True, copies=copies, **_args(c))
 
 
 PERTURBED = {   # a table of the model, wrong in one place, and a stage whose result it must spoil
@@ -189,6 +209,8 @@ PERTURBED = {   # a table of the model, wrong in one place, and a stage whose re
     "c": ("tc_bf16", lambda t: np.roll(t, 4, axis=0)),              # accumulators one group off
     "ldm_lanes": ("tc_fp16_ldm", lambda t: t[[1, 0, 2, 3]]),        # the first two matrices' addresses
     "ldm_values": ("tc_fp16_pipe", lambda t: np.roll(t, 4, axis=0)),   # ldmatrix's rows one lane group off
+    "d_wgmma": ("tc_fp16_wgmma", lambda t: np.roll(t, 32, axis=0)),      # wgmma's accumulators one warp off
+    "swizzle_128b": ("tc_tf32_wgmma", lambda t: np.roll(t, 1, axis=0)),   # each line swizzled as the one before
 }
 
 
@@ -243,11 +265,11 @@ def test_a_warp_divided_at_a_barrier_is_reported():
 
 
 def test_what_the_emulator_does_not_model_is_refused():
-    """The sm_90a stages (wgmma reading shared memory through descriptors, the Tensor Memory
-    Accelerator, mbarriers) are refused with the reason; an OpenCL stage is sent to PoCL."""
-    assert {s.name for s in HOPPER} == {f"tc_{p}_{k}" for p in ("fp16", "bf16", "tf32") for k in ("wgmma", "tma")}
-    for s in HOPPER:
-        with pytest.raises(emulated.EmulationError, match="wgmma"):
+    """The stages that copy by the Tensor Memory Accelerator (tensor maps, bulk tensor copies,
+    mbarriers) are refused with the reason; an OpenCL stage is sent to PoCL."""
+    assert {s.name for s in TMA} == {f"tc_{p}_tma" for p in ("fp16", "bf16", "tf32")}
+    for s in TMA:
+        with pytest.raises(emulated.EmulationError, match="Tensor Memory Accelerator"):
             EmulatedPlan(s.op, s, prepare(s.op, **_args(MMA[1], op=s.op)))
     with pytest.raises(ValueError, match="OpenCL stage"):
         EmulatedPlan("conv_dgrad", "naive", prepare("conv_dgrad", **_args(DIRECT[0])))

@@ -91,6 +91,45 @@ def test_ldmatrix_addresses_are_the_ones_the_kernels_give():
     assert fragments.ldmatrix_rows("B") == [(((lane >> 4) << 3) + (lane & 7), (lane >> 3) & 1) for lane in range(32)]
 
 
+def test_wgmma_accumulators_follow_the_isa():
+    """"Matrix Fragments for wgmma.mma_async.m64nNk16" (and m64nNk8), accumulator D, .f32: N/2
+    registers d0, d1, ... per thread; the figure ("WGMMA .m64nNk16 register fragment layout for
+    accumulator matrix D") gives warp w of the warpgroup (%warpid % 4) rows 16w .. 16w + 15 and lays
+    out each 8 columns as the mma accumulators: d(4j + i) of a lane is row 16w + groupID (+ 8 for
+    i >= 2), column 8j + threadID_in_group * 2 + (i & 1)."""
+    for n in (8, 64, 256):
+        d = fragments.wgmma_accumulator(n)
+        assert d.shape == (128, n // 2, 1, 2)
+        seen = set()
+        for thread in range(128):
+            warp, lane = thread // 32, thread % 32
+            for r in range(n // 2):
+                j, i = r // 4, r % 4
+                want = (16 * warp + group_id(lane) + (8 if i >= 2 else 0), 8 * j + thread_in_group(lane) * 2 + (i & 1))
+                assert tuple(int(v) for v in d[thread, r, 0]) == want, (n, thread, r)
+                seen.add(want)
+        assert seen == {(m, c) for m in range(64) for c in range(n)}
+    assert (fragments.wgmma_accumulator(64) == fragments.wgmma_accumulator(256)[:, :32]).all()
+
+
+def test_128_byte_swizzle_follows_the_isa():
+    """"Shared Memory Matrix Layout" (wgmma's operands in shared memory), 128B swizzling mode: the
+    canonical K-major layout under Swizzle<3, 4, 3>, CuTe's function of the byte offset that XORs
+    bits 7-9 (the 128-byte line's place in a 1024-byte pattern, which must start at a 1024-byte
+    boundary for base offset 0, "Matrix Descriptor Format") into bits 4-6 (the 16-byte chunk); and
+    13_tc_nhwc.cu's SWZ for 128-byte rows (CH = 8: chunk j of row r at j ^ (r % 8)) is that layout."""
+    def swizzle_343(offset):                 # Swizzle<B=3, M=4, S=3>: yyy bits [M+S, M+S+B) into [M, M+B)
+        return offset ^ ((offset & (0b111 << 7)) >> 3)
+
+    table = fragments.swizzle_128b()
+    for offset in range(0, 4096, 16):
+        line, chunk = offset // 128, offset % 128 // 16
+        assert swizzle_343(offset) == line * 128 + 16 * int(table[line % 8, chunk]), offset
+    for r in range(16):
+        for j in range(8):
+            assert r * 128 + ((j ^ (r & 7)) << 4) == swizzle_343(r * 128 + 16 * j)       # the kernel's SWZ
+
+
 def test_one_model_for_the_chapter_and_the_emulator():
     """Chapter 13's picture and exercise read the same model the emulator's tables come from."""
     assert tensor_cores.fragment_owner is fragments.fragment_owner

@@ -16,6 +16,11 @@ holds one 32-bit value (tf32, f32) or two 16-bit ones (f16, bf16: the lower half
     ldmatrix.m8n8.x4.b16     four 8 x 8 matrices of 16-bit values: lane l gives the address of row
                              l % 8 of matrix l / 8; register j of lane l receives matrix j's row g,
                              columns 2 t and 2 t + 1 (halves 0 and 1)
+    wgmma.m64nNk8/k16, D     64 x N (fp32): warp w of the warpgroup holds rows 16 w .. 16 w + 15, each
+                             8 columns as C above: register i of its lane is C's register i % 4 of
+                             the 8 columns from 8 (i / 4)
+    128-byte swizzle         wgmma's shared operands: the 16-byte chunk j of a 128-byte line lies at
+                             chunk j ^ (the line's place in its 1024-byte pattern)
 
     fragment("m16n8k16", "A")[l, j, h]   -> (row, column) of A held by lane l, register j, half h
 """
@@ -103,9 +108,29 @@ def ldmatrix_rows(operand: str) -> list[tuple[int, int]]:
     return out
 
 
+def wgmma_accumulator(n: int = 256) -> np.ndarray:
+    """int32 [128 threads of the warpgroup, n / 2 registers, 1, 2]: the (row, column) of D (64 x n)
+    each fp32 accumulator of a wgmma.mma_async of width n holds (the first n / 2 registers of width
+    256 are those of any narrower width)."""
+    if n % 8 or not 8 <= n <= 256:
+        raise ValueError(f"wgmma widths are multiples of 8 up to 256, not {n}")
+    c = fragment("m16n8k16", "C")[:, :, 0]
+    out = np.array([[[(16 * (thread // 32) + c[thread % 32, i % 4, 0], 8 * (i // 4) + c[thread % 32, i % 4, 1])]
+                     for i in range(n // 2)] for thread in range(128)], dtype=np.int32)
+    out.flags.writeable = False
+    return out
+
+
+def swizzle_128b() -> np.ndarray:
+    """int32 [8, 8]: where 16-byte chunk j of a 128-byte line of shared memory lies, by the line's
+    place in its 1024-byte pattern (the row): the 128-byte swizzle of wgmma's matrix descriptors."""
+    return np.array([[j ^ row for j in range(8)] for row in range(8)], dtype=np.int32)
+
+
 def tables() -> dict:
-    """The emulator's tables (helpers/engine/backends/emulator/runtime.cpp: emu_set_fragments)."""
+    """The emulator's tables (helpers/engine/backends/emulator/instructions.cpp: emu_set_fragments)."""
     lanes, values = ldmatrix_x4()
     return {"a_tf32": fragment("m16n8k8", "A"), "b_tf32": fragment("m16n8k8", "B"),
             "a_16": fragment("m16n8k16", "A"), "b_16": fragment("m16n8k16", "B"),
-            "c": fragment("m16n8k16", "C"), "ldm_lanes": lanes, "ldm_values": values}
+            "c": fragment("m16n8k16", "C"), "ldm_lanes": lanes, "ldm_values": values,
+            "d_wgmma": wgmma_accumulator(), "swizzle_128b": swizzle_128b()}

@@ -205,6 +205,10 @@ __device__ __forceinline__ unsigned long long wg_desc(unsigned addr) {
     return (unsigned long long)((addr & 0x3FFFF) >> 4) | (1ull << 16) | ((unsigned long long)(1024 >> 4) << 32)
            | (1ull << 62);
 }
+// (The tests' CPU build takes stand-ins for the instructions from here on, as above.)
+#ifdef COURSE_EMULATION
+#include "emulated_wgmma.h"
+#else
 __device__ __forceinline__ void wgmma_fence() { asm volatile("wgmma.fence.sync.aligned;" ::: "memory"); }
 __device__ __forceinline__ void wgmma_commit() { asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory"); }
 template <int N>
@@ -316,6 +320,7 @@ __device__ __forceinline__ void tensor_store_4d(const void* map, unsigned src, i
 __device__ __forceinline__ void tensor_store_wait() { asm volatile("cp.async.bulk.wait_group.read 0;" ::: "memory"); }
 // A barrier of the first n threads of the block only (barrier 1; __syncthreads is barrier 0)
 __device__ __forceinline__ void bar_sync_first(int n) { asm volatile("bar.sync 1, %0;" :: "r"(n) : "memory"); }
+#endif
 #endif
 
 // -- the A operand: dy' gathered for one position -------------------------------------------

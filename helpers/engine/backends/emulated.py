@@ -5,11 +5,13 @@ A machine without an NVIDIA GPU can only compile the .cu files to PTX (nvrtc.py)
 so their index arithmetic, their tiles' edges and the tensor-core fragments are checked against
 the NumPy reference there too (helpers/emulation.py: EmulatedPlan, tests/test_emulated.py). What
 the device does is in emulator/: cuda.h (threadIdx, __shared__, __syncthreads, ... for a .cu
-file), runtime.cpp (threads as fibers, barriers, warp-level mma.sync and ldmatrix, cp.async
-groups, the conversions' rounding), emulated_ptx.h (kernels/common/tc.cuh's PTX instructions).
-The fragment layouts come from helpers/engine/fragments.py. Not modelled: wgmma, the Tensor
-Memory Accelerator and mbarriers (sm_90a stages are refused), timing, memory-model races beyond
-the order barriers impose.
+file), runtime.cpp (threads as fibers, barriers, launches) and instructions.cpp (warp-level mma.sync
+and ldmatrix, warpgroup-level wgmma through its shared-memory descriptors, cp.async groups, the
+conversions' rounding), built once and shared by every kernel library, emulated_ptx.h and
+emulated_wgmma.h (kernels/common/tc.cuh's PTX instructions). The fragment layouts and the 128-byte swizzle come from
+helpers/engine/fragments.py. Not modelled: the Tensor Memory Accelerator and mbarriers (the TMA
+stages are refused), timing, and races between warps that barriers do not order (the warps of a
+block advance together, one warp-level instruction at a time).
 
     lib = build("conv_dgrad/13_tc_fp16.cu", {"KH": 3, "KW": 3, "STRIDE": 1, "BF16": 0}, ["conv_dgrad"])
     lib.launch("conv_dgrad", (2, 1, 1), (128, 1, 1), (dy, y, w, dx, np.int32(1), ...))
@@ -20,6 +22,7 @@ import ctypes
 import functools
 import hashlib
 import os
+import re
 import shutil
 import subprocess
 import tempfile
@@ -33,8 +36,12 @@ from ..tensor import Tensor
 
 EMULATOR = Path(__file__).resolve().parent / "emulator"
 FLAGS = ("-std=c++17", "-O1", "-fPIC", "-fno-strict-aliasing", "-w")
-# fragments.tables()'s tables in the order of emulator/runtime.cpp's emu_set_fragments
-TABLES = ("a_tf32", "b_tf32", "a_16", "b_16", "c", "ldm_lanes", "ldm_values")
+# fragments.tables()'s tables in the order of emulator/instructions.cpp's emu_set_fragments
+TABLES = ("a_tf32", "b_tf32", "a_16", "b_16", "c", "ldm_lanes", "ldm_values", "d_wgmma", "swizzle_128b")
+# CUDA's dynamic shared memory, which no macro can spell for the CPU: `extern __shared__ T name[];`
+# becomes a pointer to the emulator's (emulator/emulated_wgmma.h)
+DYNAMIC_SHARED = re.compile(r"extern\s+__shared__\s+(?:__align__\(\d+\)\s+)?([A-Za-z_][\w ]*?)\s+(\w+)\[\];")
+DYNAMIC_SHARED_BYTES = 227 * 1024
 
 
 class EmulationError(RuntimeError):
@@ -93,23 +100,22 @@ def _compiler_version() -> str:
 
 
 def _runtime_key() -> str:
-    parts = [(EMULATOR / f).read_text() for f in ("cuda.h", "runtime.cpp", "emulated_ptx.h")]
+    parts = [p.read_text() for p in sorted(EMULATOR.iterdir())]
     return "\n".join([*parts, *FLAGS, _compiler_version()])
 
 
-@functools.lru_cache(maxsize=None)
-def runtime_object() -> Path:
-    """runtime.cpp compiled once (per text, flags and compiler)."""
-    return _cached("runtime", ".o", _runtime_key(),
-                   lambda out: _run(["-c", str(EMULATOR / "runtime.cpp"), "-o", str(out)], "emulator/runtime.cpp"))
 
 
-def _unit(relpath: str, defines: dict, kernels: tuple, source: str | None) -> str:
-    """The translation unit: the device stand-in, the defines, the kernel file, an entry per kernel."""
+def _unit(relpath: str, defines: dict, kernels: tuple, source: str | None, arch: str) -> str:
+    """The translation unit: the device stand-in, the defines (and sm_90a's feature macro for a
+    stage built for it), the kernel file, an entry per kernel."""
     lines = ['#include "cuda.h"']
     lines += [f"#define {k} {int(v) if isinstance(v, bool) else v}" for k, v in sorted(defines.items())]
-    lines += [f'#line 1 "kernels/{relpath}"', source if source is not None else kernel_source(relpath), ""]
-    lines += [f"EMU_ENTRY({k})" for k in kernels]
+    if arch == "sm_90a":
+        lines.append("#define __CUDA_ARCH_FEAT_SM90_ALL 1")
+    text = DYNAMIC_SHARED.sub(r"\1* const \2 = (\1*)emu_dynamic_shared;", source if source is not None else kernel_source(relpath))
+    lines += [f'#line 1 "kernels/{relpath}"', text, ""]
+    lines += [f"EMU_ENTRY({k})" for k in kernels] + ["EMU_SHARED_SECTION"]
     return "\n".join(lines) + "\n"
 
 
@@ -118,8 +124,11 @@ class Library:
 
     def __init__(self, path: Path, relpath: str):
         self.relpath = relpath
+        self.runtime = runtime_library()       # loaded first: the kernels' emu:: symbols are its
         self.lib = ctypes.CDLL(str(path))
-        self.lib.emu_launch.restype = ctypes.c_int
+        self.lib.emu_shared_section.restype = ctypes.c_void_p
+        self.shared_bytes = ctypes.c_ulong()
+        self.shared = self.lib.emu_shared_section(ctypes.byref(self.shared_bytes))
 
     def signature(self, kernel: str) -> list[str]:
         """The kernel's parameters: "p4" (pointer to 4-byte values), "p2", "i4" (int), "f4" (float)."""
@@ -127,9 +136,14 @@ class Library:
         fn.restype = ctypes.c_char_p
         return fn().decode().rstrip(",").split(",")
 
-    def launch(self, kernel: str, grid: tuple, block: tuple, args: tuple) -> None:
+    def launch(self, kernel: str, grid: tuple, block: tuple, args: tuple, copies: str = "late") -> None:
         """Run ``kernel`` on ``grid`` x ``block`` threads (3 dimensions each) with ``args``: NumPy
-        arrays (their address; the element size must match the parameter's) and NumPy scalars."""
+        arrays (their address; the element size must match the parameter's) and NumPy scalars.
+        ``copies``: cp.async copies land "late" (when cp.async.wait_group requires them: a kernel
+        that reads a slot too early reads stale data) or "early" (when issued: a kernel that refills
+        a slot still being read spoils it)."""
+        if copies not in ("late", "early"):
+            raise ValueError(f"copies land 'late' or 'early', not {copies!r}")
         params = self.signature(kernel)
         if len(params) != len(args):
             raise EmulationError(f"{kernel} of kernels/{self.relpath} takes {len(params)} arguments, got {len(args)}")
@@ -147,33 +161,34 @@ class Library:
         argv = (ctypes.c_void_p * max(1, len(values)))(*[ctypes.cast(ctypes.pointer(v), ctypes.c_void_p) for v in values])
         t = fragments.tables()           # at each launch: the model as it is now
         tables = [np.ascontiguousarray(t[k], dtype=np.int32) for k in TABLES]
-        self.lib.emu_set_fragments(*(a.ctypes.data_as(ctypes.c_void_p) for a in tables))
+        self.runtime.emu_set_fragments(*(a.ctypes.data_as(ctypes.c_void_p) for a in tables))
         dims = ctypes.c_uint * 3
         err = ctypes.create_string_buffer(1024)
         fn = getattr(self.lib, f"emu_call_{kernel}")
-        if self.lib.emu_launch(fn, argv, dims(*grid), dims(*block), err, len(err)):
+        if self.runtime.emu_launch(fn, argv, dims(*grid), dims(*block), ctypes.c_void_p(self.shared), self.shared_bytes,
+                                   int(copies == "early"), err, len(err)):
             raise EmulationError(f"{kernel} of kernels/{self.relpath} (emulated): {err.value.decode()}")
 
 
-@functools.lru_cache(maxsize=64)
+@functools.lru_cache(maxsize=None)
 def _load(path: Path, relpath: str) -> Library:
     return Library(path, relpath)
 
 
-def build(relpath: str, defines: dict, kernels, source: str | None = None) -> Library:
+def build(relpath: str, defines: dict, kernels, source: str | None = None, arch: str = "") -> Library:
     """kernels/<relpath> (or ``source``) with its defines, built once per text for the CPU, with an
-    entry for each of ``kernels`` (the kernel names its launches use)."""
+    entry for each of ``kernels`` (the kernel names its launches use); ``arch``: a stage's own
+    target (sm_90a: wgmma)."""
     if missing():
         raise EmulationError(missing())
-    unit = _unit(relpath, defines, tuple(sorted(set(kernels))), source)
-    runtime = runtime_object()
+    unit = _unit(relpath, defines, tuple(sorted(set(kernels))), source, arch)
     key = "\n".join([unit, _runtime_key(), *(p.read_text() for p in sorted(COMMON.iterdir()))])
 
-    def make(out: Path) -> None:
+    def make(out: Path) -> None:         # its emu:: symbols resolve to the runtime's when loaded
         src = out.with_suffix(".cpp")
         src.write_text(unit)
         try:
-            _run(["-shared", f"-I{EMULATOR}", f"-I{COMMON}", str(src), str(runtime), "-o", str(out)], f"kernels/{relpath}")
+            _run(["-shared", f"-I{EMULATOR}", f"-I{COMMON}", str(src), "-o", str(out)], f"kernels/{relpath}")
         finally:
             src.unlink(missing_ok=True)
     return _load(_cached(Path(relpath).stem, ".so", key, make), relpath)
@@ -181,10 +196,16 @@ def build(relpath: str, defines: dict, kernels, source: str | None = None) -> Li
 
 @functools.lru_cache(maxsize=1)
 def runtime_library() -> ctypes.CDLL:
-    """The runtime alone (its conversions, for the tests that compare them with NumPy's)."""
-    path = _cached("runtime", ".so", _runtime_key(), lambda out: _run(["-shared", str(runtime_object()), "-o", str(out)],
-                                                                       "emulator/runtime.cpp"))
-    lib = ctypes.CDLL(str(path))
+    """The runtime (emulator/runtime.cpp, instructions.cpp), built once per text, flags and compiler and loaded once,
+    its symbols global: every kernel library uses it (one pool of thread stacks), and the tests
+    compare its conversions with NumPy's."""
+    if missing():
+        raise EmulationError(missing())
+    path = _cached("runtime", ".so", _runtime_key(),
+                   lambda out: _run(["-shared", str(EMULATOR / "runtime.cpp"), str(EMULATOR / "instructions.cpp"), "-o",
+                                     str(out)], "the emulator's runtime"))
+    lib = ctypes.CDLL(str(path), mode=ctypes.RTLD_GLOBAL)
+    lib.emu_launch.restype = ctypes.c_int
     for name, res, arg in (("emu_cvt_rna_tf32", ctypes.c_uint32, ctypes.c_float),
                            ("emu_cvt_rn_f16", ctypes.c_uint16, ctypes.c_float),
                            ("emu_cvt_rn_bf16", ctypes.c_uint16, ctypes.c_float),

@@ -1,9 +1,9 @@
 // The CUDA device as the course's kernels see it, on the CPU: what a .cu file needs to build as
 // C++ with g++ and run on the host (helpers/engine/backends/emulated.py builds it in front of the
 // kernel). A block's threads run as fibers of one host thread (runtime.cpp), blocks one after
-// another; __syncthreads and the warp-level instructions (mma.sync, ldmatrix) wait for the threads
-// they involve, as on the GPU. kernels/common/tc.cuh's PTX instructions are replaced by
-// emulated_ptx.h (COURSE_EMULATION).
+// another; __syncthreads and the warp-level instructions (mma.sync, ldmatrix; wgmma for the
+// warpgroup) wait for the threads they involve, as on the GPU. kernels/common/tc.cuh's PTX
+// instructions are replaced by emulated_ptx.h and emulated_wgmma.h (COURSE_EMULATION).
 #ifndef COURSE_EMULATOR_CUDA_H
 #define COURSE_EMULATOR_CUDA_H
 
@@ -37,10 +37,14 @@ void sync_block();                                   // __syncthreads
 [[noreturn]] void fail(const char* what);            // stops the launch with this error
 
 // warp-level instructions: every lane of the warp gives its operands, the last one to arrive runs
-// the instruction for all 32 (runtime.cpp)
+// the instruction for all 32 (instructions.cpp)
 void mma(int kind, float c[4], const unsigned* a, const unsigned* b);
 void ldmatrix_x4(unsigned r[4], unsigned addr);
 enum { MMA_TF32, MMA_F16, MMA_BF16 };
+// warpgroup-level (128 threads, sm_90a): wgmma.mma_async of width n, its commit and wait groups
+void wgmma(int kind, int n, float* d, unsigned long long a, unsigned long long b);
+void wgmma_commit();
+void wgmma_wait(int newest_pending);
 
 // shared memory: every __shared__ array lies in one section, poisoned (all bits set: NaN in
 // float32, fp16 and bf16) before each block; its addresses are offsets into it, as in PTX
@@ -91,9 +95,17 @@ template <typename... P> const char* signature(void (*)(P...)) {
 #define __CUDACC__ 1                 // course.h's CUDA spellings
 #define COURSE_EMULATION 1           // tc.cuh: the PTX instructions below, not inline assembly
 
-// after the kernel's source: one entry per kernel the launches name
+// after the kernel's source: one entry per kernel the launches name, and where the library's
+// shared memory lies (the section the linker names; none if no kernel declares shared memory)
 #define EMU_ENTRY(name)                                                                          \
     extern "C" void emu_call_##name(void** emu_args) { ::emu::call(name, emu_args); }            \
     extern "C" const char* emu_signature_##name() { return ::emu::signature(name); }
+extern char __start_emu_shared[] __attribute__((weak, visibility("hidden")));
+extern char __stop_emu_shared[] __attribute__((weak, visibility("hidden")));
+#define EMU_SHARED_SECTION                                                                       \
+    extern "C" char* emu_shared_section(unsigned long* bytes) {                                  \
+        *bytes = __start_emu_shared ? (unsigned long)(__stop_emu_shared - __start_emu_shared) : 0; \
+        return __start_emu_shared;                                                               \
+    }
 
 #endif

@@ -1,6 +1,6 @@
 // kernels/common/tc.cuh's PTX instructions on the CPU (included there instead of its inline
 // assembly when the kernels are built for the emulator, cuda.h). Each follows the PTX ISA:
-//   - cvt.rna.tf32.f32, cvt.rn.f16.f32, cvt.rn.bf16.f32, cvt.f32.f16: bit for bit (runtime.cpp);
+//   - cvt.rna.tf32.f32, cvt.rn.f16.f32, cvt.rn.bf16.f32, cvt.f32.f16: bit for bit (instructions.cpp);
 //   - mma.sync and ldmatrix: warp-level, run once all 32 lanes have given their registers; which
 //     element of A, B, C each lane's registers hold, and which lane gives which row address of
 //     ldmatrix, are tables set from the one model of them (helpers/engine/fragments.py);
