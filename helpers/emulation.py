@@ -38,10 +38,6 @@ class EmulatedPlan(BasePlan):
         self.queue, self.copies = self._Queue(), copies
         self._plan(op, stage, problem, emulated.DEVICE, defines, guard, workspace_limit)
         s = self.stage
-        if self.jit_defines.get("TMA"):
-            raise emulated.EmulationError(
-                f"stage {s.key} copies by the Tensor Memory Accelerator: the emulator models mma.sync, ldmatrix, "
-                f"cp.async and wgmma, not tensor maps, bulk tensor copies or mbarriers")
         for st in self.steps:
             if st.shared > emulated.DYNAMIC_SHARED_BYTES:
                 raise emulated.EmulationError(f"stage {s.key}: {st.shared:,} bytes of dynamic shared memory, more "
@@ -50,6 +46,8 @@ class EmulatedPlan(BasePlan):
                                       source=stage_source(s, self.jit_defines), arch=s.arch)
         self._make_tensors()
         self._bound = [self._bind(step) for step in self.steps]
+
+    tensor_map = staticmethod(emulated.tensor_map)       # runner.step_values makes the maps so
 
     def _new(self, name: str, shape: tuple, host, is_input: bool, dtype: str) -> emulated.HostTensor:
         return emulated.HostTensor(name, shape, host, self.guard, is_input, dtype)

@@ -240,8 +240,9 @@ def step_values(plan, step: Step) -> tuple:
     (CUDA: a device copy of the map, kept with the launch)."""
     values = []
     for a in step.args:
-        if isinstance(a, TensorMap):
-            values.append(cuda.tensor_map(plan.arrays[a.tensor], a.dims, a.box, a.swizzle))
+        if isinstance(a, TensorMap):      # made the way the plan's backend reads it
+            make = getattr(plan, "tensor_map", cuda.tensor_map)
+            values.append(make(plan.arrays[a.tensor], a.dims, a.box, a.swizzle))
         elif not isinstance(a, str):
             values.append(a)
         elif a in plan.arrays:

@@ -1,14 +1,14 @@
 """The CUDA stages run on the CPU (helpers/emulation.py), checked by the one checker.
 
-Without an NVIDIA GPU the .cu files were only compiled to PTX (tests/test_cuda.py); here each
-CUDA stage the emulator models (all but the three that copy by the Tensor Memory Accelerator) is
-built as C++ for the CPU and run over small shapes chosen to reach every edge of its tiles
+Without an NVIDIA GPU the .cu files were only compiled to PTX (tests/test_cuda.py); here every
+CUDA stage is built as C++ for the CPU and run over small shapes chosen to reach every edge of its tiles
 (positions, channels and the reduction each past a whole tile, K not a multiple of a chunk,
 stride 2, kernels 1, 2, 3 and 5, every activation), with guard zones around every tensor and
-workspace, against the NumPy reference; with its cp.async copies landing as late as the kernel
-allows and, again, as early; every tuning candidate once; and planted faults that the GPU tests
-would catch and the PTX compile does not (each asserted caught). The emulated mma.sync, ldmatrix
-and wgmma read their fragment layouts and the 128-byte swizzle from helpers/engine/fragments.py
+workspace, against the NumPy reference; with its cp.async and TMA copies landing as late as the
+kernel allows and, again, as early; every tuning candidate once; the TMA store; and planted
+faults that the GPU tests would catch and the PTX compile does not (each asserted caught). The
+emulated mma.sync, ldmatrix and wgmma (and the TMA's swizzled boxes) read their fragment layouts
+and the 128-byte swizzle from helpers/engine/fragments.py
 (tests/test_fragments.py checks it against the PTX ISA): a wrong model fails here too.
 """
 import dataclasses
@@ -32,8 +32,7 @@ from test_cuda import _args
 from shapes import case_id
 
 CUDA = [s for stages in REGISTRY.values() for s in stages if s.backend == "cuda"]
-EMULATED = [s for s in CUDA if not s.defines.get("TMA")]
-TMA = [s for s in CUDA if s.defines.get("TMA")]     # tensor maps, bulk copies, mbarriers: not modelled
+EMULATED = CUDA
 
 MISSING = emulated.missing()
 
@@ -186,21 +185,29 @@ FAULTS = {
     "13_tc_nhwc.cu (wgmma): a slot refilled while the wgmma of two chunks before may still read it":
         ("tc_tf32_wgmma", "wgmma_wait<1>();                  // chunk i-1's products are done (chunk i's may run on) ...",
          "wgmma_wait<2>();", "early"),
+    "13_tc_nhwc.cu (TMA): the box of dy' one column off":
+        ("tc_fp16_tma", "a_map, k0, j0 + (pw + PAD - s) / STRIDE,", "a_map, k0, j0 + 1 + (pw + PAD - s) / STRIDE,"),
+    "13_tc_nhwc.cu (TMA): the product reads a slot without waiting for its mbarrier":
+        ("tc_bf16_tma", "        mbar_wait(full + 8 * slot, phase);    // chunk i has landed\n", "\n"),
+    "13_tc_nhwc.cu (TMA store): the box of dx stored at the patch's row and column exchanged":
+        ("tc_tf32_tma", "tensor_store_4d(d_map, a_base, j0, i0, c0, n0);", "tensor_store_4d(d_map, a_base, i0, j0, c0, n0);",
+         "late", case(2, 300, 9, 16, 40, 3, 1, 1, "none"), {"BN": 64, "SPLIT_TARGET": 1}),
 }
 
 
 @pytest.mark.parametrize("fault", FAULTS)
 def test_planted_fault_is_caught(fault):
     """Each fault, planted alone in a copy of the stage, fails the check on the first case where
-    the stage runs its own kernel, where the kernel as it is passes."""
-    name, old, new, copies = (FAULTS[fault] + ("late",))[:4]      # when cp.async copies land
+    the stage runs its own kernel (or the fault's own case and defines), where the kernel as it is
+    passes; ``copies``: when the copies land."""
+    name, old, new, copies, *own = FAULTS[fault] + ("late",) * (len(FAULTS[fault]) == 3)
     s = helpers.get_stage("conv_dgrad", name)
-    c = _own_case(s)
-    run_checked(s, c, copies=copies)
+    c, defines = own if own else (_own_case(s), None)
+    run_checked(s, c, defines=defines, copies=copies)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)        # an all-NaN result (stale shared memory)
         with pytest.raises(MismatchError):
-            check_emulated("conv_dgrad", planted(name, old, new), guard=True, copies=copies, **_args(c))
+            check_emulated("conv_dgrad", planted(name, old, new), guard=True, defines=defines, copies=copies, **_args(c))
 
 
 PERTURBED = {   # a table of the model, wrong in one place, and a stage whose result it must spoil
@@ -264,12 +271,17 @@ def test_a_warp_divided_at_a_barrier_is_reported():
         check_emulated("conv_dgrad", s, **_args(MMA[0]))
 
 
-def test_what_the_emulator_does_not_model_is_refused():
-    """The stages that copy by the Tensor Memory Accelerator (tensor maps, bulk tensor copies,
-    mbarriers) are refused with the reason; an OpenCL stage is sent to PoCL."""
-    assert {s.name for s in TMA} == {f"tc_{p}_tma" for p in ("fp16", "bf16", "tf32")}
-    for s in TMA:
-        with pytest.raises(emulated.EmulationError, match="Tensor Memory Accelerator"):
-            EmulatedPlan(s.op, s, prepare(s.op, **_args(MMA[1], op=s.op)))
+@pytest.mark.parametrize("stage", ["tc_tf32_tma", "tc_bf16_tma"])
+def test_emulated_tma_store_matches_reference(stage):
+    """Step 8's TMA store (TMA_STORE = 1, asserted) on boxes that leave dx: images past N (two per
+    patch on three), rows past H, channels past C; and again without it."""
+    s = helpers.get_stage("conv_dgrad", stage)
+    for i, c in enumerate((case(3, 72, 4, 16, 16, 3, 1, 1, "relu"), case(2, 130, 9, 16, 24, 5, 1, 2, "none"))):
+        for store in (1, 0):
+            plan = run_checked(s, c, seed=i, defines={"BN": 64, "SPLIT_TARGET": 1, "TMA_STORE": store})
+            assert plan.stage == s and plan.jit_defines["TMA_STORE"] == store, plan.jit_defines
+
+
+def test_an_opencl_stage_is_sent_to_pocl():
     with pytest.raises(ValueError, match="OpenCL stage"):
         EmulatedPlan("conv_dgrad", "naive", prepare("conv_dgrad", **_args(DIRECT[0])))

@@ -207,7 +207,7 @@ __device__ __forceinline__ unsigned long long wg_desc(unsigned addr) {
 }
 // (The tests' CPU build takes stand-ins for the instructions from here on, as above.)
 #ifdef COURSE_EMULATION
-#include "emulated_wgmma.h"
+#include "emulated_hopper.h"
 #else
 __device__ __forceinline__ void wgmma_fence() { asm volatile("wgmma.fence.sync.aligned;" ::: "memory"); }
 __device__ __forceinline__ void wgmma_commit() { asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory"); }

@@ -5,13 +5,14 @@ A machine without an NVIDIA GPU can only compile the .cu files to PTX (nvrtc.py)
 so their index arithmetic, their tiles' edges and the tensor-core fragments are checked against
 the NumPy reference there too (helpers/emulation.py: EmulatedPlan, tests/test_emulated.py). What
 the device does is in emulator/: cuda.h (threadIdx, __shared__, __syncthreads, ... for a .cu
-file), runtime.cpp (threads as fibers, barriers, launches) and instructions.cpp (warp-level mma.sync
+file), runtime.cpp (threads as fibers, barriers, launches), instructions.cpp (warp-level mma.sync
 and ldmatrix, warpgroup-level wgmma through its shared-memory descriptors, cp.async groups, the
-conversions' rounding), built once and shared by every kernel library, emulated_ptx.h and
-emulated_wgmma.h (kernels/common/tc.cuh's PTX instructions). The fragment layouts and the 128-byte swizzle come from
-helpers/engine/fragments.py. Not modelled: the Tensor Memory Accelerator and mbarriers (the TMA
-stages are refused), timing, and races between warps that barriers do not order (the warps of a
-block advance together, one warp-level instruction at a time).
+conversions' rounding) and hopper.cpp (mbarriers, the Tensor Memory Accelerator's boxes through
+tensor maps made here, bulk copies, bar.sync 1), built once and shared by every kernel library;
+emulated_ptx.h and emulated_hopper.h (kernels/common/tc.cuh's PTX instructions). The fragment
+layouts and the 128-byte swizzle come from helpers/engine/fragments.py. Not modelled: timing,
+races between warps that no barrier orders (the warps of a block advance together, one
+warp-level instruction at a time), layouts and modes the kernels do not use (they stop a launch).
 
     lib = build("conv_dgrad/13_tc_fp16.cu", {"KH": 3, "KW": 3, "STRIDE": 1, "BF16": 0}, ["conv_dgrad"])
     lib.launch("conv_dgrad", (2, 1, 1), (128, 1, 1), (dy, y, w, dx, np.int32(1), ...))
@@ -24,6 +25,7 @@ import hashlib
 import os
 import re
 import shutil
+import struct
 import subprocess
 import tempfile
 from pathlib import Path
@@ -39,9 +41,10 @@ FLAGS = ("-std=c++17", "-O1", "-fPIC", "-fno-strict-aliasing", "-w")
 # fragments.tables()'s tables in the order of emulator/instructions.cpp's emu_set_fragments
 TABLES = ("a_tf32", "b_tf32", "a_16", "b_16", "c", "ldm_lanes", "ldm_values", "d_wgmma", "swizzle_128b")
 # CUDA's dynamic shared memory, which no macro can spell for the CPU: `extern __shared__ T name[];`
-# becomes a pointer to the emulator's (emulator/emulated_wgmma.h)
+# becomes a pointer to the emulator's (emulator/emulated_hopper.h)
 DYNAMIC_SHARED = re.compile(r"extern\s+__shared__\s+(?:__align__\(\d+\)\s+)?([A-Za-z_][\w ]*?)\s+(\w+)\[\];")
 DYNAMIC_SHARED_BYTES = 227 * 1024
+SOURCES = ("runtime.cpp", "instructions.cpp", "hopper.cpp")      # the runtime library
 
 
 class EmulationError(RuntimeError):
@@ -149,7 +152,7 @@ class Library:
             raise EmulationError(f"{kernel} of kernels/{self.relpath} takes {len(params)} arguments, got {len(args)}")
         values = []
         for i, (p, a) in enumerate(zip(params, args)):
-            if isinstance(a, np.ndarray) and p in ("p2", "p4") and a.itemsize == int(p[1]):
+            if isinstance(a, np.ndarray) and (p == "pv" or p in ("p2", "p4") and a.itemsize == int(p[1])):
                 values.append(ctypes.c_void_p(a.ctypes.data))
             elif isinstance(a, (np.int32, int)) and not isinstance(a, bool) and p == "i4":
                 values.append(ctypes.c_int32(int(a)))
@@ -202,8 +205,8 @@ def runtime_library() -> ctypes.CDLL:
     if missing():
         raise EmulationError(missing())
     path = _cached("runtime", ".so", _runtime_key(),
-                   lambda out: _run(["-shared", str(EMULATOR / "runtime.cpp"), str(EMULATOR / "instructions.cpp"), "-o",
-                                     str(out)], "the emulator's runtime"))
+                   lambda out: _run(["-shared", *(str(EMULATOR / f) for f in SOURCES), "-o", str(out)],
+                                    "the emulator's runtime"))
     lib = ctypes.CDLL(str(path), mode=ctypes.RTLD_GLOBAL)
     lib.emu_launch.restype = ctypes.c_int
     for name, res, arg in (("emu_cvt_rna_tf32", ctypes.c_uint32, ctypes.c_float),
@@ -212,6 +215,25 @@ def runtime_library() -> ctypes.CDLL:
                            ("emu_f16_to_f32", ctypes.c_float, ctypes.c_uint16)):
         getattr(lib, name).restype, getattr(lib, name).argtypes = res, [arg]
     return lib
+
+
+def tensor_map(t: "HostTensor", dims: tuple, box: tuple, swizzle: bool = True) -> np.ndarray:
+    """The emulator's tensor map of ``t`` (cuda.tensor_map's arguments: a contiguous array of extents
+    ``dims``, innermost first, read in boxes of ``box`` elements, 128-byte swizzled in shared memory
+    or dense): its 128 bytes as emulator/hopper.cpp reads them, for a kernel to get their address."""
+    item, rank = t.buffer.itemsize, len(dims)
+    if int(np.prod(dims)) > t.buffer.size or not 1 <= rank <= 5 or len(box) != rank:
+        raise RuntimeError(f"registry bug: a tensor map of extents {dims}, box {box} for {t.name} ({t.buffer.size} values)")
+    strides = [item * int(np.prod(dims[:d])) for d in range(rank)]
+    if (t.buffer.ctypes.data % 16 or any(s % 16 for s in strides[1:]) or box[0] * item % 16
+            or (swizzle and box[0] * item > 128) or max(box) > 256):
+        raise ValueError(f"{t.name}: a tensor map needs an address and strides that are multiples of 16 bytes, "
+                         f"rows of a multiple of 16 bytes (at most 128 with the swizzle) and boxes of at most 256 "
+                         f"(got strides {strides[1:]} and box {box}); the stage's requires should have refused this problem")
+    pad = (5 - rank)
+    raw = struct.pack("<Q4I5Q5Q5I", t.buffer.ctypes.data, rank, item, int(swizzle), 0, *dims, *[1] * pad,
+                      *strides, *[0] * pad, *box, *[1] * pad)
+    return np.frombuffer(raw.ljust(128, b"\0"), dtype=np.uint8).copy()
 
 
 class HostTensor(Tensor):

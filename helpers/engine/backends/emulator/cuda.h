@@ -3,7 +3,7 @@
 // kernel). A block's threads run as fibers of one host thread (runtime.cpp), blocks one after
 // another; __syncthreads and the warp-level instructions (mma.sync, ldmatrix; wgmma for the
 // warpgroup) wait for the threads they involve, as on the GPU. kernels/common/tc.cuh's PTX
-// instructions are replaced by emulated_ptx.h and emulated_wgmma.h (COURSE_EMULATION).
+// instructions are replaced by emulated_ptx.h and emulated_hopper.h (COURSE_EMULATION).
 #ifndef COURSE_EMULATOR_CUDA_H
 #define COURSE_EMULATOR_CUDA_H
 
@@ -45,6 +45,16 @@ enum { MMA_TF32, MMA_F16, MMA_BF16 };
 void wgmma(int kind, int n, float* d, unsigned long long a, unsigned long long b);
 void wgmma_commit();
 void wgmma_wait(int newest_pending);
+// mbarriers, the Tensor Memory Accelerator's box copies (tensor maps: emulated.py) and bulk copies,
+// the named barrier 1 (hopper.cpp)
+void mbar_init(unsigned bar, unsigned arrivals);
+void mbar_expect_bytes(unsigned bar, unsigned bytes);
+void mbar_arrive(unsigned bar);
+void mbar_wait(unsigned bar, unsigned parity);
+void tensor_copy(unsigned dst, const void* map, const int* coord, unsigned rank, unsigned bar);
+void tensor_store(const void* map, unsigned src, const int* coord, unsigned rank);
+void bulk_copy(unsigned dst, const void* src, unsigned bytes, unsigned bar);
+void named_barrier(int id, int count);
 
 // shared memory: every __shared__ array lies in one section, poisoned (all bits set: NaN in
 // float32, fp16 and bf16) before each block; its addresses are offsets into it, as in PTX
@@ -60,12 +70,13 @@ unsigned short cvt_rn_bf16(float x);
 float f16_to_f32(unsigned short h);
 
 // a kernel's launch entry: its arguments from an array of pointers to their values, and a
-// description of its parameters ("p4" a pointer to 4-byte values, "p2" to 2-byte ones, "i4" an
-// int, "f4" a float)
+// description of its parameters ("p4" a pointer to 4-byte values, "p2" to 2-byte ones, "pv" a
+// tensor map's address, "i4" an int, "f4" a float)
 template <typename T> struct kind { static constexpr const char* text = "??,"; };
 template <> struct kind<int> { static constexpr const char* text = "i4,"; };
 template <> struct kind<float> { static constexpr const char* text = "f4,"; };
 template <typename T> struct kind<T*> { static constexpr const char* text = sizeof(T) == 2 ? "p2," : sizeof(T) == 4 ? "p4," : "p?,"; };
+template <> struct kind<const void*> { static constexpr const char* text = "pv,"; };     // a tensor map
 template <unsigned... I> struct seq {};
 template <unsigned N, unsigned... I> struct make_seq : make_seq<N - 1, N - 1, I...> {};
 template <unsigned... I> struct make_seq<0, I...> { using type = seq<I...>; };

@@ -95,8 +95,7 @@ static bool operand_byte(unsigned long long desc, int r, int kb, unsigned& at) {
                       "models K-major operands with the 128-byte swizzle (mode 1) and base offset 0", desc, mode, base_offset);
         return false;
     }
-    const unsigned logical = start + (unsigned)(r / 8) * sbo + (unsigned)(r % 8) * 128 + (unsigned)kb;
-    at = (logical & ~0x70u) | ((unsigned)swizzle_128b[(logical >> 7) & 7][(logical >> 4) & 7] << 4);
+    at = swizzled(start + (unsigned)(r / 8) * sbo + (unsigned)(r % 8) * 128 + (unsigned)kb);
     if (at + 4 > shared_size()) {
         std::snprintf(error, sizeof error, "wgmma descriptor %#llx: row %d reads outside shared memory", desc, r);
         return false;
@@ -170,6 +169,10 @@ const char* op_name(int op) {
 }
 
 bool have_tables;
+
+unsigned swizzled(unsigned address) {
+    return (address & ~0x70u) | ((unsigned)swizzle_128b[(address >> 7) & 7][(address >> 4) & 7] << 4);
+}
 
 bool run_warpgroup(Thread* group, int w) { return run_warpgroup_op(group, warpgroups[w]); }
 

@@ -64,6 +64,7 @@ bool run_block() {
     }
     if (shared_size()) std::memset(shared_base(), 0xFF, shared_size());
     reset_warpgroups();
+    reset_mbarriers();
     char at[128];
     for (;;) {
         for (int i = 0; i < n; i++)
@@ -147,15 +148,33 @@ bool run_block() {
             for (int j = 0; j < 128; j++) group[j].state = RUNNABLE;
             moved = true;
         }
+        int named = 0, named_count = 0;                // bar.sync 1, n
+        for (int i = 0; i < n; i++) {
+            Thread& t = threads[i];
+            if (t.state == AT_MBARRIER && mbarrier_ready(&t)) {
+                t.state = RUNNABLE;
+                moved = true;
+            }
+            if (t.state == AT_NAMED_BARRIER) {
+                named++;
+                named_count = t.n;
+            }
+        }
+        if (named && named == named_count) {
+            for (int i = 0; i < n; i++) if (threads[i].state == AT_NAMED_BARRIER) threads[i].state = RUNNABLE;
+            moved = true;
+        }
         if (moved) continue;
         if (waiting == live) {
             for (int i = 0; i < n; i++) if (threads[i].state == AT_BARRIER) threads[i].state = RUNNABLE;
             continue;
         }
         for (int i = 0; i < n; i++)
-            if (threads[i].state == AT_WARP) {
-                std::snprintf(error, sizeof error, "%s: waits at %s while other threads of the block wait at "
-                              "__syncthreads: a deadlock on the GPU", where(at, sizeof at, &threads[i]), op_name(threads[i].op));
+            if (threads[i].state != DONE && threads[i].state != AT_BARRIER) {
+                const Thread& t = threads[i];
+                std::snprintf(error, sizeof error, "%s: waits at %s while no other thread of the block can move on: "
+                              "a deadlock on the GPU", where(at, sizeof at, &t),
+                              t.state == AT_WARP ? op_name(t.op) : t.state == AT_MBARRIER ? "an mbarrier" : "bar.sync 1");
                 return false;
             }
         return false;

@@ -1,5 +1,6 @@
-// What the emulator's two parts share (runtime.cpp: threads, blocks, launches; instructions.cpp:
-// the warp- and warpgroup-level instructions, cp.async, the conversions). Not seen by kernels.
+// What the emulator's parts share (runtime.cpp: threads, blocks, launches; instructions.cpp: the
+// warp- and warpgroup-level instructions, cp.async, the conversions; hopper.cpp: mbarriers and the
+// Tensor Memory Accelerator). Not seen by kernels.
 #ifndef COURSE_EMULATOR_RUNTIME_H
 #define COURSE_EMULATOR_RUNTIME_H
 
@@ -9,7 +10,7 @@
 #include "cuda.h"
 
 namespace emu {
-enum State { RUNNABLE, AT_BARRIER, AT_WARP, DONE };
+enum State { RUNNABLE, AT_BARRIER, AT_WARP, AT_MBARRIER, AT_NAMED_BARRIER, DONE };
 enum Op { OP_MMA = 1, OP_LDMATRIX = 8,         // OP_MMA + kind (MMA_TF32, MMA_F16, MMA_BF16)
           OP_WGMMA = 16, OP_WG_COMMIT, OP_WG_WAIT };   // of the warpgroup (128 threads)
 constexpr int MAX_THREADS = 1024, STACK = 128 * 1024, MAX_COPIES = 64, MAX_GROUPS = 16, MAX_WG_OPS = 64;
@@ -30,7 +31,9 @@ struct Thread {
     unsigned addr;                    // ldmatrix: the row address it gives, its 4 registers
     unsigned* r;
     int kind, n;                      // wgmma: operand type, width, accumulators, descriptors;
-    unsigned long long da, db;        // wait_group: the groups that may stay pending (n)
+    unsigned long long da, db;        // wait_group: the groups that may stay pending (n); an
+                                      // mbarrier wait: the barrier (addr), the phase's parity (n);
+                                      // bar.sync 1: the threads it waits for (n)
     Copy copies[MAX_COPIES];          // cp.async copies not yet landed, in issue order ...
     int ncopies, group_end[MAX_GROUPS], ngroups;   // ... the committed ones in groups
 };
@@ -52,6 +55,10 @@ bool run_ldmatrix(Thread* lanes);
 bool run_warpgroup(Thread* group, int w);
 void reset_warpgroups();
 int pending_warpgroup(int nthreads);  // a warpgroup with wgmma operations not waited for, or -1
+unsigned swizzled(unsigned address);  // where the 128-byte swizzle puts a shared byte
+// hopper.cpp: mbarriers and the box copies that complete on them
+void reset_mbarriers();
+bool mbarrier_ready(Thread* t);       // the phase t waits for has completed (its copies landed now)
 }  // namespace emu
 
 #endif
