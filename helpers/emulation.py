@@ -30,12 +30,12 @@ class EmulatedPlan(BasePlan):
             """Launches run when enqueued: nothing is pending."""
 
     def __init__(self, op: str, stage, problem: Problem, defines: dict | None = None, guard: bool = False,
-                 workspace_limit: int | None = None, copies: str = "late"):
+                 workspace_limit: int | None = None, schedule: str = "lazy"):
         s = get_stage(op, stage)
         if s.backend != "cuda":
             raise ValueError(f"stage {s.key} of {op} is an OpenCL stage: the emulator runs CUDA stages "
                              f"(OpenCL stages run on the CPU through PoCL)")
-        self.queue, self.copies = self._Queue(), copies
+        self.queue, self.schedule = self._Queue(), schedule
         self._plan(op, stage, problem, emulated.DEVICE, defines, guard, workspace_limit)
         s = self.stage
         for st in self.steps:
@@ -69,7 +69,7 @@ class EmulatedPlan(BasePlan):
     def enqueue(self) -> list:
         """Run every kernel of the stage once, in order, on the host."""
         for step, grid, block in self._bound:
-            self.library.launch(step.kernel, grid, block, step_values(self, step), self.copies)
+            self.library.launch(step.kernel, grid, block, step_values(self, step), self.schedule)
         return []
 
     def time(self, **kwargs) -> list:
@@ -79,19 +79,19 @@ class EmulatedPlan(BasePlan):
 
 
 def emulate_stage(op: str, stage, *, defines: dict | None = None, guard: bool = False,
-                  workspace_limit: int | None = None, copies: str = "late", **kwargs) -> EmulatedPlan:
+                  workspace_limit: int | None = None, schedule: str = "lazy", **kwargs) -> EmulatedPlan:
     """Validate, resolve, build for the CPU, upload and run once: the plan, its outputs ready.
-    ``copies``: when cp.async copies land, "late" or "early" (emulated.Library.launch)."""
-    plan = EmulatedPlan(op, stage, prepare(op, **kwargs), defines, guard, workspace_limit, copies)
+    ``schedule``: "lazy" or "eager" (emulated.Library.launch)."""
+    plan = EmulatedPlan(op, stage, prepare(op, **kwargs), defines, guard, workspace_limit, schedule)
     plan.enqueue()
     return plan
 
 
-def check_emulated(op: str, stage, *, defines: dict | None = None, guard: bool = False, copies: str = "late",
+def check_emulated(op: str, stage, *, defines: dict | None = None, guard: bool = False, schedule: str = "lazy",
                    **kwargs) -> CheckResult:
     """Run a CUDA stage on the CPU and check it as check_stage checks a stage: guard zones (with
     ``guard``), then every output against the reference (runner.check_plan); raises on a mismatch."""
-    plan = emulate_stage(op, stage, defines=defines, guard=guard, copies=copies, **kwargs)
+    plan = emulate_stage(op, stage, defines=defines, guard=guard, schedule=schedule, **kwargs)
     if guard:
         plan.check_guards()
     return check_plan(plan)

@@ -4,8 +4,9 @@ Without an NVIDIA GPU the .cu files were only compiled to PTX (tests/test_cuda.p
 CUDA stage is built as C++ for the CPU and run over small shapes chosen to reach every edge of its tiles
 (positions, channels and the reduction each past a whole tile, K not a multiple of a chunk,
 stride 2, kernels 1, 2, 3 and 5, every activation), with guard zones around every tensor and
-workspace, against the NumPy reference; with its cp.async and TMA copies landing as late as the
-kernel allows and, again, as early; every tuning candidate once; the TMA store; and planted
+workspace, against the NumPy reference, on two schedules, the two ends of what a GPU may do
+(copies landing as late as the kernel's waits allow, warps in step; copies landing when issued,
+the first warp running ahead of the others); every tuning candidate once; the TMA store; and planted
 faults that the GPU tests would catch and the PTX compile does not (each asserted caught). The
 emulated mma.sync, ldmatrix and wgmma (and the TMA's swizzled boxes) read their fragment layouts
 and the 128-byte swizzle from helpers/engine/fragments.py
@@ -77,14 +78,14 @@ def cases(stage) -> list:
     return {"direct": DIRECT, "local": LOCAL}.get(stage.family, MMA)
 
 
-def run_checked(stage, c, seed=0, defines=None, copies="late"):
+def run_checked(stage, c, seed=0, defines=None, schedule="lazy"):
     """The stage on one case with guard zones, checked; its plan (path, defines)."""
-    plan = emulate_stage(stage.op, stage, guard=True, defines=defines, copies=copies, **_args(c, seed=seed, op=stage.op))
+    plan = emulate_stage(stage.op, stage, guard=True, defines=defines, schedule=schedule, **_args(c, seed=seed, op=stage.op))
     try:
         plan.check_guards()
         check_plan(plan)
     except (AssertionError, helpers.GuardViolation) as err:
-        raise AssertionError(f"{stage.key} ({stage.op}) emulated on {case_id(c)} {defines or ''} (copies {copies}):"
+        raise AssertionError(f"{stage.key} ({stage.op}) emulated on {case_id(c)} {defines or ''} ({schedule}):"
                              f"\n{err}") from None
     return plan
 
@@ -98,14 +99,15 @@ def test_emulated_stage_matches_reference_with_guards(stage):
     assert bool(paths["fallback"]) == bool(stage.fallback), paths
 
 
-COPYING = [s for s in EMULATED if "cp_async" in helpers.kernel_source(s.kernel)]
+SYNCED = [s for s in EMULATED if "__syncthreads" in helpers.kernel_source(s.kernel)]
 
 
-@pytest.mark.parametrize("stage", COPYING, ids=lambda s: f"{s.op}-{s.name}")
-def test_emulated_stage_with_copies_landing_when_issued(stage):
-    """The stages that copy by cp.async again, each copy landing as soon as it is issued (the other
-    end of what a GPU may do: a slot refilled while it is still read is spoiled so)."""
-    paths = Counter(run_checked(stage, c, seed=i, copies="early").path for i, c in enumerate(cases(stage)))
+@pytest.mark.parametrize("stage", SYNCED, ids=lambda s: f"{s.op}-{s.name}")
+def test_emulated_stage_on_the_eager_schedule(stage):
+    """The stages whose threads share memory again, on the eager schedule: each cp.async or TMA copy
+    lands when issued, and the first warp that can run runs until it must wait (a slot refilled
+    while it is still read, or memory shared across a missing barrier, is spoiled so)."""
+    paths = Counter(run_checked(stage, c, seed=i, schedule="eager").path for i, c in enumerate(cases(stage)))
     assert paths["only"] + paths["fast"] >= 2, paths
 
 
@@ -184,14 +186,20 @@ FAULTS = {
         ("tc_fp16_wgmma", "wg_desc(bs + 32 * h)", "wg_desc(bs + 16 * h)"),
     "13_tc_nhwc.cu (wgmma): a slot refilled while the wgmma of two chunks before may still read it":
         ("tc_tf32_wgmma", "wgmma_wait<1>();                  // chunk i-1's products are done (chunk i's may run on) ...",
-         "wgmma_wait<2>();", "early"),
+         "wgmma_wait<2>();", "eager"),
+    "13_tc_fp16_pipe.cu: the barrier before a chunk's slot is refilled dropped":
+        ("tc_fp16_pipe", "        __syncthreads();                  // everyone's, and A's store of chunk i; chunk i-1 is read\n",
+         "\n", "eager"),
+    "13_tc_nhwc.cu (wgmma): the barrier between the warpgroups before a slot is refilled dropped":
+        ("tc_bf16_wgmma", "        __syncthreads();                  // ... in both warpgroups: its slot may be refilled\n",
+         "\n", "eager"),
     "13_tc_nhwc.cu (TMA): the box of dy' one column off":
         ("tc_fp16_tma", "a_map, k0, j0 + (pw + PAD - s) / STRIDE,", "a_map, k0, j0 + 1 + (pw + PAD - s) / STRIDE,"),
     "13_tc_nhwc.cu (TMA): the product reads a slot without waiting for its mbarrier":
         ("tc_bf16_tma", "        mbar_wait(full + 8 * slot, phase);    // chunk i has landed\n", "\n"),
     "13_tc_nhwc.cu (TMA store): the box of dx stored at the patch's row and column exchanged":
         ("tc_tf32_tma", "tensor_store_4d(d_map, a_base, j0, i0, c0, n0);", "tensor_store_4d(d_map, a_base, i0, j0, c0, n0);",
-         "late", case(2, 300, 9, 16, 40, 3, 1, 1, "none"), {"BN": 64, "SPLIT_TARGET": 1}),
+         "lazy", case(2, 300, 9, 16, 40, 3, 1, 1, "none"), {"BN": 64, "SPLIT_TARGET": 1}),
 }
 
 
@@ -199,15 +207,15 @@ FAULTS = {
 def test_planted_fault_is_caught(fault):
     """Each fault, planted alone in a copy of the stage, fails the check on the first case where
     the stage runs its own kernel (or the fault's own case and defines), where the kernel as it is
-    passes; ``copies``: when the copies land."""
-    name, old, new, copies, *own = FAULTS[fault] + ("late",) * (len(FAULTS[fault]) == 3)
+    passes, on the fault's schedule."""
+    name, old, new, schedule, *own = FAULTS[fault] + ("lazy",) * (len(FAULTS[fault]) == 3)
     s = helpers.get_stage("conv_dgrad", name)
     c, defines = own if own else (_own_case(s), None)
-    run_checked(s, c, defines=defines, copies=copies)
+    run_checked(s, c, defines=defines, schedule=schedule)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)        # an all-NaN result (stale shared memory)
         with pytest.raises(MismatchError):
-            check_emulated("conv_dgrad", planted(name, old, new), guard=True, defines=defines, copies=copies, **_args(c))
+            check_emulated("conv_dgrad", planted(name, old, new), guard=True, defines=defines, schedule=schedule, **_args(c))
 
 
 PERTURBED = {   # a table of the model, wrong in one place, and a stage whose result it must spoil

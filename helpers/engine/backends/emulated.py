@@ -10,9 +10,10 @@ and ldmatrix, warpgroup-level wgmma through its shared-memory descriptors, cp.as
 conversions' rounding) and hopper.cpp (mbarriers, the Tensor Memory Accelerator's boxes through
 tensor maps made here, bulk copies, bar.sync 1), built once and shared by every kernel library;
 emulated_ptx.h and emulated_hopper.h (kernels/common/tc.cuh's PTX instructions). The fragment
-layouts and the 128-byte swizzle come from helpers/engine/fragments.py. Not modelled: timing,
-races between warps that no barrier orders (the warps of a block advance together, one
-warp-level instruction at a time), layouts and modes the kernels do not use (they stop a launch).
+layouts and the 128-byte swizzle come from helpers/engine/fragments.py. Each launch runs on one of
+two schedules, the two ends of what a GPU may do (Library.launch). Not modelled: timing, every
+other interleaving of warps and blocks, layouts and modes the kernels do not use (they stop a
+launch).
 
     lib = build("conv_dgrad/13_tc_fp16.cu", {"KH": 3, "KW": 3, "STRIDE": 1, "BF16": 0}, ["conv_dgrad"])
     lib.launch("conv_dgrad", (2, 1, 1), (128, 1, 1), (dy, y, w, dx, np.int32(1), ...))
@@ -45,6 +46,7 @@ TABLES = ("a_tf32", "b_tf32", "a_16", "b_16", "c", "ldm_lanes", "ldm_values", "d
 DYNAMIC_SHARED = re.compile(r"extern\s+__shared__\s+(?:__align__\(\d+\)\s+)?([A-Za-z_][\w ]*?)\s+(\w+)\[\];")
 DYNAMIC_SHARED_BYTES = 227 * 1024
 SOURCES = ("runtime.cpp", "instructions.cpp", "hopper.cpp")      # the runtime library
+SCHEDULES = ("lazy", "eager")
 
 
 class EmulationError(RuntimeError):
@@ -139,14 +141,16 @@ class Library:
         fn.restype = ctypes.c_char_p
         return fn().decode().rstrip(",").split(",")
 
-    def launch(self, kernel: str, grid: tuple, block: tuple, args: tuple, copies: str = "late") -> None:
+    def launch(self, kernel: str, grid: tuple, block: tuple, args: tuple, schedule: str = "lazy") -> None:
         """Run ``kernel`` on ``grid`` x ``block`` threads (3 dimensions each) with ``args``: NumPy
         arrays (their address; the element size must match the parameter's) and NumPy scalars.
-        ``copies``: cp.async copies land "late" (when cp.async.wait_group requires them: a kernel
-        that reads a slot too early reads stale data) or "early" (when issued: a kernel that refills
-        a slot still being read spoils it)."""
-        if copies not in ("late", "early"):
-            raise ValueError(f"copies land 'late' or 'early', not {copies!r}")
+        ``schedule``, the two ends of what a GPU may do: "lazy" (cp.async and TMA copies land as late
+        as the kernel's waits allow, so a kernel that reads a slot too early reads stale data; the
+        warps of a block advance together) or "eager" (copies land when issued, and the first warp
+        that can run runs ahead of the others until it must wait, so a kernel that refills a slot
+        still being read, or lacks a barrier between warps, spoils it)."""
+        if schedule not in SCHEDULES:
+            raise ValueError(f"the schedule is 'lazy' or 'eager', not {schedule!r}")
         params = self.signature(kernel)
         if len(params) != len(args):
             raise EmulationError(f"{kernel} of kernels/{self.relpath} takes {len(params)} arguments, got {len(args)}")
@@ -169,7 +173,7 @@ class Library:
         err = ctypes.create_string_buffer(1024)
         fn = getattr(self.lib, f"emu_call_{kernel}")
         if self.runtime.emu_launch(fn, argv, dims(*grid), dims(*block), ctypes.c_void_p(self.shared), self.shared_bytes,
-                                   int(copies == "early"), err, len(err)):
+                                   int(schedule == "eager"), err, len(err)):
             raise EmulationError(f"{kernel} of kernels/{self.relpath} (emulated): {err.value.decode()}")
 
 

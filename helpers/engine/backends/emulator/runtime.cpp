@@ -3,8 +3,8 @@
 // others: __syncthreads (every thread of the block that has not returned), the warp-level
 // instructions mma.sync and ldmatrix (the 32 lanes of a warp, which must all arrive at the same
 // instruction) and the warpgroup-level wgmma (128 threads; its operations run when
-// wgmma.wait_group requires them). A cp.async copy lands when cp.async.wait_group requires it, or
-// in the launch's other mode when issued. Shared memory is the section emu_shared, where cuda.h
+// wgmma.wait_group requires them). Copies land as late as the kernel's waits allow, or in the
+// eager schedule when issued, where warps also run ahead of each other (emu_launch). Shared memory is the section emu_shared, where cuda.h
 // puts every __shared__ array, filled with all-ones bits (NaN in float32, fp16, bf16) before each
 // block. A kernel that waits at different barriers, a warp instruction with a lane missing, a
 // shared address outside shared memory, or a fault (an address outside every allocation) stops
@@ -26,6 +26,7 @@ uint3 block_idx, block_dim, grid_dim;
 Thread* current;
 char error[1024];
 bool copies_at_issue;
+bool eager;                           // the eager schedule: copies at issue, the first warp ahead
 extern bool have_tables;              // instructions.cpp
 
 namespace {
@@ -67,16 +68,21 @@ bool run_block() {
     reset_mbarriers();
     char at[128];
     for (;;) {
+        // every thread that can run runs to where it must wait; in the eager schedule only the
+        // first warp that can, so that it gets as far ahead of the others as the barriers let it
+        int first_warp = -1;
         for (int i = 0; i < n; i++)
-            if (threads[i].state == RUNNABLE) {
+            if (threads[i].state == RUNNABLE && (!eager || first_warp < 0 || i / 32 == first_warp)) {
+                first_warp = i / 32;
                 current = &threads[i];
                 swapcontext(&scheduler, &threads[i].ctx);
                 if (failed) return false;
             }
-        int live = 0, waiting = 0;
+        int live = 0, waiting = 0, runnable = 0;
         for (int i = 0; i < n; i++) {
             live += threads[i].state != DONE;
             waiting += threads[i].state == AT_BARRIER;
+            runnable += threads[i].state == RUNNABLE;
         }
         if (!live) {
             const int w = pending_warpgroup(n);
@@ -164,7 +170,7 @@ bool run_block() {
             for (int i = 0; i < n; i++) if (threads[i].state == AT_NAMED_BARRIER) threads[i].state = RUNNABLE;
             moved = true;
         }
-        if (moved) continue;
+        if (moved || runnable) continue;
         if (waiting == live) {
             for (int i = 0; i < n; i++) if (threads[i].state == AT_BARRIER) threads[i].state = RUNNABLE;
             continue;
@@ -229,9 +235,11 @@ void fail(const char* what) {
 using namespace emu;
 
 // One launch: ``grid`` x ``block`` threads run ``fn`` with ``args``, its library's shared memory
-// ``shared`` (``bytes`` long: emu_shared_section); cp.async copies land as late as
-// cp.async.wait_group allows, or (``early``) when issued: the two ends of what a GPU may do. 0, or -1
-// with the message in ``err``. One runtime serves every kernel library (their threads' stacks).
+// ``shared`` (``bytes`` long: emu_shared_section). Two schedules, the two ends of what a GPU may do:
+// the lazy one (cp.async and TMA copies land as late as the kernel's waits allow; the warps of a
+// block advance together) and the eager one (``early``: copies land when issued; the first warp
+// that can run runs until it must wait, then the next). 0, or -1 with the message in ``err``. One
+// runtime serves every kernel library (their threads' stacks).
 extern "C" int emu_launch(void (*fn)(void**), void** args, const unsigned* grid, const unsigned* block,
                           char* shared, unsigned long bytes, int early, char* err, int errlen) {
     const unsigned n = block[0] * block[1] * block[2];
@@ -258,7 +266,7 @@ extern "C" int emu_launch(void (*fn)(void**), void** args, const unsigned* grid,
     entry_args = args;
     shared_start = shared;
     shared_bytes = shared ? bytes : 0;
-    copies_at_issue = early != 0;
+    copies_at_issue = eager = early != 0;
     nthreads = (int)n;
     block_dim = {block[0], block[1], block[2]};
     grid_dim = {grid[0], grid[1], grid[2]};
