@@ -35,6 +35,8 @@ class EmulatedPlan(BasePlan):
         if s.backend != "cuda":
             raise ValueError(f"stage {s.key} of {op} is an OpenCL stage: the emulator runs CUDA stages "
                              f"(OpenCL stages run on the CPU through PoCL)")
+        if schedule not in emulated.SCHEDULES:
+            raise ValueError(f"the schedule is one of {', '.join(emulated.SCHEDULES)}, not {schedule!r}")
         self.queue, self.schedule = self._Queue(), schedule
         self._plan(op, stage, problem, emulated.DEVICE, defines, guard, workspace_limit)
         s = self.stage
@@ -60,7 +62,8 @@ class EmulatedPlan(BasePlan):
         block = tuple(int(v) for v in step.local_size) + (1,) * (3 - len(step.local_size))
         glob = tuple(int(v) for v in step.global_size) + (1,) * (3 - len(step.global_size))
         if any(g % b for g, b in zip(glob, block)):
-            raise RuntimeError(f"registry bug: global size {step.global_size} is not a multiple of the block {step.local_size}")
+            raise RuntimeError(f"registry bug: global size {step.global_size} is not a multiple of the block "
+                               f"{step.local_size}")
         return step, tuple(g // b for g, b in zip(glob, block)), block
 
     def _rebind(self, names: set, t) -> None:

@@ -1,16 +1,16 @@
 """The CUDA stages run on the CPU (helpers/emulation.py), checked by the one checker.
 
 Without an NVIDIA GPU the .cu files were only compiled to PTX (tests/test_cuda.py); here every
-CUDA stage is built as C++ for the CPU and run over small shapes chosen to reach every edge of its tiles
-(positions, channels and the reduction each past a whole tile, K not a multiple of a chunk,
+CUDA stage is built as C++ for the CPU and run over small shapes chosen to reach every edge of its
+tiles (positions, channels and the reduction each past a whole tile, K not a multiple of a chunk,
 stride 2, kernels 1, 2, 3 and 5, every activation), with guard zones around every tensor and
 workspace, against the NumPy reference, on two schedules, the two ends of what a GPU may do
 (copies landing as late as the kernel's waits allow, warps in step; copies landing when issued,
-the first warp running ahead of the others); every tuning candidate once; the TMA store; and planted
-faults that the GPU tests would catch and the PTX compile does not (each asserted caught). The
-emulated mma.sync, ldmatrix and wgmma (and the TMA's swizzled boxes) read their fragment layouts
-and the 128-byte swizzle from helpers/engine/fragments.py
-(tests/test_fragments.py checks it against the PTX ISA): a wrong model fails here too.
+the first warp running ahead of the others); every tuning candidate once; the TMA store; and
+planted faults that the GPU tests would catch and the PTX compile does not (each asserted
+caught). The emulated mma.sync, ldmatrix and wgmma (and the TMA's swizzled boxes) read their
+fragment layouts and the 128-byte swizzle from helpers/engine/fragments.py (tests/test_fragments.py
+checks it against the PTX ISA): a wrong model fails here too.
 """
 import dataclasses
 import os
@@ -33,7 +33,6 @@ from test_cuda import _args
 from shapes import case_id
 
 CUDA = [s for stages in REGISTRY.values() for s in stages if s.backend == "cuda"]
-EMULATED = CUDA
 
 MISSING = emulated.missing()
 
@@ -90,7 +89,7 @@ def run_checked(stage, c, seed=0, defines=None, schedule="lazy"):
     return plan
 
 
-@pytest.mark.parametrize("stage", EMULATED, ids=lambda s: f"{s.op}-{s.name}")
+@pytest.mark.parametrize("stage", CUDA, ids=lambda s: f"{s.op}-{s.name}")
 def test_emulated_stage_matches_reference_with_guards(stage):
     """Every case of the stage's shapes; the stage's own kernel and, where it has one, its
     fallback both run (a fast path that silently stopped running would show here)."""
@@ -99,7 +98,7 @@ def test_emulated_stage_matches_reference_with_guards(stage):
     assert bool(paths["fallback"]) == bool(stage.fallback), paths
 
 
-SYNCED = [s for s in EMULATED if "__syncthreads" in helpers.kernel_source(s.kernel)]
+SYNCED = [s for s in CUDA if "__syncthreads" in helpers.kernel_source(s.kernel)]
 
 
 @pytest.mark.parametrize("stage", SYNCED, ids=lambda s: f"{s.op}-{s.name}")
@@ -124,7 +123,7 @@ def _own_case(stage):
     return next(c for c in cases(stage) if runs_own_kernel(stage, prepare(stage.op, **_args(c, op=stage.op))))
 
 
-@pytest.mark.parametrize("stage", [s for s in EMULATED if s.tune], ids=lambda s: f"{s.op}-{s.name}")
+@pytest.mark.parametrize("stage", [s for s in CUDA if s.tune], ids=lambda s: f"{s.op}-{s.name}")
 def test_emulated_tune_candidates_match_reference(stage):
     """Each tuning candidate (the search may pick any) on a case that runs the stage's own kernel:
     alone, or where alone it does not fit (a ring of 8 chunks per row in 3 slots), with the other
@@ -188,7 +187,8 @@ FAULTS = {
         ("tc_tf32_wgmma", "wgmma_wait<1>();                  // chunk i-1's products are done (chunk i's may run on) ...",
          "wgmma_wait<2>();", "eager"),
     "13_tc_fp16_pipe.cu: the barrier before a chunk's slot is refilled dropped":
-        ("tc_fp16_pipe", "        __syncthreads();                  // everyone's, and A's store of chunk i; chunk i-1 is read\n",
+        ("tc_fp16_pipe",
+         "        __syncthreads();                  // everyone's, and A's store of chunk i; chunk i-1 is read\n",
          "\n", "eager"),
     "13_tc_nhwc.cu (wgmma): the barrier between the warpgroups before a slot is refilled dropped":
         ("tc_bf16_wgmma", "        __syncthreads();                  // ... in both warpgroups: its slot may be refilled\n",

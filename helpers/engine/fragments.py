@@ -1,9 +1,10 @@
 """Where a warp's registers come from: the fragment layouts of the warp-level matrix instructions
 the tensor-core stages use (chapter 13), as NumPy tables. One model, used by the chapter's
 pictures and exercise checks (helpers/chapters/tensor_cores.py), by the ldmatrix addresses the
-kernels must give (``ldmatrix_rows``), and by the CPU emulation of the kernels, whose mma.sync and
-ldmatrix read these tables (helpers/engine/backends/emulated.py): a wrong entry here makes the
-emulated kernels wrong, and tests/test_fragments.py checks every entry against the PTX ISA.
+kernels must give (``ldmatrix_rows``), and by the CPU emulation of the kernels, whose mma.sync,
+ldmatrix and wgmma (and the TMA's swizzled boxes) read these tables (helpers/engine/backends/
+emulated.py): a wrong entry here makes the emulated kernels wrong, and tests/test_fragments.py
+checks every entry against the PTX ISA.
 
 Within a warp, lane l is in group g = l / 4 (eight groups), at place t = l % 4 in it. A register
 holds one 32-bit value (tf32, f32) or two 16-bit ones (f16, bf16: the lower half first).

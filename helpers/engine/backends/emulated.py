@@ -118,7 +118,8 @@ def _unit(relpath: str, defines: dict, kernels: tuple, source: str | None, arch:
     lines += [f"#define {k} {int(v) if isinstance(v, bool) else v}" for k, v in sorted(defines.items())]
     if arch == "sm_90a":
         lines.append("#define __CUDA_ARCH_FEAT_SM90_ALL 1")
-    text = DYNAMIC_SHARED.sub(r"\1* const \2 = (\1*)emu_dynamic_shared;", source if source is not None else kernel_source(relpath))
+    text = source if source is not None else kernel_source(relpath)
+    text = DYNAMIC_SHARED.sub(r"\1* const \2 = (\1*)emu_dynamic_shared;", text)
     lines += [f'#line 1 "kernels/{relpath}"', text, ""]
     lines += [f"EMU_ENTRY({k})" for k in kernels] + ["EMU_SHARED_SECTION"]
     return "\n".join(lines) + "\n"
