@@ -28,6 +28,7 @@ import re
 import shutil
 import struct
 import subprocess
+import sys
 import tempfile
 from pathlib import Path
 
@@ -69,7 +70,10 @@ def compiler() -> str:
 
 
 def missing() -> str | None:
-    """None when kernels can be emulated here, else what to install."""
+    """None when kernels can be emulated here, else what is missing."""
+    if not sys.platform.startswith("linux"):
+        return (f"the CPU emulation of the CUDA stages runs on Linux (its shared memory is an ELF section), "
+                f"not on {sys.platform}")
     if shutil.which(compiler()) is None:
         return f"the CPU emulation of the CUDA stages needs a C++ compiler ({compiler()}): apt-get install g++"
     return None
