@@ -68,7 +68,8 @@ def clblast_gemm(problem, ctx, *, warmup: int = 3, repeats: int = 20, flush_byte
     from ..engine.check import check_close
     from ..engine.devices import get_queue
     from ..engine.timing import time_enqueue
-    from .gemm import reference, rtol
+    from . import tolerance
+    from .gemm import reference
     queue = get_queue(ctx)
     a, b = problem.inputs["a"], problem.inputs["b"]
     m, n, k = (problem.dims[x] for x in ("M", "N", "K"))
@@ -85,6 +86,7 @@ def clblast_gemm(problem, ctx, *, warmup: int = 3, repeats: int = 20, flush_byte
     enqueue()
     queue.finish()
     expected, magnitude = reference(problem)
-    check_close(dc.get(), expected["c"], magnitude=magnitude["c"], rtol=rtol(problem), name="CLBlast c")
+    check_close(dc.get(), expected["c"], magnitude=magnitude["c"], tolerance=tolerance("gemm", problem)["c"],
+                name="CLBlast c")
     timing = time_enqueue(enqueue, queue, warmup=warmup, repeats=repeats, flush_bytes=flush_bytes)
     return {"name": "CLBlast", "library": "CLBlast SGEMM (libclblast, C API)", **timing.summary()}
