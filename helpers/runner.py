@@ -22,12 +22,12 @@ import pyopencl as cl
 from .engine.backends import cuda
 from .engine.build import build
 from . import chooser
-from .engine.check import CheckResult, MismatchError, check_close, tolerance_stored
+from .engine.check import CheckResult, MismatchError, check_close
 from .engine.devices import DeviceLimitError, describe, get_context, get_queue
 from .engine.tensor import STORAGE, DeviceTensor, Tensor
 from .engine.timing import time_enqueue, time_enqueue_steps, time_plan
 from .launch import Step, TensorMap, family, hook
-from .ops import op_module
+from .ops import op_module, tolerance
 from .ops.problem import Problem
 from .stages import REGISTRY, Stage, get_stage, twin_of
 from .tuning import Tuned, tuned_for
@@ -198,29 +198,27 @@ def reference_for(plan) -> tuple:
 
 def check_plan(plan, expected: tuple | None = None) -> CheckResult:
     """The one check: a plan's current outputs against its operation's reference (every output,
-    the op's tolerance scaled by magnitude); raises MismatchError. ``expected``: reference_for(plan)
-    (or a plan's of the same problem and precision), when the caller already has it. Marks the
-    plan as checked."""
-    mod = op_module(plan.op)
-    precision = plan.stage.precision
+    per element and as a whole: ops.tolerance); raises MismatchError. ``expected``:
+    reference_for(plan) (or a plan's of the same problem and precision), when the caller already
+    has it. Marks the plan as checked."""
     expected, magnitude = reference_for(plan) if expected is None else expected
     got = plan.outputs()
-    op_rtol = mod.rtol(plan.problem, mma=precision) if plan.stage.tensor_cores else mod.rtol(plan.problem)
-    rtol, atol = tolerance_stored(op_rtol, precision)
+    tol = tolerance(plan.op, plan.problem, plan.stage)
     try:
-        results = [check_close(got[name], expected[name], magnitude=magnitude[name],
-                               rtol=rtol, atol=atol, name=name) for name in plan.problem.outputs]
+        results = [check_close(got[name], expected[name], magnitude=magnitude[name], tolerance=tol[name],
+                               name=name) for name in plan.problem.outputs]
     except MismatchError as err:
         note = nonfinite_inputs(plan.problem)
         if not note:
             raise
         raise MismatchError(f"{err}\n(the inputs are not all finite: {note}; the outputs they reach are NaN "
-                            f"or inf in the reference too, and those match)") from None
+                            f"or inf in the reference too, and those match)", err.result) from None
     plan.checked = True
     names = " and ".join(plan.problem.outputs)
     return CheckResult(f"{plan.stage.key} {names}", sum(r.count for r in results),
                        max(r.max_error for r in results), max(r.worst_ratio for r in results), plan.path,
-                       sum(r.nonfinite for r in results), nonfinite_inputs(plan.problem))
+                       norm_ratio=max(r.norm_ratio for r in results), nonfinite=sum(r.nonfinite for r in results),
+                       note=nonfinite_inputs(plan.problem))
 
 
 def nonfinite_inputs(problem: Problem) -> str:

@@ -20,9 +20,8 @@ import sys
 
 import numpy as np
 
-from ..engine.check import tolerance_stored
 from ..engine.fragments import fragment_owner, ldmatrix_rows
-from ..ops import conv_dgrad
+from ..ops import conv_dgrad, tolerance
 from ..ops.layers import layer_set
 from ..runner import plan_stage
 from ..stages import get_stage
@@ -407,9 +406,7 @@ def ncu_summary(path: str = "tc/ncu_nhwc_nvidia-h200.txt", metrics=NCU_METRICS) 
 
 def tested_rtol(problem, stage) -> float:
     """The relative tolerance (of the sum of |terms|) stage is checked to on this problem."""
-    s = get_stage("conv_dgrad", stage)
-    rtol = conv_dgrad.rtol(problem, mma=s.precision) if s.tensor_cores else conv_dgrad.rtol(problem)
-    return tolerance_stored(rtol, s.precision)[0]
+    return tolerance("conv_dgrad", problem, get_stage("conv_dgrad", stage))["grad_input"].rtol
 
 
 def accuracy(layers="resnet50", n: int = 4, stages=STAGES, activation: str = "none") -> list:

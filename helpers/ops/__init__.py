@@ -4,9 +4,19 @@ An operation module defines:
 - ``prepare(**kwargs) -> Problem``: validation; errors name the problem, before any launch;
 - ``reference(problem) -> (expected, magnitude)``: dicts of float64 arrays keyed by output name;
   ``magnitude`` is what the tolerance scales with (see helpers/engine/check.py);
-- ``rtol(problem) -> float``: the relative tolerance against that magnitude.
+- ``terms(problem) -> int``: how many terms each output's sums add (what rounding grows with);
+- ``rtol(problem) -> float``: the relative tolerance per element against that magnitude
+  (``rtol(problem, mma=precision)`` for an op with tensor-core stages);
+- optionally ``fused_operand(problem) -> bool`` (a tensor-core stage rounds a fused operand) and
+  ``CONDITIONED``: the outputs computed from statistics, checked as a whole against their
+  magnitude (helpers/engine/check.py).
+``tolerance(op, problem, stage)`` puts these together: the one place they are composed.
 """
+from __future__ import annotations
+
 from importlib import import_module
+
+from ..engine import check
 
 _MODULES = {
     "conv_dgrad": "helpers.ops.conv_dgrad",
@@ -23,3 +33,17 @@ def op_module(op: str):
     if op not in _MODULES:
         raise ValueError(f"unknown op {op!r}; the course has {', '.join(sorted(_MODULES))}")
     return import_module(_MODULES[op])
+
+
+def tolerance(op: str, problem, stage=None) -> dict:
+    """Each output's Tolerance (helpers/engine/check.py) for ``stage`` (a registry Stage: its
+    precision, and whether it sums on tensor cores; None: a float32 stage): the op's rtol per
+    element and its terms, composed with the stage's storage and tensor cores."""
+    mod = op_module(op)
+    precision = stage.precision if stage is not None else "fp32"
+    mma = stage is not None and stage.tensor_cores
+    rtol = mod.rtol(problem, mma=precision) if mma else mod.rtol(problem)
+    fused = mma and getattr(mod, "fused_operand", lambda p: False)(problem)
+    conditioned = getattr(mod, "CONDITIONED", ())
+    return {name: check.tolerance(rtol, mod.terms(problem), precision, mma, fused, name in conditioned)
+            for name in problem.outputs}

@@ -72,11 +72,20 @@ def reference(p: Problem):
     return {"grad_input": expected}, {"grad_input": magnitude}
 
 
+def terms(p: Problem) -> int:
+    """Each input gradient sums K*KH*KW products (fewer at borders and strides)."""
+    d = p.dims
+    return d["K"] * d["KH"] * d["KW"]
+
+
+def fused_operand(p: Problem) -> bool:
+    """A tensor-core stage rounds dy times the activation's derivative to its operand format."""
+    return p.dims["activation"] != "none"
+
+
 def rtol(p: Problem, mma: str | None = None) -> float:
     """The float32 sum's tolerance; ``mma``: a tensor-core stage's precision (chapter 13)."""
-    d = p.dims
-    n = d["K"] * d["KH"] * d["KW"]
-    return rtol_for_sum(n) if mma is None else rtol_mma(n, mma, fused=d["activation"] != "none")
+    return rtol_for_sum(terms(p)) if mma is None else rtol_mma(terms(p), mma, fused=fused_operand(p))
 
 
 def random_problem_args(n, c, h, w, k, kernel=3, stride=1, padding=1, activation="none", seed=0):

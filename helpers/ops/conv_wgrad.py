@@ -93,10 +93,14 @@ def reference(p: Problem):
     return {"grad_weight": expected}, {"grad_weight": magnitude}
 
 
-def rtol(p: Problem) -> float:
+def terms(p: Problem) -> int:
     """Each weight sums N*OH*OW products."""
     d = p.dims
-    return rtol_for_sum(d["N"] * d["OH"] * d["OW"])
+    return d["N"] * d["OH"] * d["OW"]
+
+
+def rtol(p: Problem) -> float:
+    return rtol_for_sum(terms(p))
 
 
 def random_problem_args(n, c, h, w, k, kernel=3, stride=1, padding=1, activation="none", seed=0):

@@ -44,8 +44,13 @@ def reference(p: Problem):
     return {"c": a @ b}, {"c": np.abs(a) @ np.abs(b)}
 
 
+def terms(p: Problem) -> int:
+    """Each element of C sums K products."""
+    return p.dims["K"]
+
+
 def rtol(p: Problem) -> float:
-    return rtol_for_sum(p.dims["K"])
+    return rtol_for_sum(terms(p))
 
 
 def tile_requires(d: dict, vectors: bool = False, fixed_column: bool = False):
@@ -98,6 +103,7 @@ def library_times(problem: Problem, ctx, warmup: int, repeats: int, flush_bytes:
     from .vendor_clblast import available, clblast_gemm     # imports pyopencl: only where OpenCL runs
     if not available():
         return []
-    t = clblast_gemm(problem, ctx, reference(problem), rtol(problem), warmup=warmup, repeats=repeats,
-                     flush_bytes=flush_bytes)
+    from . import tolerance
+    t = clblast_gemm(problem, ctx, reference(problem), tolerance("gemm", problem)["c"], warmup=warmup,
+                     repeats=repeats, flush_bytes=flush_bytes)
     return [t] if t is not None else []

@@ -59,10 +59,11 @@ def sgemm(queue, m: int, n: int, k: int, a, b, c):
     return cl.Event.from_int_ptr(event.value, retain=False)
 
 
-def clblast_gemm(problem, ctx, reference, rtol: float, *, warmup: int = 3, repeats: int = 20,
+def clblast_gemm(problem, ctx, reference, tolerance, *, warmup: int = 3, repeats: int = 20,
                  flush_bytes: int | None = None):
     """Median time of CLBlast's SGEMM for an op-gemm problem on ctx's device, or None; its product
-    checked first against ``reference`` (expected, magnitude) to ``rtol`` (the op's)."""
+    checked first against ``reference`` (expected, magnitude) within ``tolerance`` (the op's,
+    helpers/ops: tolerance)."""
     if not available():
         return None
     import pyopencl.array as cla
@@ -86,6 +87,6 @@ def clblast_gemm(problem, ctx, reference, rtol: float, *, warmup: int = 3, repea
     enqueue()
     queue.finish()
     expected, magnitude = reference
-    check_close(dc.get(), expected["c"], magnitude=magnitude["c"], rtol=rtol, name="CLBlast c")
+    check_close(dc.get(), expected["c"], magnitude=magnitude["c"], tolerance=tolerance, name="CLBlast c")
     timing = time_enqueue(enqueue, queue, warmup=warmup, repeats=repeats, flush_bytes=flush_bytes)
     return {"name": "CLBlast", "library": "CLBlast SGEMM (libclblast, C API)", **timing.summary()}
