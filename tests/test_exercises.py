@@ -40,6 +40,15 @@ def _names_each_mistake(check, wrong: dict, capsys, hidden: str | None = None):
     assert not ok and "Not answered yet" in out
 
 
+def _macs(n, c, h, w, k, r, s, st, p):
+    """The multiply-adds the naive kernel performs: per work-item, the (r, s) whose output exists."""
+    rows = sum(1 for i in range(h) for q in range(r) if (i + p - q) % st == 0 and 0 <= (i + p - q) // st < output_size(h, r, st, p)
+               and i + p - q >= 0)
+    cols = sum(1 for i in range(w) for q in range(s) if (i + p - q) % st == 0 and 0 <= (i + p - q) // st < output_size(w, s, st, p)
+               and i + p - q >= 0)
+    return n * c * k * rows * cols
+
+
 def _f23(d, g):
     m1, m4 = (d[0] - d[2]) * g[0], (d[1] - d[3]) * g[2]
     m2 = (d[1] + d[2]) * ((g[0] + g[1] + g[2]) / 2)
@@ -50,7 +59,10 @@ def _f23(d, g):
 RIGHT = {
     "check_output_size": lambda s, k, st, p: (s + 2 * p - k) // st + 1,
     "check_touched_outputs": lambda h, k, s, p, n: [o for o in range(n) if 0 <= h + p - o * s < k],
-    "check_flops": lambda n, c, h, w, k, r, s, st, p: 2 * n * k * output_size(h, r, st, p) * output_size(w, s, st, p) * c * r * s,
+    "check_launch": lambda n, c, h, w, wg: (((h * w + wg - 1) // wg * wg, c, n), ((h * w + wg - 1) // wg * wg - h * w) * c * n,
+                                            (h * w + wg - 1) // wg * c * n),
+    "check_naive_bytes": lambda n, c, h, w, k, r, s, st, p, a: 4 * ((2 if a == "none" else 3) * _macs(n, c, h, w, k, r, s, st, p)
+                                                                 + n * c * h * w),
     "check_intensity": lambda n, c, size, k, r, st, p: (
         2 * n * k * output_size(size, r, st, p) ** 2 * c * r * r
         / (4 * (n * k * output_size(size, r, st, p) ** 2 + c * k * r * r + n * c * size * size))),
@@ -79,12 +91,12 @@ RIGHT = {
 WRONG = {
     "check_output_size": [lambda s, k, st, p: (s + 2 * p - k) // st,          # off by one
                           lambda s, k, st, p: (s + p - k) // st + 1],         # padding once
+    "check_launch": [lambda n, c, h, w, wg: ((h * w, c, n), 0, (h * w + wg - 1) // wg * c * n),     # not rounded up
+                     lambda n, c, h, w, wg: (RIGHT["check_launch"](n, c, h, w, wg)[0], 0, 1)],
     "check_touched_outputs": [lambda h, k, s, p, n: [o for o in range(n) if 0 <= h + p - o * s <= k],  # one too many
                               lambda h, k, s, p, n: [o for o in range(n) if 0 <= h - o * s < k]],     # padding forgotten
-    "check_flops": [lambda n, c, h, w, k, r, s, st, p: n * k * output_size(h, r, st, p) * output_size(w, s, st, p) * c * r * s,
-                    lambda n, c, h, w, k, r, s, st, p: 2 * n * k * h * w * c * r * s,
-                    lambda n, c, h, w, k, r, s, st, p:   # the kernel's height and width swapped
-                    2 * n * k * output_size(h, s, st, p) * output_size(w, r, st, p) * c * r * s],
+    "check_naive_bytes": [lambda n, c, h, w, k, r, s, st, p, a: 4 * 2 * n * c * h * w * k * r * s,   # no checks
+                          lambda n, c, h, w, k, r, s, st, p, a: RIGHT["check_naive_bytes"](n, c, h, w, k, r, s, st, p, a) // 4],
     "check_intensity": [lambda *a: RIGHT["check_intensity"](*a) / 2, lambda *a: RIGHT["check_intensity"](*a) * 4],
     "check_valid_table": [lambda h, x, k, s, p, H, W: np.array(  # the stride forgotten
         [[0 <= h + p - r < output_size(H, k, s, p) and 0 <= x + p - c < output_size(W, k, s, p)
@@ -397,6 +409,21 @@ def _intensity_hw(n, c, size, k, r, st, p):          # FLOPs over the input's H 
 
 
 NAMED = [
+    ("check_naive_bytes", lambda n, c, h, w, k, r, s, st, p, a: 4 * ((2 if a == "none" else 3) * n * k * c * r * s
+                          * output_size(h, r, st, p) * output_size(w, s, st, p) + n * c * h * w), "lies in the padding"),
+    ("check_naive_bytes", lambda n, c, h, w, k, r, s, st, p, a: 4 * 2 * _macs(n, c, h, w, k, r, s, st, p) + 4 * n * c * h * w,
+     "also reads y"),
+    ("check_naive_bytes", lambda n, c, h, w, k, r, s, st, p, a: 4 * (2 if a == "none" else 3) * _macs(n, c, h, w, k, r, s, st, p),
+     "writes its one value"),
+    ("check_naive_bytes", lambda n, c, h, w, k, r, s, st, p, a: 4 * ((2 if a == "none" else 3) * n * c * h * w * k * r * s
+                                                                    + n * c * h * w), "is skipped"),
+    ("check_launch", lambda n, c, h, w, wg: ((h * w, c, n), 0, (h * w + wg - 1) // wg * c * n), "not rounded up"),
+    ("check_launch", lambda n, c, h, w, wg: (RIGHT["check_launch"](n, c, h, w, wg)[0],
+                                             RIGHT["check_launch"](n, c, h, w, wg)[0][0] - h * w,
+                                             RIGHT["check_launch"](n, c, h, w, wg)[2]), "one (channel, image) plane"),
+    ("check_launch", lambda n, c, h, w, wg: (RIGHT["check_launch"](n, c, h, w, wg)[0],
+                                             RIGHT["check_launch"](n, c, h, w, wg)[1],
+                                             RIGHT["check_launch"](n, c, h, w, wg)[0][0] // wg), "dimension 0 only"),
     ("check_intensity", _intensity_hw, "use the input's H x W positions"),
     ("check_intensity", lambda *a: RIGHT["check_intensity"](*a) * 4, "count bytes (4 per float), not floats"),
     ("check_intensity", lambda *a: RIGHT["check_intensity"](*a) / 2, "a multiply-add is 2"),
