@@ -26,40 +26,44 @@ def sweep(stage: str, layer: dict, settings: list[dict], ctx, repeats: int = 5, 
           op: str = "conv_dgrad") -> list[dict]:
     """Each setting (JIT parameters) of a stage on one layer, checked, then timed in ``rounds``
     interleaved rounds of ``repeats`` runs (every setting once per round, so a busy spell of a shared
-    machine falls on all of them); the median and interquartile range of all its runs."""
+    machine falls on all of them): the median and interquartile range of all its runs, and the
+    median of each round."""
     plans = [plan_stage(op, stage, ctx=ctx, defines=d, **layer_args(layer)) for d in settings]
     runs = [[] for _ in plans]
     for _ in range(rounds):
         for i, plan in enumerate(plans):
-            runs[i] += list(time_plan(plan, warmup=2, repeats=repeats).times_ms)
+            runs[i].append(list(time_plan(plan, warmup=2, repeats=repeats).times_ms))
     out = []
-    for plan, times in zip(plans, runs):
-        t = Timing(times)
+    for plan, per_round in zip(plans, runs):
+        t = Timing([x for r in per_round for x in r])
         out.append({"layer": layer["name"], "defines": plan.defines, "median_ms": t.median_ms,
-                    "q1_ms": t.q1_ms, "q3_ms": t.q3_ms, "runs": len(times)})
+                    "q1_ms": t.q1_ms, "q3_ms": t.q3_ms, "runs": len(t.times_ms),
+                    "round_ms": [Timing(r).median_ms for r in per_round]})
     return out
 
 
 def sweep_lines(rows: list[dict], param: str) -> list[str]:
-    """One line per setting against the fastest: its median, its range, and whether the ranges
-    (interquartile) separate it from the fastest; then which settings the spread does not separate."""
+    """One line per setting against the fastest: its median and range, each round's median, and
+    whether it is told apart from the fastest: slower in every round and beyond both ranges. The
+    settings not told apart are listed: their order is noise in this run."""
     best = min(rows, key=lambda r: r["median_ms"])
     lines, tied = [], []
     for r in rows:
         v = r["defines"][param]
-        apart = r["q1_ms"] > best["q3_ms"]
+        apart = r["q1_ms"] > best["q3_ms"] and all(a > b for a, b in zip(r["round_ms"], best["round_ms"]))
         if r is best:
             verdict = "the fastest median"
         elif apart:
-            verdict = f"x{r['median_ms'] / best['median_ms']:.2f} the fastest's time, beyond both spreads"
+            verdict = f"x{r['median_ms'] / best['median_ms']:.2f} the fastest's time, slower in every round"
         else:
-            verdict = "within the spread of the fastest"
+            verdict = "not told apart from the fastest"
             tied.append(v)
-        lines.append(f"{param}={v:>2}: median {r['median_ms']:7.3f} ms (IQR {r['q1_ms']:.3f}-{r['q3_ms']:.3f}, "
-                     f"{r['runs']} runs): {verdict}")
+        rounds = ", ".join(f"{m:.2f}" for m in r["round_ms"])
+        lines.append(f"{param}={v:>2}: median {r['median_ms']:7.3f} ms (IQR {r['q1_ms']:.3f}-{r['q3_ms']:.3f}; "
+                     f"rounds {rounds}): {verdict}")
     if tied:
-        lines.append(f"{param} = {', '.join(str(v) for v in [best['defines'][param]] + tied)}: not told apart by "
-                     f"this run (their ranges overlap), so their order is noise here")
+        lines.append(f"{param} = {', '.join(str(v) for v in [best['defines'][param]] + tied)}: their ranges overlap or "
+                     f"their order changes between rounds, so the order among them is noise in this run")
     return lines
 
 
@@ -152,12 +156,13 @@ def edge_launch_lines() -> list[str]:
     for run in runs:
         rows = {(r["layer"], r["key"]): r for r in run["rows"]}
         lines += [f"{run['device']['name']}, conv_dgrad over 'edge':",
-                  f"   {'layer':<16} {'07 groups':>9} {'08 groups':>9} {'08 useful work-items':>21} {'08 over 07':>10}"]
+                  f"   {'layer':<16} {'07 groups':>9} {'08 groups':>9} {'08 work-items':>14} {'of them useful':>15} "
+                  f"{'08 over 07':>10}"]
         for name, lay in lays.items():
             r7, r8 = rows[(name, "07_input_depth")], rows[(name, "08_width")]
             g7, g8 = work_groups("07", lay, r7["defines"]), work_groups("08", lay, r8["defines"])
             useful = round(g8["work_items"] * g8["used"])
-            lines.append(f"   {name:<16} {g7['groups']:9d} {g8['groups']:9d} {useful:21,d} "
+            lines.append(f"   {name:<16} {g7['groups']:9d} {g8['groups']:9d} {g8['work_items']:14,d} {useful:15,d} "
                          f"{'x' + format(r7['median_ms'] / r8['median_ms'], '.2f'):>10}")
         lines.append(f"   compute units: {run['device']['compute_units']}")
         over = lambda key: geomean(rows[(n, key)]["x_first"] for n in lays)
