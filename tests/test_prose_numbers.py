@@ -42,6 +42,7 @@ DERIVED = {
     "04_weight_vectorization": {"4.5": "9 requests over 2, stated beside it", "32": "8 floats of 4 bytes, stated beside it",
                                 "36": "9 floats of 4 bytes, stated beside it",
                                 "128": "a line size the picture offers, an input", "4": "bytes per float"},
+    "09_local_memory": {"228": "KiB of shared memory per Hopper SM, a published limit (an input)"},
     "12_winograd": {"2.25": "36 multiplications over 16, derived in the chapter"},
     "13_tensor_cores": {"0.6": "the TF32 target ratio to cuDNN, an input (printed beside the measured one)",
                         "0.5": "the fp16 target ratio to cuDNN, an input (printed beside the measured one)"},

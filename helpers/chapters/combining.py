@@ -12,14 +12,14 @@ from ..analysis.results import find
 from ..analysis.summary import geomean
 from ..engine.timing import Timing, time_plan
 from ..ops.layers import args as layer_args, layer_set
-from ..registers import recorded_registers
+from ..registers import groups_per_unit, recorded_registers
 from ..runner import plan_stage
 from .pictures_combining import tuning_tables, work_groups
 
-# NVIDIA Hopper (compute capability 9.0), from NVIDIA's CUDA programming guide: 32-bit registers
-# per compute unit (SM), warps an SM holds at most, registers per work-item at most, the step in
-# which registers are handed out per work-item, and work-items per warp
-REGS_PER_CU, MAX_WARPS, MAX_REGS, REG_STEP, WARP = 65536, 64, 255, 8, 32
+# NVIDIA Hopper (compute capability 9.0), from NVIDIA's CUDA programming guide: warps an SM holds
+# at most, registers per work-item at most, work-items per warp (the registers per SM and the step
+# in which they are handed out are helpers/registers.py's, which groups_per_unit uses)
+MAX_WARPS, MAX_REGS, WARP = 64, 255, 32
 
 
 def sweep(stage: str, layer: dict, settings: list[dict], ctx, repeats: int = 5, rounds: int = 3,
@@ -68,11 +68,9 @@ def sweep_lines(rows: list[dict], param: str) -> list[str]:
 
 
 def warps_that_fit(registers: int, wg: int) -> int:
-    """Warps of a kernel with ``registers`` per work-item that fit one Hopper SM, in work-groups of
-    ``wg`` (registers handed out in steps of REG_STEP per work-item, whole work-groups only)."""
-    per_warp = -(-registers // REG_STEP) * REG_STEP * WARP
-    groups = (REGS_PER_CU // per_warp) // (wg // WARP)
-    return min(MAX_WARPS, groups * (wg // WARP))
+    """Warps of a kernel with ``registers`` per work-item that fit one Hopper SM, in whole
+    work-groups of ``wg`` (helpers/registers.py: groups_per_unit)."""
+    return groups_per_unit(registers, wg) * wg // WARP
 
 
 def _searched(stage_key: str, wg: int, keys=("CPW", "SPLIT")) -> dict:
