@@ -484,3 +484,19 @@ def test_kernel_gap_lessons_accept_other_right_ways(own_ctx, capsys):
 def test_a_gap_view_conceals_the_comment_that_states_its_answer():
     view = kernel_gap("inside_test").view()
     assert "Memory safety: the vector path runs only when" not in view and "// ..." in view
+
+
+@pytest.mark.parametrize("name", sorted(GAPS))
+def test_kernel_gap_cases_run_the_path_its_gap_sits_in(name, ctx):
+    """A gap inside a stage's fast path (`#if KH == 3 && KW == 3`, `#if STRIDE == 1`) is only
+    checked if some case builds that path: at least one case of the gap takes the stage's fast path
+    (runner.path_of), so the learner's lines are compiled and run, not left out by the preprocessor."""
+    from helpers.runner import path_of
+    from helpers.stages import get_stage
+    g = kernel_gap(name)
+    stage = get_stage(g.op, g.stage)
+    paths = {label: path_of(g.op, g.stage, ctx=ctx, **make()) for label, make in g.cases}
+    if stage.fast:
+        assert "fast" in paths.values(), paths
+    else:
+        assert set(paths.values()) <= {"only"}, paths

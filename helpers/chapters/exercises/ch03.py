@@ -27,6 +27,6 @@ def check_valid_table(answer_fn) -> bool:
             what = ("marks a weight that meets no output position" if got[r, c] else
                     "misses a weight that does meet an output position")
             return _verdict(False, "", f"input ({h}, {x}) of a {hh}x{ww} input, kernel {k}, stride {s}, "
-                            f"padding {p}: your table {what}, at (r={r}, s={c}) (is h + pad - r a multiple "
-                            f"of the stride, and is the quotient inside 0..OH-1?)")
+                            f"padding {p}: your table {what}, at (r={r}, s={c}): does that row and that "
+                            f"column each reach an output position?")
     return _verdict(True, "your table agrees with stage 03's for every position tried", "")
