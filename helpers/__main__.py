@@ -1,4 +1,6 @@
 """`python -m helpers`: list the OpenCL devices and the one the course would choose."""
+import sys
+
 from .engine.devices import main
 
-main()
+sys.exit(main())

@@ -17,6 +17,7 @@ import datetime as dt
 import itertools
 import json
 import math
+import os
 import platform
 import re
 import shlex
@@ -25,19 +26,21 @@ from pathlib import Path
 
 import numpy as np
 
-from . import chooser
-from .analysis.results import RESULTS
+from .analysis import names
+from .analysis.names import RESULTS, slug
 from .analysis.summary import geomean, summary, vendor_name
 from .engine.backends import require
 from .engine.devices import device_info, get_context
+from .engine.progress import progress as progress_bar
 from .engine.tensor import STORAGE
 from .engine.timing import default_flush_bytes, time_plan, time_steps
 from .ops import op_module
-from .ops.layers import layer_set
+from .ops.layers import layer_set, op_layers
 from .peak import roofline
 from .runner import Plan, check_plan, device_defines, hook, prepare, reference_for, resolve
 from .stages import get_stage, stage_names
-from .tuning import TUNED, ignored as tuned_ignored, reload as reload_tuned
+from .tuning import TUNED, ignored as tuned_ignored, mode as tuning_mode, record as write_tuned
+from .tuning import summary as tuning_summary
 
 
 def versions() -> dict:
@@ -47,33 +50,22 @@ def versions() -> dict:
             "pyopencl": pyopencl.VERSION_TEXT, **vendor_versions()}
 
 
-def _progress(total, enabled):
-    try:
-        from tqdm.auto import tqdm
-    except ImportError:  # pragma: no cover
-        tqdm = None
-    if tqdm is None or not enabled:
-        class _Null:
-            def update(self, n=1): pass
-            def set_description(self, d): pass
-            def close(self): pass
-            def write(self, s): print(s, flush=True)
-        return _Null()
-    return tqdm(total=total, leave=False)
-
-
-def run(op: str = "conv_dgrad", stages=None, layers="ci", ctx=None, *, activation: str = "none",
+def run(op: str = "conv_dgrad", stages=None, layers=None, ctx=None, *, activation: str = "none",
         warmup: int = 3, repeats: int = 20, vendor: bool = True, peak: bool = True, tune: bool = False,
         progress: bool = True, verbose: bool = False, record_tuned: bool = False, tag: str | None = None,
         defines: dict | None = None, tune_only: list | None = None) -> dict:
-    """Benchmark ``stages`` (names/numbers, default all) of ``op`` over a layer set; returns a dict.
-    ``tune_only``: parameter names; the search covers only those (implies ``tune``)."""
-    ctx = get_context(ctx)
+    """Benchmark ``stages`` (names/numbers, default all OpenCL stages) of ``op`` over a layer set
+    (a name, default the op's small set, or a list of layers); returns a dict. ``tune_only``:
+    parameter names; the search covers only those (implies ``tune``)."""
     mod = op_module(op)
+    layers = layers or op_layers(mod)[1]
+    lays = layer_set(layers, op) if isinstance(layers, str) else list(layers)
+    if warmup < 0 or repeats < 1:
+        raise ValueError(f"warmup {warmup} and repeats {repeats}: warm-up launches are 0 or more, repeats 1 or more")
+    ctx = get_context(ctx)
     stages = [get_stage(op, s) for s in (stages or stage_names(op))]
     for s in stages:
         require(s.backend, f"stage {s.name} of {op}")
-    lays = layer_set(layers) if isinstance(layers, str) else list(layers)
     for s in stages:                  # wrong JIT parameters: refused before any launch
         from .runner import check_define_values
         check_define_values(s, defines or {})
@@ -97,13 +89,13 @@ def run(op: str = "conv_dgrad", stages=None, layers="ci", ctx=None, *, activatio
            "host": {"machine": platform.machine(), "system": platform.system()}, "versions": versions(),
            "settings": {"warmup": warmup, "repeats": repeats, "flush_bytes": flush, "activation": activation,
                         "tuned_parameters": ("none: the registry's defaults (COURSE_TUNED=none)" if tuned_ignored()
-                                             else "results/tuned.json where it has the device")},
+                                             else "")},
            "rows": [], "vendor": [], "tuned": {}}
     if tag:
         out["tag"] = tag          # a run for one comparison (e.g. cuda_twins), apart from the ladders
     if peak:
         out["roofline"] = roofline(ctx)
-    bar = _progress(len(lays) * len(stages), progress)
+    bar = progress_bar(len(lays) * len(stages), progress)
     if tune:
         out["tuned"] = {s.key: search(op, s, lays, ctx, activation, warmup, repeats, bar, tune_only)
                         for s in stages if s.tune}
@@ -131,7 +123,7 @@ def run(op: str = "conv_dgrad", stages=None, layers="ci", ctx=None, *, activatio
                    **timing.summary(), "times_ms": timing.times_ms,
                    "gflops": problem.flops / sec / 1e9, "gbps": problem.bytes_moved(plan.stage.precision) / sec / 1e9,
                    "flops": problem.flops, "min_bytes": problem.bytes_moved(plan.stage.precision),
-                   "verified": verdict and verdict_after}
+                   "verified": verdict and verdict_after, "tuned_from": plan.tuned_source}
             if len(plan.steps) > 1:          # which kernel of the stage takes the time
                 row["steps_ms"] = [[name, t.median_ms] for name, t in
                                    time_steps(plan, warmup=1, repeats=max(3, repeats // 2), flush_bytes=flush)]
@@ -161,6 +153,10 @@ def run(op: str = "conv_dgrad", stages=None, layers="ci", ctx=None, *, activatio
                          gbps=problem.min_bytes / (v["median_ms"] * 1e-3) / 1e9)
                 out.setdefault("libraries", []).append(v)
     bar.close()
+    if not tuned_ignored():             # where each row's parameters came from (helpers/tuning.py)
+        out["settings"]["tuned_parameters"] = ("COURSE_TUNED=fresh: this device's recorded values left out; "
+                                               if tuning_mode() == "fresh" else "") + \
+            tuning_summary({r["key"]: r["tuned_from"] for r in out["rows"]}.values())
     half = any(STORAGE[s.precision] != "float32" for s in stages)
     out["formulas"] = {"gflops": problem.flops_formula,
                        "gbps": problem.bytes_formula + ("; 2 bytes per value for the fp16 and bf16 rows" if half else ""),
@@ -196,39 +192,59 @@ def _relative(out: dict) -> None:
             r["x_vendor"] = vend[key] / r["median_ms"]
 
 
+class Trial:
+    """A stage's tuning candidates over a list of problems: each candidate built, checked against
+    the reference (computed once per problem and precision, shared through ``expected``), then
+    timed. On a problem the stage runs itself with its defaults, a candidate that falls back to
+    another stage (a ring too big for shared memory, say) is refused, not timed under its name."""
+
+    def __init__(self, op: str, stage, problems: list, ctx, warmup: int, repeats: int, expected: dict | None = None):
+        self.op, self.stage, self.problems, self.ctx = op, stage, problems, ctx
+        self.warmup, self.repeats = warmup, repeats
+        self.expected = {} if expected is None else expected
+        self.own = [resolve(op, stage.name, p, ctx, None)[0].key == stage.key for p in problems]
+
+    def times(self, defines: dict) -> list[float]:
+        """Median ms per problem with ``defines``; raises for a candidate that cannot run as itself."""
+        times = []
+        for i, problem in enumerate(self.problems):
+            plan = Plan(self.op, self.stage.name, problem, self.ctx, defines, guard=False)
+            if self.own[i] and plan.stage.key != self.stage.key:
+                need = hook(self.stage, "requires")(problem, {**self.stage.defines, **defines})
+                raise ValueError(f"falls back to {plan.stage.key} on {problem.label}: {need}")
+            plan.enqueue()
+            key = (i, plan.stage.precision)
+            if key not in self.expected:
+                self.expected[key] = reference_for(plan)
+            check_plan(plan, self.expected[key])           # a wrong candidate is never timed
+            times.append(time_plan(plan, warmup=self.warmup, repeats=max(5, self.repeats // 4)).median_ms)
+        return times
+
+    def attempt(self, defines: dict) -> dict:
+        """{'defines', 'geomean_ms', 'times_ms'} or {'defines', 'error'} (a combination the device
+        cannot run: too many registers, too much local memory, a fallback, ...)."""
+        try:
+            times = self.times(defines)
+        except Exception as err:
+            return {"defines": defines, "error": str(err).splitlines()[0]}
+        return {"defines": defines, "geomean_ms": geomean(times), "times_ms": times}
+
+
 def search(op, stage, lays, ctx, activation, warmup, repeats, bar=None, only=None) -> dict:
     """Try every combination of the stage's tune candidates, each checked before it is timed;
     keep the best geometric-mean time. ``only``: search just these parameters; the others keep
     the values recorded for this device (or the defaults), and the result holds them all."""
     mod = op_module(op)
     names = sorted(n for n in stage.tune if only is None or n in only)
-    tried = []
     problems = [prepare(op, **mod.layer_args(lay, activation=activation)) for lay in lays]
-    # the layers the stage runs itself with its defaults: there a candidate that falls back to
-    # another stage (a ring too big for shared memory, say) is refused, not timed under its name
-    own = [resolve(op, stage.name, p, ctx, None)[0].key == stage.key for p in problems]
-    expected = {}
+    trial = Trial(op, stage, problems, ctx, warmup, repeats)
+    tried = []
     for values in itertools.product(*(stage.tune[n] for n in names)):
-        defines = dict(zip(names, values))
-        times = []
-        try:
-            for i, problem in enumerate(problems):
-                plan = Plan(op, stage.name, problem, ctx, defines, guard=False)
-                if own[i] and plan.stage.key != stage.key:
-                    need = hook(stage, "requires")(problem, {**stage.defines, **defines})
-                    raise ValueError(f"falls back to {plan.stage.key} on {problem.label}: {need}")
-                plan.enqueue()
-                key = (i, plan.stage.precision)
-                if key not in expected:
-                    expected[key] = reference_for(plan)
-                check_plan(plan, expected[key])           # a wrong candidate is never timed
-                times.append(time_plan(plan, warmup=warmup, repeats=max(5, repeats // 4)).median_ms)
-        except Exception as err:  # a combination the device cannot run (too many registers, ...)
-            tried.append({"defines": defines, "error": str(err).splitlines()[0]})
-            continue
-        tried.append({"defines": defines, "geomean_ms": geomean(times)})
-        if bar is not None:
-            bar.set_description(f"tuning {stage.key} {defines}")
+        result = trial.attempt(dict(zip(names, values)))
+        result.pop("times_ms", None)
+        tried.append(result)
+        if bar is not None and "error" not in result:
+            bar.set_description(f"tuning {stage.key} {result['defines']}")
     ok = [t for t in tried if "geomean_ms" in t]
     if not ok:
         raise RuntimeError(f"no tuning candidate of {stage.key} ran: {tried}")
@@ -254,11 +270,12 @@ def _line(row: dict, out: dict) -> str:
 
 def report(out: dict) -> str:
     lines = [f"{out['op']} over '{out['layer_set']}' on {out['device']['name']} ({out['device']['platform']}, "
-             f"driver {out['device']['driver']})"]
+             f"driver {out['device']['driver']})",
+             f"tuned parameters: {out['settings']['tuned_parameters'] or 'none of the stages has any'}"]
     if "roofline" in out:
         r = out["roofline"]
         lines.append(f"measured copy {r['copy_gbps']:.1f} GB/s, FMA {r['fma_gflops']:.1f} GFLOP/s")
-        if "CPU" in str(out["device"].get("type", "")) or "pthread" in out["device"]["name"]:
+        if out["device"].get("type") == "CPU":
             lines.append("(a CPU: its measured peak varies between runs, so '% FMA peak' and '% copy' below "
                          "are relative to this run's one measurement; chapter 00 shows the spread)")
     lines += [_line(r, out) for r in out["rows"]]
@@ -284,18 +301,6 @@ def report(out: dict) -> str:
     return "\n".join(lines)
 
 
-def slug(text: str) -> str:
-    return re.sub(r"[^a-z0-9]+", "-", text.lower()).strip("-")
-
-
-def record_choices(device: str, path=None):
-    """Copy stage auto's cached choices of a device (helpers/chooser.py) into results/
-    (choices_<device>.json), to keep them with the course."""
-    path = path or RESULTS / f"choices_{slug(device)}.json"
-    path.write_text(json.dumps({"device": device.strip(), "choices": chooser.cached(device)}, indent=1) + "\n")
-    return path
-
-
 def refuse_overwrite(path, stages: list) -> None:
     """Before any work: a recorded run at ``path`` of other stages than ``stages`` is another
     comparison under the same name (a tag used twice), not one to record again; say so."""
@@ -309,16 +314,14 @@ def refuse_overwrite(path, stages: list) -> None:
 
 
 def save_tuned(out: dict) -> None:
-    TUNED.parent.mkdir(parents=True, exist_ok=True)
-    data = json.loads(TUNED.read_text()) if TUNED.is_file() else {"devices": {}}
-    dev = data["devices"].setdefault(out["device"]["name"], {})
-    for key, t in out["tuned"].items():
-        entry = {"defines": t["defines"], "layer_set": out["layer_set"], "date": out["date"]}
-        if "searched" in t:      # --tune-only: these were searched here, the others kept as recorded
-            entry["searched"] = t["searched"]
-        dev.setdefault(out["op"], {})[key] = entry
-    TUNED.write_text(json.dumps(data, indent=1, sort_keys=True) + "\n")
-    reload_tuned()                # stage auto, later in the same run, builds its candidates with them
+    """The searched values into results/tuned.json, under the device's name and description."""
+    entries = {}
+    for key, found in out["tuned"].items():
+        entry = {"defines": found["defines"], "layer_set": out["layer_set"], "date": out["date"]}
+        if "searched" in found:  # --tune-only: these were searched here, the others kept as recorded
+            entry["searched"] = found["searched"]
+        entries.setdefault(out["op"], {})[key] = entry
+    write_tuned(TUNED, out["device"]["describe"], entries)  # stage auto, later in the run, builds with them
 
 
 def parse_defines(text: str | None) -> dict | None:
@@ -365,7 +368,8 @@ def parser() -> argparse.ArgumentParser:
                                  epilog=_epilog(), formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--op", default="conv_dgrad")
     ap.add_argument("--stages", default=None, help="comma-separated names or numbers (default: all)")
-    ap.add_argument("--layers", default="ci", help="layer set (helpers/ops/layers.py)")
+    ap.add_argument("--layers", default=None, help="layer set (helpers/ops/layers.py; default: the op's small set, "
+                                                  "ci for the convolutions)")
     ap.add_argument("--device", default=None, help="'P:D' or part of a name (default: COURSE_DEVICE, else a GPU)")
     ap.add_argument("--activation", default="none")
     ap.add_argument("--defines", default=None, help="JIT parameters for every stage that has them, e.g. WG=128,CPW=8")
@@ -388,10 +392,31 @@ def checked_args(argv=None) -> tuple:
     a = parser().parse_args(argv)
     stages = [int(s) if s.isdigit() else s for s in a.stages.split(",")] if a.stages else None
     defines = parse_defines(a.defines)
-    layer_set(a.layers)                                   # a wrong name: refused before any work
+    a.layers = a.layers or op_layers(op_module(a.op))[1]
+    layer_set(a.layers, a.op)                             # a wrong name or kind: refused before any work
     for s in stages or stage_names(a.op):
         get_stage(a.op, s)
+    if a.warmup < 0:
+        raise ValueError(f"--warmup {a.warmup}: the warm-up launches are 0 or more (default 3)")
+    if a.repeats < 1:
+        raise ValueError(f"--repeats {a.repeats}: the timed repetitions are 1 or more (default 20)")
+    if a.out is not None and a.out != "-":
+        out_path(a.out)
     return a, stages, defines
+
+
+def out_path(text: str) -> Path:
+    """--out checked before any work: a file in a folder that exists ('-': write nothing)."""
+    if not text.strip():
+        raise ValueError("--out names no file: give a path for the JSON, or '-' to print only")
+    path = Path(text)
+    if path.is_dir():
+        raise ValueError(f"--out {text}: that is a folder; name the JSON file to write (e.g. {path / 'run.json'})")
+    if not path.parent.is_dir():
+        raise ValueError(f"--out {text}: the folder {path.parent} does not exist; create it or choose another path")
+    if not os.access(path.parent, os.W_OK) or (path.exists() and not os.access(path, os.W_OK)):
+        raise ValueError(f"--out {text}: not writable here; choose another path")
+    return path
 
 
 def _main(argv=None) -> int:
@@ -403,16 +428,14 @@ def _main(argv=None) -> int:
     tune = a.tune or bool(tune_only)
     path = None
     if a.out != "-":
-        act = f"_{a.activation}" if a.activation != "none" else ""
-        tag = f"_{a.tag}" if a.tag else ""
         name = device_info(get_context(a.device))["name"]
-        path = a.out or str(RESULTS / f"{a.op}_{a.layers}{act}{tag}_{slug(name)}.json")
+        path = a.out or str(names.path(names.bench(a.op, a.layers, name, a.activation, a.tag)))
         refuse_overwrite(path, [get_stage(a.op, s).name for s in stages or stage_names(a.op)])
     out = run(a.op, stages, a.layers, a.device, activation=a.activation, warmup=a.warmup,
               repeats=a.repeats, vendor=not a.no_vendor, tune=tune, defines=defines, progress=sys.stderr.isatty(),
               verbose=False, record_tuned=tune and a.out != "-", tag=a.tag, tune_only=tune_only)
     # the command that wrote the file: results/ is re-recorded by running it again
-    out["settings"]["command"] = (("COURSE_TUNED=none " if tuned_ignored() else "") + "python -m helpers.bench "
+    out["settings"]["command"] = ((f"COURSE_TUNED={tuning_mode()} " if tuning_mode() else "") + "python -m helpers.bench "
                                   + shlex.join(sys.argv[1:] if argv is None else argv))
     print(report(out))
     if path is not None:

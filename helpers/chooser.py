@@ -11,7 +11,11 @@ what runner.workspace_bytes reports for each stage.
     run_stage("conv_dgrad", "auto", workspace_limit=64 * 2**20, **layer)
 
 Candidates come from the registry (every stage but ``auto``), so a stage added later competes
-without an edit here. The running layer passes the timing in (runner.resolve), so this module
+without an edit here. A progress bar says which candidate is being built and timed. The search is
+kept in proportion to the problem: before each further candidate it stops once the time already
+spent searching exceeds ``RUNS`` runs of the fastest candidate so far, since no untried stage,
+however fast, could save more than that over so many runs (a tiny layer whose best stage runs in
+microseconds is settled in seconds, not minutes); the cache lists the candidates left untried. The running layer passes the timing in (runner.resolve), so this module
 imports nothing above the registry. The cache is ``.cache/choices.json`` (ignored by git;
 COURSE_CHOICES moves it).
 """
@@ -20,6 +24,7 @@ from __future__ import annotations
 import datetime as dt
 import json
 import os
+import time
 from pathlib import Path
 
 from .launch import family, hook
@@ -28,6 +33,9 @@ from .stages import REGISTRY, get_stage
 
 ROOT = Path(__file__).resolve().parent.parent
 TIMING = {"warmup": 1, "repeats": 5}
+# the runs a choice is made for (a training run's steps, or more): the search stops once it has
+# spent longer than this many runs of the best stage so far (see the module's docstring)
+RUNS = 1_000_000
 
 
 def cache_path() -> Path:
@@ -78,32 +86,54 @@ def candidates(p: Problem, limit_bytes: int | None) -> tuple[list, dict]:
     return ok, excluded
 
 
-def find(p: Problem, limit_bytes: int | None, time_stage) -> dict:
-    """Time every candidate (``time_stage(name) -> median ms``, checked before it is timed: the
-    running layer's plan and time_plan); the record the cache keeps."""
+def find(p: Problem, limit_bytes: int | None, time_stage, progress: bool = True) -> dict:
+    """Time the candidates in course order (``time_stage(name) -> median ms``, checked before it
+    is timed: the running layer's plan and time_plan), until the search has cost more than RUNS
+    runs of the best so far; the record the cache keeps."""
     names, excluded = candidates(p, limit_bytes)
     if not names:
         raise ValueError(f"no stage of {p.op} runs {p.label} within a workspace budget of "
                          f"{limit_bytes:,} bytes: {excluded}")
-    times = {name: time_stage(name) for name in names}
+    from .engine.progress import progress as progress_bar
+    bar = progress_bar(len(names), progress and len(names) > 1, f"auto: {p.label}")
+    times, untried, start = {}, {}, time.perf_counter()
+    for i, name in enumerate(names):
+        spent_ms = (time.perf_counter() - start) * 1e3
+        if times and spent_ms > RUNS * min(times.values()):
+            untried = {n: (f"not tried: the search had taken {spent_ms / 1e3:.1f} s, more than {RUNS:,} runs of "
+                           f"the best so far ({min(times.values()):.4f} ms) would cost") for n in names[i:]}
+            break
+        bar.set_description(f"auto: {p.label}: {name}")
+        times[name] = time_stage(name)
+        bar.update()
+    bar.close()
     best = min(times, key=times.get)
-    return {"stage": best, "times_ms": times, "excluded": excluded,
+    return {"stage": best, "times_ms": times, "excluded": excluded, **({"untried": untried} if untried else {}),
             "date": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")}
 
 
-def choose(p: Problem, device: str, limit_bytes: int | None, time_stage) -> str:
-    """The stage ``auto`` runs for p on this device within the budget (cached, else timed now)."""
+def fingerprint(tuned: dict) -> str:
+    """A short digest of the candidates' JIT parameters (what a cached choice was timed with)."""
+    import hashlib
+    return hashlib.sha256(json.dumps(tuned, sort_keys=True).encode()).hexdigest()[:16]
+
+
+def choose(p: Problem, device: str, limit_bytes: int | None, time_stage, tuned: dict | None = None) -> str:
+    """The stage ``auto`` runs for p on this device within the budget (cached, else timed now).
+    ``tuned``: the parameters each candidate builds with; a choice cached under other values (a
+    tune since, COURSE_TUNED changed) is made again."""
     if limit_bytes is not None and limit_bytes < 0:
         raise ValueError(f"stage auto: workspace_limit must be >= 0 bytes, got {limit_bytes}")
     device = device.strip()
     key = shape_key(p, limit_bytes)
     hit = _load().get(device, {}).get(key)
-    if hit is not None:
+    stamp = fingerprint(tuned or {})
+    if hit is not None and hit.get("tuned") == stamp:
         try:
             return get_stage(p.op, hit["stage"]).name
         except ValueError:
             pass                                  # a stage that no longer exists: choose again
-    record = find(p, limit_bytes, time_stage)
+    record = {**find(p, limit_bytes, time_stage), "tuned": stamp}
     data = _load()                                # another process may have written meanwhile
     data.setdefault(device, {})[key] = record
     _save(data)

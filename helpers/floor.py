@@ -18,8 +18,7 @@ import sys
 import numpy as np
 import pyopencl as cl
 
-from .analysis.results import RESULTS
-from .bench import slug
+from .analysis import names
 from .engine.backends import cuda_missing
 from .engine.devices import device_info, get_context
 from .engine.timing import time_enqueue
@@ -78,7 +77,7 @@ def main(argv=None) -> int:
         print("PyTorch's profiler skipped: PyTorch with CUDA is not installed here")
     else:
         rows.append({"timer": "PyTorch profiler (CUPTI)", "kernel": "x.add_(1) on one value", **cupti_floor()})
-    path = RESULTS / "engine" / f"timer_floor_{slug(info['name'])}.json"
+    path = names.path(names.timer_floor(info["name"]))
     path.write_text(json.dumps({"command": f"python -m helpers.floor --device {a.device}",
                                 "date": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
                                 "device": info, "rows": rows}, indent=1) + "\n")

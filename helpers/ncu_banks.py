@@ -25,8 +25,7 @@ import shlex
 import subprocess
 import sys
 
-from .analysis.results import RESULTS
-from .bench import slug
+from .analysis import names
 
 LAYER, N = "res64@56", 8
 TILE = dict(TX=32, CB=32, KC=4, XPW=8, CPW=4)
@@ -124,7 +123,7 @@ def main(argv=None) -> int:
            "command": "python -m helpers.ncu_banks" + (f" --set {a.set}" if a.set != "banks" else ""),
            "ncu_command": shlex.join(["ncu", *("python3" if c == sys.executable else c for c in cmd[1:])]),
            "rows": parse(proc.stdout, a.set)}
-    path = a.out or RESULTS / "local" / f"{stem}_conv_dgrad_{slug(device)}.json"   # as bench names files
+    path = a.out or names.path(names.ncu_banks(stem, device))
     with open(path, "w") as f:
         f.write(json.dumps(rec, indent=1) + "\n")
     for r in rec["rows"]:

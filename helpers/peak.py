@@ -8,7 +8,7 @@ import numpy as np
 import pyopencl as cl
 
 from .engine.build import build, kernel
-from .engine.devices import get_context, get_queue
+from .engine.devices import get_context, get_queue, is_gpu
 from .engine.timing import time_enqueue
 from .launch import round_up
 
@@ -21,7 +21,7 @@ def measure_copy(ctx=None, nbytes: int | None = None, repeats: int = 10) -> dict
     q = get_queue(ctx)
     dev = ctx.devices[0]
     if nbytes is None:
-        nbytes = 256 * 2**20 if dev.type & cl.device_type.GPU else 32 * 2**20
+        nbytes = 256 * 2**20 if is_gpu(dev) else 32 * 2**20
     nbytes = min(nbytes, dev.max_mem_alloc_size) // 16 * 16
     n4 = nbytes // 16
     src = cl.Buffer(ctx, cl.mem_flags.READ_ONLY, nbytes)
@@ -29,7 +29,7 @@ def measure_copy(ctx=None, nbytes: int | None = None, repeats: int = 10) -> dict
     cl.enqueue_fill_buffer(q, src, np.float32(1), 0, nbytes)
     k = kernel(build(ctx, PEAK_KERNELS), "copy")
     k.set_args(src, dst, np.int32(n4))
-    wg = 256 if dev.type & cl.device_type.GPU else 64
+    wg = 256 if is_gpu(dev) else 64
     t = time_enqueue(lambda: [cl.enqueue_nd_range_kernel(q, k, (round_up(n4, wg),), (wg,))], q,
                      warmup=2, repeats=repeats, flush_bytes=0)
     return {"gbps": 2 * nbytes / (t.median_ms * 1e-3) / 1e9, "bytes": nbytes, **t.summary(),
@@ -41,7 +41,7 @@ def measure_fma(ctx=None, iters: int = 256, chains: int = 8, repeats: int = 10) 
     ctx = get_context(ctx)
     q = get_queue(ctx)
     dev = ctx.devices[0]
-    gpu = bool(dev.type & cl.device_type.GPU)
+    gpu = is_gpu(dev)
     wg = 256 if gpu else 64
     items = dev.max_compute_units * wg * 64
     out = cl.Buffer(ctx, cl.mem_flags.WRITE_ONLY, 4 * items)

@@ -34,7 +34,8 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from .analysis.results import RESULTS
+from .analysis import names
+from .analysis.names import RESULTS
 from .stages import LOCAL_TWINNED
 
 ROOT = RESULTS.parent
@@ -50,8 +51,22 @@ class Task:
     measured: bool = False
 
 
-def _bench(args: str, writes: str, minutes: float, why: str, name: str, measured: bool = False, env: str = "") -> Task:
+def _bench(name: str, args: str, minutes: float, why: str, measured: bool = False, env: str = "") -> Task:
+    """A benchmark task; the file it writes is the benchmark's own name for it (analysis/names.py),
+    or its --out."""
+    from .bench import parser
+    a = parser().parse_args(args.replace("{slug}", "SLUG").split())
+    if a.out:
+        writes = a.out.removeprefix("results/").replace("SLUG", "{slug}")
+    else:
+        writes = names.bench(a.op, a.layers, "{slug}", a.activation, a.tag)
     return Task(name, env + "{python} -m helpers.bench --device {device} " + args, writes, minutes, why, measured)
+
+
+def _tests(name: str, group: str, files: str, minutes: float, why: str, measured: bool = False) -> Task:
+    """A group of the test suite run on the device, its output kept as a log."""
+    log = names.test_log(group, "{slug}")
+    return Task(name, f"{GPU_TESTS} {files} > results/{log} 2>&1", log, minutes, why, measured)
 
 
 DGRAD_LADDER = "naive,memoized_bounds,weight_vec,input_vec,output_depth,input_depth,width,winograd"
@@ -63,6 +78,10 @@ HOPPER = "tc_tf32_wgmma,tc_fp16_wgmma,tc_bf16_wgmma,tc_tf32_tma,tc_fp16_tma,tc_b
 UNTUNED = "naive,width,prefetch,hoisted,igemm_taps,winograd4,auto"
 # the registry's defaults, and a choice cache of their own (auto searches again with them)
 UNTUNED_ENV = "COURSE_TUNED=none COURSE_CHOICES=.cache/choices_untuned_{slug}.json "
+# a learner's first ten minutes on the device: `./course tune` from nothing recorded for it (its
+# entry in results/tuned.json left out; its own cache, kept as the record), then auto with those values
+FRESH_ENV = (f"COURSE_TUNED=fresh COURSE_TUNE_CACHE=results/{names.tune_fresh('{slug}')} "
+             "COURSE_CHOICES=.cache/choices_fresh_{slug}.json ")
 GPU_TESTS = "COURSE_TEST_DEVICES={device} {python} -m pytest -q -p no:cacheprovider -p no:benchmark -n 8"
 # the suite split into four device runs of a few minutes each; tests-others takes every other file
 TESTS_WINOGRAD = ["tests/test_conv_forward.py", "tests/test_winograd.py"]
@@ -72,148 +91,128 @@ TESTS_CUDA = ["tests/test_cuda.py", "tests/test_cuda_plans.py"]
 TESTS_NOTEBOOK_ONLY = ["tests/test_editions.py", "tests/test_prose_numbers.py"]
 
 PLAN = [
-    # the timers, then the direct ladder (chapters 02-08) with its search: every later comparison starts here
-    Task("floor", "{python} -m helpers.floor --device {device}", "engine/timer_floor_{slug}.json", 0.3,
+    # the timers, then what the device gets untuned and after a fresh tune, then the ladders
+    Task("floor", "{python} -m helpers.floor --device {device}", names.timer_floor("{slug}"), 0.3,
          "chapter 14 and README: the floor of each timer", True),
-    # what a device nobody tuned for gets (the registry's defaults; chapter 10), before any search
-    _bench(f"--layers resnet50 --stages {UNTUNED} --tag untuned", "conv_dgrad_resnet50_untuned_{slug}.json", 2.7,
-           "issue 9: the defaults never slower than naive", "untuned-resnet50", True, UNTUNED_ENV),
-    _bench(f"--layers edge --stages {UNTUNED} --tag untuned", "conv_dgrad_edge_untuned_{slug}.json", 0.5,
-           "issue 9: the same at batch 1 and 8", "untuned-edge", True, UNTUNED_ENV),
-    _bench(f"--layers resnet50 --stages {DGRAD_LADDER} --tune", "conv_dgrad_resnet50_{slug}.json", 4,
-           "chapters 02-08 and 12, README's headline (issue 9's baseline, stage 08)", "ladder-resnet50", True),
-    # issue 9: chapters 09-10 (tiles searched, then the ladder 02-10 and the final stages beside stage 08)
-    _bench("--layers resnet50 --stages local_tile,register_block,prefetch,transposed,padded,swizzle --tune --no-vendor "
-           "--repeats 8 "
-           "--out results/local/run2_tune_conv_dgrad_resnet50_09_10_{slug}.json",
-           "local/run2_tune_conv_dgrad_resnet50_09_10_{slug}.json", 1.7, "issue 9: chapter 09-10 tiles for the device",
-           "tune-local", True),
-    _bench("--layers resnet50 --stages hoisted --tune --no-vendor --repeats 8 "
-           "--out results/local/run4_tune_conv_dgrad_resnet50_10_hoisted_{slug}.json",
-           "local/run4_tune_conv_dgrad_resnet50_10_hoisted_{slug}.json", 0.4, "issue 9: stage 10_hoisted's tile",
-           "tune-hoisted", True),
-    _bench(f"--layers resnet50 --stages {LOCAL_STAGES} --repeats 12 "
-           "--out results/local/run2_conv_dgrad_resnet50_02_10_{slug}.json",
-           "local/run2_conv_dgrad_resnet50_02_10_{slug}.json", 0.5, "chapters 09-10: the ladder 02-10", "local-resnet50",
+    _bench("untuned-resnet50", f"--layers resnet50 --stages {UNTUNED} --tag untuned", 2.7,
+           "chapter 10: a GPU nobody tuned for (the registry's defaults), never slower than the naive stage",
+           True, UNTUNED_ENV),
+    _bench("untuned-edge", f"--layers edge --stages {UNTUNED} --tag untuned", 0.5,
+           "chapter 10: the same at batch 1 and 8", True, UNTUNED_ENV),
+    Task("tune-fresh", FRESH_ENV + "{python} -m helpers.tune --device {device} --budget 10", names.tune_fresh("{slug}"),
+         10.5, "README and chapter 10: what ./course tune finds in its ten minutes (longer than one device call: "
+               "interrupt it and run it again, it resumes)", True),
+    _bench("auto-fresh-resnet50", "--layers resnet50 --stages auto --tag fresh", 2.4,
+           "chapter 10: auto after a fresh tune, beside cuDNN on ResNet-50 (at least x1.0 on every layer)",
+           True, FRESH_ENV),
+    _bench("auto-fresh-vgg16", "--layers vgg16 --stages auto --tag fresh", 8.2, "chapter 10: the same on VGG-16",
+           True, FRESH_ENV),
+    _bench("ladder-resnet50", f"--layers resnet50 --stages {DGRAD_LADDER} --tune", 4,
+           "chapters 02-08 and 12, README's headline (the baseline of chapters 09-10: stage 08)", True),
+    # chapters 09-10: tiles searched, then the ladder 02-10 and the final stages beside stage 08
+    _bench("tune-local", "--layers resnet50 --stages local_tile,register_block,prefetch,transposed,padded,swizzle "
+           "--tune --no-vendor --repeats 8 --out results/local/run2_tune_conv_dgrad_resnet50_09_10_{slug}.json", 1.7,
+           "chapters 09-10: the tiles for the device", True),
+    _bench("tune-hoisted", "--layers resnet50 --stages hoisted --tune --no-vendor --repeats 8 "
+           "--out results/local/run4_tune_conv_dgrad_resnet50_10_hoisted_{slug}.json", 0.4,
+           "chapter 10: stage 10_hoisted's tile", True),
+    _bench("local-resnet50", f"--layers resnet50 --stages {LOCAL_STAGES} --repeats 12 "
+           "--out results/local/run2_conv_dgrad_resnet50_02_10_{slug}.json", 0.5, "chapters 09-10: the ladder 02-10",
            True),
-    _bench("--layers resnet50 --stages naive,width,padded,hoisted "
-           "--out results/local/run4_conv_dgrad_resnet50_{slug}.json", "local/run4_conv_dgrad_resnet50_{slug}.json", 0.4,
-           "issue 9's targets: 50 % of the FMA peak, x4 stage 08 on res64@56", "local-final-resnet50", True),
+    _bench("local-final-resnet50", "--layers resnet50 --stages naive,width,padded,hoisted "
+           "--out results/local/run4_conv_dgrad_resnet50_{slug}.json", 0.4,
+           "chapter 10's targets: 50 % of the FMA peak, x4 stage 08 on res64@56", True),
     # chapters 09-10's OpenCL stages and their CUDA twins at the same tiles (a twin takes its
     # OpenCL stage's tuned values), cuDNN beside them
-    *(_bench(f"--layers {layers} --stages {LOCAL_TWINS} "
-             f"--out results/local/run5_twins_conv_dgrad_{layers}_{{slug}}.json",
-             f"local/run5_twins_conv_dgrad_{layers}_{{slug}}.json", minutes,
-             "issue 9: OpenCL and CUDA twins over each layer set (chapter 10)", f"local-twins-{layers}", True)
+    *(_bench(f"local-twins-{layers}", f"--layers {layers} --stages {LOCAL_TWINS} "
+             f"--out results/local/run5_twins_conv_dgrad_{layers}_{{slug}}.json", minutes,
+             "chapter 10: the OpenCL stages and their CUDA twins over each layer set", True)
       for layers, minutes in (("resnet50", 1.1), ("edge", 0.3), ("vgg16", 1.9))),
-    # issue 10: the course GEMM beside cuBLAS (and CLBlast where installed), the implicit GEMM, the chooser
-    _bench("--op gemm --layers gemm --tune", "gemm_gemm_{slug}.json", 1.5,
-           "issue 10: x0.7 cuBLAS, x0.8 CLBlast on 4096 (chapter 11)", "gemm", True),
-    _bench("--layers resnet50 --stages igemm_taps --tune-only TM,TN,WM,WN --no-vendor --repeats 8 --tag taps_tuned",
-           "conv_dgrad_resnet50_taps_tuned_{slug}.json", 0.7, "issue 10: igemm_taps' tile for the device", "tune-taps",
+    # chapter 11: the course GEMM beside cuBLAS (and CLBlast where installed), the implicit GEMM, the chooser
+    _bench("gemm", "--op gemm --layers gemm --tune", 1.5, "chapter 11: the course GEMM beside cuBLAS and CLBlast",
            True),
-    _bench("--layers edge --stages igemm_taps --tune-only SPLIT_TARGET --no-vendor --repeats 8 --tag taps_splitk_tuned",
-           "conv_dgrad_edge_taps_splitk_tuned_{slug}.json", 0.5, "issue 10: split-K for small batches", "tune-taps-split",
+    _bench("tune-taps", "--layers resnet50 --stages igemm_taps --tune-only TM,TN,WM,WN --no-vendor --repeats 8 "
+           "--tag taps_tuned", 0.7, "chapter 11: igemm_taps' tile for the device", True),
+    _bench("tune-taps-split", "--layers edge --stages igemm_taps --tune-only SPLIT_TARGET --no-vendor --repeats 8 "
+           "--tag taps_splitk_tuned", 0.5, "chapter 11: split-K for small batches", True),
+    _bench("taps-resnet50", "--layers resnet50 --stages igemm_phases,igemm_taps,auto --tag taps", 2.5,
+           "chapter 11: the implicit GEMM's share of the FMA peak; the chooser against its best candidate", True),
+    _bench("taps-edge", "--layers edge --stages igemm_phases,igemm_taps,auto --tag taps", 0.5,
+           "chapter 11: split-K at batch 1 and 8", True),
+    _bench("taps-vgg16", "--layers vgg16 --stages igemm_phases,igemm_taps --tag taps", 0.6,
+           "chapter 11: the tap order over VGG-16", True),
+    # chapter 12a: Winograd F(4x4) searched, then the chooser against cuDNN on every set
+    _bench("wino4-forward", "--op conv_forward --layers winograd6 --stages wino_blocked,wino4_blocked --tune --tag wino4",
+           1.6, "chapter 12a: the forward pass on the six shapes", True),
+    _bench("tune-wino4", "--layers resnet50 --stages winograd4 --tune-only TM,TN,TK,WM,WN,GEMM_LDS4,GEMM_PREFETCH "
+           "--no-vendor --repeats 8 --tag wino4_tuned", 3.6, "chapter 12a: F(4x4)'s tiles for the input gradient", True),
+    _bench("tune-wino4-wg", "--layers resnet50 --stages winograd4 --tune-only WG --no-vendor --repeats 8 "
+           "--tag wino4_wg_tuned", 0.5, "chapter 12a: the work-group of F(4x4)'s transforms, at the tiles just searched",
            True),
-    _bench("--layers resnet50 --stages igemm_phases,igemm_taps,auto --tag taps", "conv_dgrad_resnet50_taps_{slug}.json",
-           2.5, "issue 10: 55 % of the FMA peak; the chooser within 3 % (chapter 11)", "taps-resnet50", True),
-    _bench("--layers edge --stages igemm_phases,igemm_taps,auto --tag taps", "conv_dgrad_edge_taps_{slug}.json",
-           0.5, "issue 10: split-K at batch 1 and 8 (chapter 11)", "taps-edge", True),
-    _bench("--layers vgg16 --stages igemm_phases,igemm_taps --tag taps", "conv_dgrad_vgg16_taps_{slug}.json",
-           0.6, "chapter 11: the tap order over VGG-16", "taps-vgg16", True),
-    # issue 11: Winograd F(4x4) searched, then the chooser against cuDNN on every set
-    _bench("--op conv_forward --layers winograd6 --stages wino_blocked,wino4_blocked --tune --tag wino4",
-           "conv_forward_winograd6_wino4_{slug}.json", 1.6, "issue 11: the forward pass on the six shapes (chapter 12a)",
-           "wino4-forward", True),
-    _bench("--layers resnet50 --stages winograd4 --tune-only TM,TN,TK,WM,WN,GEMM_LDS4,GEMM_PREFETCH --no-vendor "
-           "--repeats 8 --tag wino4_tuned", "conv_dgrad_resnet50_wino4_tuned_{slug}.json", 3.6,
-           "issue 11: Winograd F(4x4)'s tiles for the input gradient", "tune-wino4", True),
-    _bench("--layers resnet50 --stages winograd4 --tune-only WG --no-vendor --repeats 8 --tag wino4_wg_tuned",
-           "conv_dgrad_resnet50_wino4_wg_tuned_{slug}.json", 0.5,
-           "issue 11: the work-group of F(4x4)'s transforms, at the tiles just searched", "tune-wino4-wg", True),
-    _bench("--layers vgg16 --stages winograd,winograd4 --tag wino4", "conv_dgrad_vgg16_wino4_{slug}.json", 0.6,
-           "issue 11: F(2x2) and F(4x4) beside cuDNN on VGG-16 (chapter 12a)", "wino4-dgrad", True),
-    *(_bench(f"--layers resnet50 --stages winograd4 --defines WINO_CHANNEL_MAJOR={v} --tag channel_major{v}",
-             f"conv_dgrad_resnet50_channel_major{v}_{{slug}}.json", 0.4,
-             "issue 11: F(4x4)'s V and M layouts, a recorded pair (chapter 12a)", f"channel-major{v}", True)
+    _bench("wino4-dgrad", "--layers vgg16 --stages winograd,winograd4 --tag wino4", 0.6,
+           "chapter 12a: F(2x2) and F(4x4) beside cuDNN on VGG-16", True),
+    *(_bench(f"channel-major{v}", f"--layers resnet50 --stages winograd4 --defines WINO_CHANNEL_MAJOR={v} "
+             f"--tag channel_major{v}", 0.4, "chapter 12a: F(4x4)'s V and M layouts, a recorded pair", True)
       for v in (0, 1)),
-    _bench("--layers resnet50 --stages auto --tag auto", "conv_dgrad_resnet50_auto_{slug}.json", 2.5,
-           "issue 11: auto >= cuDNN on every ResNet-50 layer", "auto-resnet50", True),
-    _bench("--layers edge --stages auto --tag auto", "conv_dgrad_edge_auto_{slug}.json", 0.6,
-           "issue 11: auto >= 0.8x cuDNN on every edge layer", "auto-edge", True),
-    _bench("--layers vgg16 --stages auto --tag auto", "conv_dgrad_vgg16_auto_{slug}.json", 8.5,
-           "issue 11: auto >= cuDNN on every VGG-16 layer (the longest search)", "auto-vgg16", True),
-    _bench("--op batchnorm_forward --layers bn --tune", "batchnorm_forward_bn_{slug}.json", 2.1,
-           "chapter 14's ladder", "bn-forward", True),
-    _bench("--op batchnorm_backward --layers bn --activation relu --tune", "batchnorm_backward_bn_relu_{slug}.json", 3,
-           "chapter 14's ladder", "bn-backward"),
-    _bench("--op batchnorm_forward --layers bn --stages fused,one_pass --tag vendor_events",
-           "batchnorm_forward_bn_vendor_events_{slug}.json", 0.5,
-           "issue 11: batch norm forward >= PyTorch, by both timers", "bn-forward-onepass", True),
-    _bench("--op batchnorm_backward --layers bn --stages fused,one_pass --activation relu --tag vendor_events",
-           "batchnorm_backward_bn_relu_vendor_events_{slug}.json", 0.5, "issue 11: batch norm backward >= PyTorch",
-           "bn-backward-onepass", True),
-    # issue 12: the tensor-core stages (CUDA) against cuDNN in each precision; Hopper's steps 7 and 8
-    _bench(f"--layers resnet50 --stages {TC_STAGES} --tune --tag tc", "conv_dgrad_resnet50_tc_{slug}.json", 4.6,
-           "issue 12: TF32 >= 0.6x cuDNN TF32, fp16 >= 0.5x cuDNN fp16 (chapter 13)", "tc-resnet50", True),
-    _bench("--layers resnet50 --stages tc_tf32_wgmma,tc_fp16_wgmma,tc_bf16_wgmma --tune --tune-only STAGES --no-vendor "
-           "--tag wgmma_tuned", "conv_dgrad_resnet50_wgmma_tuned_{slug}.json", 1, "issue 12: step 7's ring for the device",
-           "tune-wgmma", True),
-    _bench("--layers resnet50 --stages tc_tf32_tma,tc_fp16_tma,tc_bf16_tma --tune --tune-only STAGES --no-vendor "
-           "--tag tma_tuned", "conv_dgrad_resnet50_tma_tuned_{slug}.json", 1.2, "issue 12: step 8's ring for the device",
-           "tune-tma", True),
-    _bench(f"--layers resnet50 --stages {HOPPER} --tag tma", "conv_dgrad_resnet50_tma_{slug}.json", 1.1,
-           "issue 12: x3 the best fp32 on res64@56 (sm_90 only)", "tma-resnet50", True),
-    _bench(f"--layers vgg16 --stages {HOPPER} --tag tma", "conv_dgrad_vgg16_tma_{slug}.json", 2,
-           "issue 12: 60 % of the dense TF32 peak on VGG-16 (sm_90 only)", "tma-vgg16", True),
-    Task("tc-peak", "{python} -m helpers.tc_peak", "tc/wgmma_peak_{slug}.json", 0.1,
+    _bench("auto-resnet50", "--layers resnet50 --stages auto --tag auto", 2.5,
+           "chapters 11 and 15, README: auto beside cuDNN on every ResNet-50 layer", True),
+    _bench("auto-edge", "--layers edge --stages auto --tag auto", 0.6, "chapter 11: auto at batch 1 and 8", True),
+    _bench("auto-vgg16", "--layers vgg16 --stages auto --tag auto", 8.5,
+           "chapter 11, README: auto beside cuDNN on every VGG-16 layer (the longest search)", True),
+    # chapter 14: batch norm
+    _bench("bn-forward", "--op batchnorm_forward --layers bn --tune", 2.1, "chapter 14's ladder", True),
+    _bench("bn-backward", "--op batchnorm_backward --layers bn --activation relu --tune", 3, "chapter 14's ladder"),
+    _bench("bn-forward-onepass", "--op batchnorm_forward --layers bn --stages fused,one_pass --tag vendor_events", 0.5,
+           "chapter 14: the forward against PyTorch, by both timers", True),
+    _bench("bn-backward-onepass", "--op batchnorm_backward --layers bn --stages fused,one_pass --activation relu "
+           "--tag vendor_events", 0.5, "chapter 14: the backward against PyTorch, by both timers", True),
+    # chapter 13: the tensor-core stages (CUDA) against cuDNN in each precision; Hopper's steps 7 and 8
+    _bench("tc-resnet50", f"--layers resnet50 --stages {TC_STAGES} --tune --tag tc", 4.6,
+           "chapter 13: each precision against cuDNN in that precision", True),
+    _bench("tune-wgmma", "--layers resnet50 --stages tc_tf32_wgmma,tc_fp16_wgmma,tc_bf16_wgmma --tune --tune-only "
+           "STAGES --no-vendor --tag wgmma_tuned", 1, "chapter 13: step 7's ring for the device", True),
+    _bench("tune-tma", "--layers resnet50 --stages tc_tf32_tma,tc_fp16_tma,tc_bf16_tma --tune --tune-only STAGES "
+           "--no-vendor --tag tma_tuned", 1.2, "chapter 13: step 8's ring for the device", True),
+    _bench("tma-resnet50", f"--layers resnet50 --stages {HOPPER} --tag tma", 1.1,
+           "chapter 13: Hopper's steps on ResNet-50, against the best fp32 stage (sm_90 only)", True),
+    _bench("tma-vgg16", f"--layers vgg16 --stages {HOPPER} --tag tma", 2,
+           "chapter 13: Hopper's steps against the dense TF32 peak on VGG-16 (sm_90 only)", True),
+    Task("tc-peak", "{python} -m helpers.tc_peak", names.wgmma_peak("{slug}"), 0.1,
          "chapter 13: the measured tensor-core rate (sm_90 only)", True),
     # the ladders of the other sets, the forward pass, the weight gradient, the training run
-    _bench(f"--layers vgg16 --stages {DGRAD_LADDER}", "conv_dgrad_vgg16_{slug}.json", 1.6, "chapters 02-08, 12",
-           "ladder-vgg16", True),
-    _bench(f"--layers edge --stages {DGRAD_LADDER}", "conv_dgrad_edge_{slug}.json", 0.3, "chapters 02-08, 12",
-           "ladder-edge", True),
-    _bench("--op conv_forward --layers winograd6 --stages direct,wino_naive,wino_tiles,wino_local,wino_transposed,"
-           "wino_blocked --tune", "conv_forward_winograd6_{slug}.json", 0.5, "chapter 12's ladder", "forward-winograd6",
-           True),
-    _bench("--op conv_forward --layers vgg16 --stages direct,wino_naive,wino_tiles,wino_local,wino_transposed,"
-           "wino_blocked", "conv_forward_vgg16_{slug}.json", 1.9, "chapter 12, README's forward row", "forward-vgg16",
-           True),
-    _bench("--op conv_wgrad --layers resnet50 --tune", "conv_wgrad_resnet50_{slug}.json", 5.5, "chapter 15's ladder",
-           "wgrad-resnet50"),
-    Task("training", "{python} -m helpers.train --device {device} --size full --out results/training_{slug}.json",
-         "training_{slug}.json", 0.6, "chapter 15: the network trained on the course's stages", True),
+    _bench("ladder-vgg16", f"--layers vgg16 --stages {DGRAD_LADDER}", 1.6, "chapters 02-08, 12", True),
+    _bench("ladder-edge", f"--layers edge --stages {DGRAD_LADDER}", 0.3, "chapters 02-08, 12", True),
+    _bench("forward-winograd6", "--op conv_forward --layers winograd6 --stages direct,wino_naive,wino_tiles,wino_local,"
+           "wino_transposed,wino_blocked --tune", 0.5, "chapter 12's ladder", True),
+    _bench("forward-vgg16", "--op conv_forward --layers vgg16 --stages direct,wino_naive,wino_tiles,wino_local,"
+           "wino_transposed,wino_blocked", 1.9, "chapter 12, README's forward row", True),
+    _bench("wgrad-resnet50", "--op conv_wgrad --layers resnet50 --tune", 5.5, "chapter 15's ladder"),
+    Task("training", "{python} -m helpers.train --device {device} --size full --out results/" + names.training("{slug}"),
+         names.training("{slug}"), 0.6, "chapter 15: the network trained on the course's stages", True),
     # register counts (NVIDIA's compiler; other drivers report none and the command writes nothing)
-    Task("registers-direct", "{python} -m helpers.registers --device {device}", "registers_conv_dgrad_{slug}.json", 1,
-         "chapter 07: stages 07-08's registers and spills"),
-    Task("registers-one-pass", "{python} -m helpers.registers --table one_pass --device {device}",
-         "registers_one_pass_{slug}.json", 0.5, "chapter 14: batch norm's one-pass kernel"),
-    Task("registers-local", "{python} -m helpers.registers --table local --device {device}",
-         "registers_local_{slug}.json", 0.3, "chapter 10: the OpenCL stages' registers beside their CUDA twins'", True),
-    Task("registers-split-k", "{python} -m helpers.registers --table split_k --device {device}",
-         "registers_split_k_{slug}.json", 0.2, "chapter 11: the phase split's registers per SPLITS", True),
+    *(Task(f"registers-{table.replace('_', '-') if table != 'conv_dgrad' else 'direct'}",
+           "{python} -m helpers.registers" + (f" --table {table}" if table != "conv_dgrad" else "") + " --device {device}",
+           names.registers(table, "{slug}"), minutes, why, measured)
+      for table, minutes, why, measured in (
+          ("conv_dgrad", 1, "chapter 07: stages 07-08's registers and spills", False),
+          ("one_pass", 0.5, "chapter 14: batch norm's one-pass kernel", False),
+          ("local", 0.3, "chapter 10: the OpenCL stages' registers beside their CUDA twins'", True),
+          ("split_k", 0.2, "chapter 11: the phase split's registers per SPLITS", True))),
     # the GPU's own test runs: every stage checked on it, guards included
-    Task("tests-winograd", GPU_TESTS + f" {' '.join(TESTS_WINOGRAD)} "
-         "> results/winograd/pytest_{slug}.log 2>&1", "winograd/pytest_{slug}.log", 0.7,
-         "the Winograd stages' tests on the device", True),
-    Task("tests-gemm", GPU_TESTS + f" {' '.join(TESTS_GEMM)} "
-         "> results/gemm/pytest_{slug}.log 2>&1", "gemm/pytest_{slug}.log", 0.8, "chapter 11's tests on the device", True),
-    Task("tests-cuda", GPU_TESTS + f" {' '.join(TESTS_CUDA)} "
-         "> results/tc/pytest_{slug}.log 2>&1", "tc/pytest_{slug}.log", 2.9, "the CUDA stages' tests on the device", True),
+    _tests("tests-winograd", "winograd", " ".join(TESTS_WINOGRAD), 0.7, "the Winograd stages' tests on the device", True),
+    _tests("tests-gemm", "gemm", " ".join(TESTS_GEMM), 0.8, "chapter 11's tests on the device", True),
+    _tests("tests-cuda", "tc", " ".join(TESTS_CUDA), 2.9, "the CUDA stages' tests on the device", True),
     # every other test file that can touch a device (the direct, local-memory, batch norm and
     # weight-gradient grids, the boundaries, the tuning candidates, the exercises' checkers, ...)
-    Task("tests-others", GPU_TESTS + " tests "
-         + " ".join(f"--ignore={f}" for f in TESTS_WINOGRAD + TESTS_GEMM + TESTS_CUDA + TESTS_NOTEBOOK_ONLY)
-         + " > results/engine/pytest_{slug}.log 2>&1", "engine/pytest_{slug}.log", 5,
-         "the rest of the test suite on the device"),
+    _tests("tests-others", "engine", "tests " + " ".join(f"--ignore={f}" for f in TESTS_WINOGRAD + TESTS_GEMM + TESTS_CUDA
+                                                       + TESTS_NOTEBOOK_ONLY), 5, "the rest of the test suite on the device"),
 ]
 
 
 def slug_of(device: str) -> str:
-    """The device's name as the result files spell it (the benchmark's naming)."""
-    from .bench import slug
+    """The device's name as the result files spell it (analysis/names.py)."""
     from .engine.devices import device_info, get_context
-    return slug(device_info(get_context(device))["name"])
+    return names.slug(device_info(get_context(device))["name"])
 
 
 def get_task(name: str, plan=PLAN) -> Task:
@@ -228,7 +227,7 @@ def recorded(task: Task, slug: str) -> bool:
 
 
 def log_path(slug: str) -> Path:
-    return RESULTS / f"record_{slug}.json"
+    return RESULTS / names.record_log(slug)
 
 
 def left_out(slug: str) -> set:
@@ -302,6 +301,10 @@ def main(argv=None) -> int:
         chosen = [get_task(n.strip()) for n in a.run.split(",")] if a.run else None
     except ValueError as err:
         print(f"error: {err}", file=sys.stderr)
+        return 2
+    if a.budget is not None and not a.budget > 0:
+        print(f"error: --budget {a.budget:g}: the minutes to spend on tasks, more than 0 (e.g. --budget 9)",
+              file=sys.stderr)
         return 2
     if not a.device and not (a.list or (a.budget is None and chosen is None)):
         print("error: name the device to record (--device nvidia, or part of its name)", file=sys.stderr)

@@ -191,8 +191,8 @@ TABLES = {"conv_dgrad": register_table, "one_pass": one_pass_table, "split_k": s
 def recorded_registers(table: str = "conv_dgrad") -> list[dict]:
     """Register tables recorded in results/ by ``python -m helpers.registers [--table T]`` on NVIDIA GPUs."""
     import json
-    from .analysis.results import RESULTS
-    return [json.loads(p.read_text()) for p in sorted(RESULTS.glob(f"registers_{table}_*.json"))]
+    from .analysis import names
+    return [json.loads(p.read_text()) for p in sorted(names.RESULTS.glob(names.registers(table, "{slug}").format(slug="*")))]
 
 
 def main(argv=None) -> int:
@@ -201,9 +201,8 @@ def main(argv=None) -> int:
     import argparse
     import datetime as dt
     import json
-    from .bench import slug
     from .engine.devices import device_info, get_context
-    from .analysis.results import RESULTS
+    from .analysis import names
     ap = argparse.ArgumentParser(prog="python -m helpers.registers", description=main.__doc__.split("\n")[0])
     ap.add_argument("--table", default="conv_dgrad", choices=sorted(TABLES))
     ap.add_argument("--device", default=None)
@@ -220,8 +219,8 @@ def main(argv=None) -> int:
         print(f"{info['name']} ({info['platform']}) reports no register counts; only NVIDIA's driver does.")
         return 0
     if a.out != "-":
-        RESULTS.mkdir(exist_ok=True)
-        path = a.out or str(RESULTS / f"registers_{a.table}_{slug(info['name'])}.json")
+        names.RESULTS.mkdir(exist_ok=True)
+        path = a.out or str(names.path(names.registers(a.table, info["name"])))
         extra = {"layer": "res64@56"} if a.table == "conv_dgrad" else {
             "command": f"python -m helpers.registers --table {a.table}" + (f" --device {a.device}" if a.device else "")}
         with open(path, "w") as f:

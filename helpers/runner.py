@@ -22,15 +22,15 @@ import pyopencl as cl
 from .engine.backends import cuda
 from .engine.build import build
 from . import chooser
-from .engine.check import CheckResult, check_close, tolerance_stored
-from .engine.devices import DeviceLimitError, get_context, get_queue
+from .engine.check import CheckResult, MismatchError, check_close, tolerance_stored
+from .engine.devices import DeviceLimitError, describe, get_context, get_queue
 from .engine.tensor import STORAGE, DeviceTensor, Tensor
 from .engine.timing import time_enqueue, time_enqueue_steps, time_plan
 from .launch import Step, TensorMap, family, hook
 from .ops import op_module
 from .ops.problem import Problem
 from .stages import REGISTRY, Stage, get_stage, twin_of
-from .tuning import tuned_defines
+from .tuning import Tuned, tuned_for
 
 
 class GuardViolation(AssertionError):
@@ -58,20 +58,31 @@ def choose_stage(op: str, problem: Problem, ctx, workspace_limit: int | None) ->
     def time_stage(name: str) -> float:
         plan = ClPlan(op, name, problem, ctx, None, False, workspace_limit)
         return time_plan(plan, **chooser.TIMING).median_ms
-    return chooser.choose(problem, ctx.devices[0].name, workspace_limit, time_stage)
+    # the parameters every candidate would build with: a choice made under other tuned values is made again
+    tuned = {s.key: device_defines(op, s, ctx) for s in REGISTRY[op] if s.backend == "opencl" and not s.choose}
+    return chooser.choose(problem, ctx.devices[0].name, workspace_limit, time_stage, tuned)
+
+
+def device_tuning(op: str, s: Stage, ctx) -> Tuned:
+    """The values tuned for a stage on this device, and where they come from (helpers/tuning.py:
+    this device's, else the closest recorded device's). A CUDA twin ('10_hoisted_cuda': the same
+    algorithm and layout as '10_hoisted') with no values of its own takes its OpenCL stage's, so
+    that the two are compared at the same tile."""
+    dev = cuda.describe() if s.backend == "cuda" else describe(ctx.devices[0])
+    tuned = tuned_for(op, s.key, dev)
+    twin = twin_of(s)
+    if not tuned.defines and twin is not None:
+        of_twin = tuned_for(op, twin.key, dev)
+        if of_twin.defines:
+            tuned = Tuned({k: v for k, v in of_twin.defines.items() if k in s.defines},
+                          f"{of_twin.source}, of its OpenCL twin {twin.key}")
+    return tuned
 
 
 def device_defines(op: str, s: Stage, ctx) -> dict:
     """A stage's JIT parameters on this device when none are given: its defaults, then the values
-    tuned for the device (results/tuned.json). A CUDA twin ('10_hoisted_cuda': the same algorithm
-    and layout as '10_hoisted') with no values of its own takes its OpenCL stage's, so that the
-    two are compared at the same tile."""
-    dev = cuda.device()["name"] if s.backend == "cuda" else ctx.devices[0].name
-    tuned = tuned_defines(op, s.key, dev)
-    twin = twin_of(s)
-    if not tuned and twin is not None:
-        tuned = {k: v for k, v in tuned_defines(op, twin.key, dev).items() if k in s.defines}
-    return {**s.defines, **tuned}
+    tuned for the device (device_tuning)."""
+    return {**s.defines, **device_tuning(op, s, ctx).defines}
 
 
 def resolve(op: str, stage, problem: Problem, ctx, defines: dict | None,
@@ -85,6 +96,12 @@ def resolve(op: str, stage, problem: Problem, ctx, defines: dict | None,
     given = defines or {}          # for the stage asked for; a fallback runs with its own values
     while True:
         d = {**device_defines(op, s, ctx), **{k: v for k, v in given.items() if k in s.defines}}
+        fixed = sorted(set(defines or {}) & set(problem.defines) - set(s.defines))
+        if fixed and not seen:
+            raise ValueError(f"stage {s.key} of {op}: {', '.join(f'{n}={problem.defines[n]}' for n in fixed)} "
+                             f"{'is' if len(fixed) == 1 else 'are'} set by the problem itself (its arguments: the "
+                             f"weight's shape, stride, padding, activation), not a JIT parameter to choose; the "
+                             f"stage's parameters are {', '.join(sorted(s.defines)) or 'none'}")
         unknown = set(defines or {}) - set(s.defines) - set(problem.defines)
         if unknown and not seen:
             raise ValueError(f"stage {s.key} of {op} has no JIT parameter {', '.join(sorted(unknown))}; "
@@ -187,12 +204,31 @@ def check_plan(plan, expected: tuple | None = None) -> CheckResult:
     got = plan.outputs()
     op_rtol = mod.rtol(plan.problem, mma=precision) if plan.stage.tensor_cores else mod.rtol(plan.problem)
     rtol, atol = tolerance_stored(op_rtol, precision)
-    results = [check_close(got[name], expected[name], magnitude=magnitude[name],
-                           rtol=rtol, atol=atol, name=name) for name in plan.problem.outputs]
+    try:
+        results = [check_close(got[name], expected[name], magnitude=magnitude[name],
+                               rtol=rtol, atol=atol, name=name) for name in plan.problem.outputs]
+    except MismatchError as err:
+        note = nonfinite_inputs(plan.problem)
+        if not note:
+            raise
+        raise MismatchError(f"{err}\n(the inputs are not all finite: {note}; the outputs they reach are NaN "
+                            f"or inf in the reference too, and those match)") from None
     plan.checked = True
     names = " and ".join(plan.problem.outputs)
     return CheckResult(f"{plan.stage.key} {names}", sum(r.count for r in results),
-                       max(r.max_error for r in results), max(r.worst_ratio for r in results), plan.path)
+                       max(r.max_error for r in results), max(r.worst_ratio for r in results), plan.path,
+                       sum(r.nonfinite for r in results), nonfinite_inputs(plan.problem))
+
+
+def nonfinite_inputs(problem: Problem) -> str:
+    """'grad_output holds 2 NaN' for the host inputs that hold NaN or inf (what a check names)."""
+    parts = []
+    for name, a in problem.inputs.items():
+        if isinstance(a, np.ndarray) and name not in problem.aliases:
+            nan, inf = int(np.isnan(a).sum()), int(np.isinf(a).sum())
+            if nan or inf:
+                parts.append(f"{name} holds " + " and ".join(f"{n:,} {w}" for n, w in ((nan, "NaN"), (inf, "inf")) if n))
+    return "; ".join(parts)
 
 
 def step_values(plan, step: Step) -> tuple:
@@ -252,6 +288,11 @@ class BasePlan:
             self._check_backend(name, t)
         self.stage, self.defines = resolve(op, stage, problem, ctx, defines, workspace_limit)
         s = self.stage
+        given_here = {k for k in (defines or {}) if k in s.defines} if s.key == self.requested.key else set()
+        tuned = device_tuning(op, s, ctx)
+        # where this plan's parameters come from, in words (the benchmark records it per row)
+        self.tuned_source = (tuned.source if not given_here else
+                             f"given: {', '.join(sorted(given_here))}" + (f"; the rest {tuned.source}" if set(s.defines) - given_here else ""))
         self.dtype = STORAGE[s.precision]      # tensors stored in the stage's precision (tf32: float32)
         for name, a in problem.inputs.items():
             if name in given:

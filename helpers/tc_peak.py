@@ -15,7 +15,7 @@ import datetime as dt
 import json
 import sys
 
-from .analysis.results import RESULTS
+from .analysis import names
 from .engine.timing import Timing
 
 KERNEL = "peak/wgmma.cu"
@@ -77,7 +77,6 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--out", default=None, help="JSON path (default results/tc/wgmma_peak_<device>.json; '-': print)")
     a = ap.parse_args(argv)
-    from .bench import slug
     from .engine.backends import BackendUnavailable
     from .engine.backends.cuda import device
     try:
@@ -103,7 +102,7 @@ def main(argv=None) -> int:
     if a.out == "-":
         print(text)
         return 0
-    path = RESULTS / "tc" / f"wgmma_peak_{slug(name)}.json" if a.out is None else a.out
+    path = names.path(names.wgmma_peak(name)) if a.out is None else a.out
     with open(path, "w") as f:
         f.write(text + "\n")
     print("wrote", path)

@@ -31,3 +31,14 @@ def _choices_out_of_the_checkout(tmp_path_factory):
     if "COURSE_CHOICES" not in os.environ:
         os.environ["COURSE_CHOICES"] = str(tmp_path_factory.mktemp("choices") / "choices.json")
     yield
+
+
+@pytest.fixture(autouse=True, scope="session")
+def _no_personal_tuning(tmp_path_factory):
+    """A learner's own tuned values (./course tune: helpers/tuning.py's user cache) never reach the
+    tests: they read an empty cache of their own unless COURSE_TUNE_CACHE names one."""
+    if "COURSE_TUNE_CACHE" not in os.environ:
+        os.environ["COURSE_TUNE_CACHE"] = str(tmp_path_factory.mktemp("tune") / "tuned.json")
+        from helpers import tuning
+        tuning.reload()
+    yield

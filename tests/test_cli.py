@@ -19,6 +19,18 @@ from helpers import bench
     (["--stages", "naive", "--defines", "SPLIT_SUMS=0"], "SPLIT_SUMS: no selected stage of conv_dgrad declares it"),
     (["--stages", "naive,winograd4", "--tune-only", "GEMM_LDS4"], "stage(s) naive tune none of them"),
     (["--stages", "winograd4", "--tune-only", "GEMM_LDS"], "GEMM_LDS: no selected stage of conv_dgrad tunes it"),
+    # an op given a layer set of another kind of op, or an op with no layer sets
+    (["--op", "gemm", "--layers", "ci"], "layer set 'ci' holds conv layers, but gemm takes gemm layers: choose from gemm, gemm_small"),
+    (["--op", "conv_dgrad", "--layers", "bn_ci"], "layer set 'bn_ci' holds batchnorm layers, but conv_dgrad takes conv layers"),
+    (["--op", "conv_wgrad", "--layers", "gemm"], "but conv_wgrad takes conv layers"),
+    (["--op", "batchnorm_backward", "--layers", "gemm"], "but batchnorm_backward takes batchnorm layers: choose from bn, bn_ci, bn_small"),
+    (["--op", "conv3d_dgrad"], "conv3d_dgrad has no layer sets to benchmark"),
+    # counts that make no sense
+    (["--warmup", "-1"], "--warmup -1: the warm-up launches are 0 or more"),
+    (["--repeats", "0"], "--repeats 0: the timed repetitions are 1 or more"),
+    # a device index that is not one
+    (["--device", "0:0:0"], "'0:0:0' is not a device index: write 'P:D'"),
+    (["--device", "9:0"], "No OpenCL device matches '9:0'"),
 ])
 def test_mistakes_get_one_line(capsys, monkeypatch, argv, says):
     import pyopencl as cl
@@ -98,3 +110,26 @@ def test_course_tuned_none_leaves_the_tuned_values_out(monkeypatch):
         monkeypatch.delenv("COURSE_TUNED")
         tuning.reload()
     assert tuning.tuned_defines("conv_dgrad", "11_igemm_taps", "NVIDIA H200") == tuned
+
+
+@pytest.mark.parametrize("out, says", [
+    ("", "--out names no file"),
+    ("{tmp}/missing/run.json", "the folder {tmp}/missing does not exist"),
+    ("{tmp}", "that is a folder; name the JSON file"),
+])
+def test_out_is_checked_before_any_work(tmp_path, capsys, monkeypatch, out, says):
+    """--out into a missing folder, onto a folder, or empty: one line before anything runs (it
+    used to run to the end, then fail with a traceback; '' wrote into results/)."""
+    import pyopencl as cl
+    monkeypatch.setattr(cl, "enqueue_nd_range_kernel", lambda *a, **k: pytest.fail("a kernel was launched"))
+    before = sorted(p.name for p in bench.RESULTS.iterdir())
+    assert bench.main(["--stages", "naive", "--no-vendor", "--out", out.format(tmp=tmp_path)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and says.format(tmp=tmp_path) in err[0], err
+    assert sorted(p.name for p in bench.RESULTS.iterdir()) == before
+
+
+def test_each_op_benchmarks_its_own_small_set_by_default(capsys):
+    """`--op gemm` with no --layers runs gemm's small set (it used to take conv's 'ci': KeyError 'm')."""
+    assert bench.main(["--op", "gemm", "--stages", "naive", "--no-vendor", "--repeats", "3", "--out", "-"]) == 0
+    assert "gemm over 'gemm_small'" in capsys.readouterr().out

@@ -140,3 +140,21 @@ def test_the_recorder_s_log_is_not_read_as_a_run(tmp_path, monkeypatch):
     (tmp_path / "tuned.json").write_text("{}")
     (tmp_path / "conv_dgrad_x_dev.json").write_text(json.dumps({"op": "conv_dgrad", "rows": []}))
     assert [r["file"] for r in results.load()] == ["conv_dgrad_x_dev.json"]
+
+
+def test_each_task_says_what_reads_it_in_the_courses_own_words():
+    """A reader of `./course record --list` can look each purpose up: a chapter, README, or the
+    tests; never a tracker's number."""
+    import re
+    for t in PLAN:
+        assert not re.search(r"\bissue", t.why, re.I), t
+        assert re.search(r"chapter|README|test", t.why), t
+
+
+def test_the_files_tasks_write_are_the_commands_own_names():
+    """The benchmark tasks' files come from the benchmark's naming (helpers/analysis/names.py), so
+    the plan cannot name a file its command does not write."""
+    from helpers.analysis import names
+    t = record.get_task("auto-fresh-vgg16")
+    assert t.writes == names.bench("conv_dgrad", "vgg16", "{slug}", tag="fresh") == "conv_dgrad_vgg16_fresh_{slug}.json"
+    assert record.get_task("registers-one-pass").writes == names.registers("one_pass", "{slug}")

@@ -46,6 +46,43 @@ def untuned(run: dict) -> bool:
     return run.get("settings", {}).get("tuned_parameters", "").startswith("none")
 
 
+def fresh(run: dict) -> bool:
+    """A run made after a fresh `./course tune` (COURSE_TUNED=fresh: the device's recorded values
+    left out, its own search's in their place)."""
+    return run.get("settings", {}).get("tuned_parameters", "").startswith("COURSE_TUNED=fresh")
+
+
+def tuning_effect(layer_set: str = "resnet50", device: str = "NVIDIA H200") -> list[dict]:
+    """Stage auto on each layer, each beside cuDNN timed in its own run: with the registry's
+    defaults (the untuned run), after a fresh ten-minute `./course tune`, and with the values
+    recorded in results/tuned.json (the auto run). {'layer', 'untuned', 'fresh', 'recorded'}: each
+    {'ms', 'x_vendor', 'ran'} or None where that run is missing."""
+    runs = {"untuned": "untuned", "fresh": "fresh", "recorded": "auto"}
+    rows: dict = {}
+    for key, tag in runs.items():
+        for run in find("conv_dgrad", layer_set, tag=tag):
+            if run["device"]["name"].strip() != device:
+                continue
+            for r in run["rows"]:
+                if r["stage"] == "auto":
+                    rows.setdefault(r["layer"], {"layer": r["layer"], **dict.fromkeys(runs)})[key] = {
+                        "ms": r["median_ms"], "x_vendor": r.get("x_vendor"), "ran": r.get("ran", "")}
+    return list(rows.values())
+
+
+def tune_record(slug: str = "nvidia-h200") -> dict:
+    """The fresh `./course tune` kept for a device (results/tune/tune_fresh_<slug>.json): minutes
+    searched over all its sittings, candidates tried, and per stage its values and time."""
+    path = RESULTS / "tune" / f"tune_fresh_{slug}.json"
+    data = json.loads(path.read_text())
+    (name, dev), = data["devices"].items()
+    stages = {f"{op} {key}": e for op, entries in dev.items() if op != "describe" for key, e in entries.items()}
+    history = data["runs"][name]["history"]
+    return {"device": name, "minutes": sum(h["spent_s"] for h in history) / 60, "sittings": len(history),
+            "budget_minutes": history[0]["budget_s"] / 60, "candidates": sum(len(e.get("tried", {})) for e in stages.values()),
+            "stages": stages}
+
+
 def chooser_rows(layer_set: str = "resnet50", device: str = "NVIDIA H200") -> list[dict]:
     """Each recorded row of conv_dgrad's stage ``auto`` on the device, beside the fastest other
     fp32 stage recorded on that layer in any run up to and including auto's own (a stage changed
@@ -53,11 +90,12 @@ def chooser_rows(layer_set: str = "resnet50", device: str = "NVIDIA H200") -> li
     single stage (its time over that stage's). Where the run also timed the stage auto picked,
     the fastest other stage of that run on the layer too (``run_best``, ``run_ratio``): the same
     comparison without the drift between runs. Runs with the tuned values left out (COURSE_TUNED=none,
-    chapter 10) are not the chooser's own comparison and are left out."""
+    chapter 10) or searched afresh (COURSE_TUNED=fresh) are not the chooser's own comparison and
+    are left out."""
     out = []
     for run in load():
         if (run.get("kind"), run.get("op"), run.get("layer_set")) != ("bench", "conv_dgrad", layer_set) \
-                or run["device"]["name"].strip() != device or untuned(run):
+                or run["device"]["name"].strip() != device or untuned(run) or fresh(run):
             continue
         for r in run["rows"]:
             if r["stage"] == "auto":

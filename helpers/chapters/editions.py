@@ -131,12 +131,11 @@ def _unanswered_outputs(source: str) -> list:
 def write_student(out: Path | None = None) -> Path:
     """Write the student edition of every notebook (and the notebooks' other files) into ``out``."""
     import nbformat
+
     from .answers import notebook_secrets, secret_lines
-    out = Path(out or ROOT / "build" / "student")
+    from .folders import claim, seal
+    out = claim(out or ROOT / "build" / "student", COMMAND)      # refused before anything is written
     src = ROOT / "notebooks"
-    if out.exists():
-        shutil.rmtree(out)
-    out.mkdir(parents=True)
     teacher = {p: nbformat.read(p, as_version=4) for p in sorted(src.glob("*.ipynb"))}
     secrets = {}
     for nb in teacher.values():
@@ -155,14 +154,22 @@ def write_student(out: Path | None = None) -> Path:
                 if not any(re.search(rf"file:\s*{re.escape(Path(t).stem)}\s*$", ln) for t in TEACHER_ONLY)))
         else:
             shutil.copy2(path, out / path.name)
+    seal(out, COMMAND)
     return out
 
 
+COMMAND = "./course student"
+
+
 def main(argv=None) -> int:
-    args = argv if argv is not None else sys.argv[1:]
-    out = write_student(Path(args[0]) if args else None)
-    print(f"student edition written to {out} (solutions, answer hints and their outputs removed)")
-    return 0
+    """The command line (helpers/chapters/folders.py: command_line)."""
+    from .folders import command_line
+
+    def write(out) -> int:
+        out = write_student(out)
+        print(f"student edition written to {out} (solutions, answer hints and their outputs removed)")
+        return 0
+    return command_line(COMMAND, "build/student", write, argv)
 
 
 if __name__ == "__main__":

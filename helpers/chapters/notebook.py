@@ -42,6 +42,18 @@ class Session:
         return 20 if self.full else 5
 
 
+SIZES = ("small", "full")
+
+
+def full_size() -> bool:
+    """COURSE_SIZE: 'small' (the default: CPU-friendly sizes) or 'full' (the full layer sets, for a GPU)."""
+    size = os.environ.get("COURSE_SIZE", "small").strip().lower() or "small"
+    if size not in SIZES:
+        raise ValueError(f"COURSE_SIZE={os.environ['COURSE_SIZE']!r}: the sizes are 'small' (the default, for a "
+                         f"CPU) and 'full' (the full layer sets, for a GPU); set one of them or unset it")
+    return size == "full"
+
+
 def start(device=None, edition: str = "teacher") -> Session:
     """Choose the device (argument, COURSE_DEVICE, PYOPENCL_CTX, else a GPU, else the CPU) and say
     which machine the outputs below come from; ``edition="student"`` hides answers in listings."""
@@ -52,8 +64,8 @@ def start(device=None, edition: str = "teacher") -> Session:
         raise ValueError(f"edition must be 'teacher' or 'student', not {edition!r}")
     EDITION["name"] = edition
     matplotlib.rcParams.update({"figure.dpi": 100, "axes.grid": True, "grid.alpha": 0.3})
+    full = full_size()
     ctx = get_context(device)
-    full = os.environ.get("COURSE_SIZE", "small").lower() == "full"
     info = device_info(ctx)
     print(f"Device: {info['name']} ({info['platform']}, {info['type']}, driver {info['driver']}, "
           f"{info['compute_units']} compute units)")

@@ -2,7 +2,8 @@
 
 Builds notebooks/ (its _config.yml and _toc.yml) with Jupyter Book into OUT (default build/site)
 without executing anything, with warnings as errors (-W, -n: a broken internal link or a page
-missing from the table of contents fails the build). Returns the builder's exit status.
+missing from the table of contents fails the build). The pages land in OUT/_build/html. OUT must be
+new, empty, or written by this command before (helpers/chapters/folders.py). Returns the builder's exit status.
 """
 from __future__ import annotations
 
@@ -13,12 +14,28 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 
 
+COMMAND = "./course site"
+
+
 def build(out: Path | None = None) -> int:
-    out = Path(out or ROOT / "build" / "site")
+    """Build into ``out`` (a new or empty folder, or one this command wrote before: helpers/chapters/folders.py);
+    the pages land in ``out/_build/html``."""
+    from .folders import claim, seal
+    out = claim(out or ROOT / "build" / "site", COMMAND)      # refused before anything is written
     exe = Path(sys.executable).with_name("jupyter-book")
     cmd = [str(exe), "build", str(ROOT / "notebooks"), "--path-output", str(out), "-W", "-n", "--keep-going"]
-    return subprocess.run(cmd).returncode
+    rc = subprocess.run(cmd).returncode
+    seal(out, COMMAND)
+    if rc == 0:
+        print(f"the site is in {out / '_build' / 'html'} (open index.html)")
+    return rc
+
+
+def main(argv=None) -> int:
+    """The command line (helpers/chapters/folders.py: command_line)."""
+    from .folders import command_line
+    return command_line(COMMAND, "build/site", build, argv)
 
 
 if __name__ == "__main__":
-    sys.exit(build(Path(sys.argv[1]) if len(sys.argv) > 1 else None))
+    sys.exit(main())

@@ -187,7 +187,6 @@ def accuracy(channels=(1, 4, 16, 64, 256, 1024), size: int = 16, k: int = 8, see
 # Generated device code: kernels/common/winograd_f23.h and winograd_f43.h
 
 HEADERS = {(2, 3): "winograd_f23.h", (4, 3): "winograd_f43.h", (3, 4): "winograd_f34.h"}
-HEADER = HEADERS[(2, 3)]
 
 
 def _literal(x: Fraction) -> str:

@@ -72,11 +72,17 @@ class CheckResult:
     max_error: float         # largest |actual - expected|
     worst_ratio: float       # largest error / tolerance (< 1 passes)
     path: str = ""           # the path the problem took (runner.path_taken), where a stage ran
+    nonfinite: int = 0       # outputs that are NaN or inf exactly where the reference is
+    note: str = ""           # what the inputs hold that explains them (runner.check_plan)
 
     @property
     def verdict(self) -> str:
         """A machine-independent statement (what notebooks print in a compared cell)."""
-        return f"{self.name}: all {self.count:,} values match the reference within tolerance"
+        text = f"{self.name}: all {self.count:,} values match the reference within tolerance"
+        if self.nonfinite:
+            text += (f" ({self.nonfinite:,} of them NaN or infinite, as in the reference"
+                     + (f": {self.note}" if self.note else "") + ")")
+        return text
 
     def __str__(self) -> str:
         return f"{self.verdict} (max |error| {self.max_error:.2e}, {self.worst_ratio:.2f} of the tolerance)"
@@ -87,19 +93,26 @@ def check_close(actual, expected, *, magnitude=None, rtol: float = 1e-5, atol: f
     """Raise MismatchError unless ``|actual - expected| <= rtol * magnitude + atol`` everywhere.
 
     ``magnitude`` defaults to ``|expected|``; pass the reference computed on absolute values for
-    sums (see the module's docstring). NaN or inf in ``actual`` always fails.
+    sums (see the module's docstring). NaN or inf in ``actual`` fails, except where the reference
+    holds the same non-finite value (a NaN or inf in the inputs reaches those outputs).
     """
     actual = np.asarray(actual)
     expected = np.asarray(expected, dtype=np.float64)
     if actual.shape != expected.shape:
         raise MismatchError(f"{name}: shape {actual.shape} differs from the reference's {expected.shape}")
     mag = np.abs(expected) if magnitude is None else np.asarray(magnitude, dtype=np.float64)
-    tol = rtol * mag + atol + np.finfo(np.float32).tiny
-    err = np.abs(actual.astype(np.float64) - expected)
-    bad = ~(err <= tol)  # NaN compares false, so NaN is bad
-    ratio = np.where(np.isfinite(err), err / tol, np.inf)
+    # where the reference itself is NaN or infinite (a NaN or inf in the inputs reaches it), the
+    # same non-finite value counts as a match; a NaN or inf anywhere else always fails
+    got = actual.astype(np.float64)
+    same = ~np.isfinite(expected) & ((np.isnan(expected) & np.isnan(got)) | (got == expected))
+    with np.errstate(invalid="ignore"):       # inf - inf: NaN, which the test below counts as bad
+        mag = np.where(same, 0.0, mag)
+        tol = rtol * mag + atol + np.finfo(np.float32).tiny
+        err = np.where(same, 0.0, np.abs(got - expected))
+        bad = ~(err <= tol) | (~(np.isfinite(expected) & np.isfinite(got)) & ~same)  # NaN compares false
+        ratio = np.where(bad, np.inf, err / tol)
     result = CheckResult(name, int(expected.size), float(np.nanmax(err)) if err.size else 0.0,
-                         float(ratio.max()) if ratio.size else 0.0)
+                         float(ratio.max()) if ratio.size else 0.0, nonfinite=int(same.sum()))
     if bad.any():
         idx = np.argwhere(bad)
         lines = [f"{name}: {len(idx):,} of {expected.size:,} values differ from the reference "

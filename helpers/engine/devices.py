@@ -4,13 +4,17 @@ Order of choice: the ``device`` argument, else the ``COURSE_DEVICE`` environment
 ``PYOPENCL_CTX``, else the first GPU found, else the first device of any kind (the CPU via PoCL).
 
 A selector is either ``"P:D"`` (platform and device index, as printed by :func:`list_devices`),
-``"P"`` (first device of platform P), or a case-insensitive substring of the platform or device
-name (``"nvidia"``, ``"portable"``, ``"cpu"``, ``"gpu"``).
+``"P"`` (first device of platform P), a kind (``"gpu"``, ``"cpu"``), a vendor (``"nvidia"``,
+``"amd"``, ``"intel"``, ``"apple"``: that vendor's GPUs, matched on the vendor the driver reports,
+never on a device's name, so ``amd`` does not pick an AMD processor run through PoCL), or a
+case-insensitive substring of the platform or device name (``"portable"``, ``"pthread"``, ``"H200"``).
 """
 from __future__ import annotations
 
 import functools
+import sys
 import os
+import re
 
 import pyopencl as cl
 
@@ -82,8 +86,28 @@ def list_devices() -> list[tuple[str, cl.Device]]:
     return out
 
 
-def _is_gpu(dev: cl.Device) -> bool:
+def is_gpu(dev: cl.Device) -> bool:
+    """Whether an OpenCL device is a GPU (the one place the course classifies a device's kind)."""
     return bool(dev.type & cl.device_type.GPU)
+
+
+def _kind(dev: cl.Device) -> str:
+    return "gpu" if is_gpu(dev) else "cpu" if dev.type & cl.device_type.CPU else "other"
+
+
+# The vendor words a selector may be, and how each vendor's drivers spell it (device or platform
+# vendor): "AuthenticAMD" is an AMD processor (PoCL), not an AMD GPU, so only GPUs are matched.
+VENDORS = {"nvidia": ("nvidia",), "amd": ("advanced micro devices", "amd"), "intel": ("intel",),
+           "apple": ("apple",)}
+INDEX = re.compile(r"^(\d+)(?::(\d+))?$")
+
+
+def vendor_of(dev: cl.Device) -> str | None:
+    """The GPU vendor word of a device ('nvidia', 'amd', ...), None for CPUs and unknown vendors."""
+    if not is_gpu(dev):
+        return None
+    words = f"{dev.vendor} {dev.platform.vendor}".lower()
+    return next((v for v, spellings in VENDORS.items() if any(s in words for s in spellings)), None)
 
 
 def find_device(selector: str | None = None) -> cl.Device:
@@ -94,24 +118,32 @@ def find_device(selector: str | None = None) -> cl.Device:
     if not devices:
         raise NoDeviceError(f"OpenCL platforms exist but none has a device. {INSTALL_HINT}")
     if selector is None or selector.strip() == "":
-        gpus = [dev for _, dev in devices if _is_gpu(dev)]
+        gpus = [dev for _, dev in devices if is_gpu(dev)]
         return gpus[0] if gpus else devices[0][1]
     sel = selector.strip()
-    if sel.replace(":", "").isdigit():
-        p, _, d = sel.partition(":")
-        key = f"{int(p)}:{int(d) if d else 0}"
-        for k, dev in devices:
-            if k == key:
-                return dev
+    low = sel.lower()
+    available = "; ".join(f"{k} = {dev.platform.name.strip()} / {dev.name.strip()}" for k, dev in devices)
+    index = INDEX.match(sel)
+    if index:
+        key = f"{int(index[1])}:{int(index[2] or 0)}"
+        found = [dev for k, dev in devices if k == key]
+    elif re.fullmatch(r"[\d:\s]+", sel):
+        raise NoDeviceError(f"{selector!r} is not a device index: write 'P:D' (platform, then device, e.g. "
+                            f"0:1) or 'P'. Available: {available}.")
+    elif low in VENDORS:
+        found = [dev for _, dev in devices if vendor_of(dev) == low]
+        if not found:
+            raise NoDeviceError(f"No {low.upper() if low != 'apple' else 'Apple'} GPU here: {sel!r} names a "
+                                f"vendor's GPU (matched on the vendor its driver reports). Available: {available}. "
+                                "Pass 'cpu', an index 'P:D' or part of a name instead.")
     else:
-        low = sel.lower()
-        for _, dev in devices:
-            kind = "gpu" if _is_gpu(dev) else "cpu" if dev.type & cl.device_type.CPU else "other"
-            if low in dev.name.lower() or low in dev.platform.name.lower() or low == kind:
-                return dev
-    available = "; ".join(f"{k} = {dev.platform.name} / {dev.name}" for k, dev in devices)
+        found = [dev for _, dev in devices
+                 if low in dev.name.lower() or low in dev.platform.name.lower() or low == _kind(dev)]
+    if found:
+        return found[0]
     raise NoDeviceError(f"No OpenCL device matches {selector!r}. Available: {available}. "
-                        "Pass an index 'P:D' or part of a name, as an argument or in COURSE_DEVICE.")
+                        "Pass an index 'P:D', a kind (gpu, cpu), a vendor (nvidia, amd, intel, apple) or part "
+                        "of a name, as an argument or in COURSE_DEVICE.")
 
 
 @functools.lru_cache(maxsize=None)
@@ -134,6 +166,30 @@ def get_queue(ctx: cl.Context) -> cl.CommandQueue:
     return cl.CommandQueue(ctx, properties=cl.command_queue_properties.PROFILING_ENABLE)
 
 
+def architecture(vendor: str | None, kind: str, name: str, nv_cc: tuple | None = None) -> str:
+    """A device's architecture as tuned values are shared by it: NVIDIA's compute capability
+    ('sm_90', from the OpenCL driver or CUDA), AMD's gfx name ('gfx1100'), else the device's name
+    (a CPU model, an Intel or Apple GPU)."""
+    if vendor == "nvidia" and nv_cc:
+        return f"sm_{nv_cc[0]}{nv_cc[1]}"
+    gfx = re.match(r"gfx\w+", name.strip())
+    if vendor == "amd" and gfx:
+        return gfx.group(0)
+    return f"{kind}:{name.strip()}"
+
+
+def describe(dev: cl.Device) -> dict:
+    """What tuned values are matched by (helpers/tuning.py): the device's name, its kind, its GPU
+    vendor word (None for CPUs) and architecture."""
+    vendor, kind = vendor_of(dev), _kind(dev)
+    try:
+        cc = (dev.compute_capability_major_nv, dev.compute_capability_minor_nv) if vendor == "nvidia" else None
+    except cl.Error:                       # a driver without cl_nv_device_attribute_query
+        cc = None
+    return {"name": dev.name.strip(), "type": kind.upper(), "vendor": vendor or dev.vendor.strip().lower(),
+            "arch": architecture(vendor, kind, dev.name, cc)}
+
+
 def device_info(ctx_or_dev=None) -> dict:
     """What results and figures record about a device."""
     dev = ctx_or_dev.devices[0] if isinstance(ctx_or_dev, cl.Context) else (
@@ -144,7 +200,7 @@ def device_info(ctx_or_dev=None) -> dict:
         "platform": dev.platform.name.strip(),
         "driver": dev.driver_version.strip(),
         "opencl": dev.version.strip(),
-        "type": "GPU" if _is_gpu(dev) else "CPU" if dev.type & cl.device_type.CPU else "other",
+        "type": "GPU" if is_gpu(dev) else "CPU" if dev.type & cl.device_type.CPU else "other",
         "compute_units": dev.max_compute_units,
         "clock_mhz": dev.max_clock_frequency,
         "global_mem_bytes": dev.global_mem_size,
@@ -152,6 +208,7 @@ def device_info(ctx_or_dev=None) -> dict:
         "local_mem_bytes": dev.local_mem_size,
         "max_work_group_size": dev.max_work_group_size,
         "cache_bytes": dev.global_mem_cache_size,
+        "describe": describe(dev),
     }
 
 
@@ -161,10 +218,27 @@ def short_name(ctx_or_dev=None) -> str:
     return f"{info['name']} ({info['platform']})"
 
 
-def main() -> None:
-    """`python -m helpers`: list every OpenCL device and the one the course would choose."""
-    for key, dev in list_devices():
-        print(f"{key}  {dev.platform.name.strip()} / {dev.name.strip()}")
-    chosen = find_device()
-    print(f"chosen (COURSE_DEVICE, else PYOPENCL_CTX, else a GPU, else the first): {chosen.name.strip()}")
+def why_chosen() -> str:
+    """Which setting chose the device: what `python -m helpers` prints beside its choice."""
+    for var in ("COURSE_DEVICE", "PYOPENCL_CTX"):
+        if os.environ.get(var, "").strip():
+            return f"{var}={os.environ[var].strip()!r}"
+    return "no COURSE_DEVICE or PYOPENCL_CTX: the first GPU, else the first device"
+
+
+def main() -> int:
+    """`python -m helpers`: list every OpenCL device and the one the course would choose; a
+    mistake (no driver, a selector that matches nothing) is one line on stderr, exit status 2."""
+    try:
+        devices = list_devices()
+        for key, dev in devices:
+            kind = _kind(dev).upper()
+            print(f"{key}  {dev.platform.name.strip()} / {dev.name.strip()}  ({kind}, {dev.vendor.strip()})")
+        chosen = find_device()
+    except NoDeviceError as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 2
+    key = next(k for k, dev in devices if dev == chosen)
+    print(f"chosen: {key} {chosen.name.strip()} (by {why_chosen()})")
+    return 0
 

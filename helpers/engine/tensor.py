@@ -75,6 +75,29 @@ def check_layout(layout: str) -> str:
     return layout
 
 
+# float16's largest finite value; anything from 65520 up rounds to infinity when stored
+HALF_MAX, HALF_OVERFLOW = 65504.0, 65520.0
+
+
+def check_host(name: str, value, dtype: str | None = None, who: str = "") -> np.ndarray:
+    """The one rule for a NumPy array that becomes a tensor (run_stage's arguments, from_array):
+    a float32 or float16 array; stored as float16, no finite value beyond float16's range."""
+    who = f"{who}: " if who else ""
+    if not isinstance(value, np.ndarray):
+        raise TypeError(f"{who}{name} must be a NumPy array of float32 (or float16), got {type(value).__name__}; "
+                        f"convert with np.asarray({name}, dtype=np.float32)")
+    if value.dtype not in (np.float32, np.float16):
+        raise TypeError(f"{who}{name} must be float32 (or float16), got {value.dtype}; "
+                        f"convert with {name}.astype(np.float32)")
+    if dtype == "float16" and value.dtype != np.float16 and value.size:
+        finite = np.abs(value[np.isfinite(value)])
+        if finite.size and finite.max() >= HALF_OVERFLOW:
+            raise ValueError(f"{who}{name} holds values up to {finite.max():.4g}, beyond float16's largest finite "
+                             f"value {HALF_MAX:g}: stored in float16 they would become infinite. Scale the data "
+                             f"down or run a float32 stage")
+    return value
+
+
 def to_storage(x: np.ndarray, dtype: str) -> np.ndarray:
     """A host array in the bits a tensor of ``dtype`` stores."""
     return to_bfloat16(x) if dtype == "bfloat16" else np.ascontiguousarray(x, dtype=DTYPES[dtype][0])
@@ -117,6 +140,8 @@ class Tensor:
         self.size = storage_count(self.shape, layout)
         self.nbytes = self.storage.itemsize * self.size
         nan = to_storage(np.float32(np.nan), dtype)
+        if host is not None:
+            check_host(name, host, dtype)
         body = (to_storage(host, dtype).ravel() if host is not None
                 else np.full(self.size, nan, dtype=self.storage) if guard else None)
         if body is not None and body.size != self.size:
@@ -199,8 +224,10 @@ class DeviceTensor(Tensor):
     @classmethod
     def from_array(cls, ctx, array: np.ndarray, dtype: str | None = None, layout: str = "NCHW",
                    guard: bool = False, name: str = "tensor", queue=None) -> "DeviceTensor":
-        """Upload ``array`` (converted to ``dtype``; default: its own, float32 or float16)."""
+        """Upload ``array`` (a float32 or float16 NumPy array, converted to ``dtype``; default: its
+        own): the rule of run_stage's arguments (check_host)."""
         from .devices import get_queue
+        check_host("array", array, dtype, "DeviceTensor.from_array")
         return cls(ctx, queue or get_queue(ctx), name, array.shape, array, guard, True,
                    dtype or default_dtype(array), layout)
 

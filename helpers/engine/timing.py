@@ -15,8 +15,7 @@ from dataclasses import asdict, dataclass, field
 import numpy as np
 import pyopencl as cl
 
-FLOPS_NOTE = "GFLOP/s = useful FLOPs / median time"
-BYTES_NOTE = "GB/s = minimal bytes (each tensor read or written once) / median time"
+from .devices import is_gpu
 
 
 @dataclass
@@ -58,7 +57,7 @@ _flush_buffers: dict = {}
 def default_flush_bytes(ctx: cl.Context) -> int:
     """GPUs: 4x the reported cache, at least 128 MiB. CPUs: 0 (PoCL's timings are long enough)."""
     dev = ctx.devices[0]
-    if not dev.type & cl.device_type.GPU:
+    if not is_gpu(dev):
         return 0
     return int(min(max(4 * dev.global_mem_cache_size, 128 * 2**20), dev.max_mem_alloc_size // 2))
 

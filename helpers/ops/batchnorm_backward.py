@@ -19,10 +19,14 @@ import numpy as np
 from . import reference as ref
 from ..engine.check import rtol_for_sum
 from .problem import Problem, activation_output, reject_unknown
+from .problem import ACT_CODES as PROBLEM_ACT_CODES
 from .batchnorm_forward import channel_vector, check_x, random_args
 
 OP = "batchnorm_backward"
-ACT_CODES = {"none": 0, "relu": 1}    # kernels/common/course.h: ACT_NONE, ACT_RELU
+# the layer sets the benchmark takes (helpers/ops/layers.py: their kind, the small default set)
+LAYERS = ("batchnorm", "bn_ci")
+# the backward pass fuses the ReLU's derivative only
+ACT_CODES = {a: PROBLEM_ACT_CODES[a] for a in ("none", "relu")}
 ARGS = ("grad_output", "x", "gamma", "mean", "inv_std", "activation", "output")
 
 

@@ -32,6 +32,8 @@ from ..engine.check import EPS32, rtol_for_sum
 from .problem import Problem, reject_unknown, tensor
 
 OP = "batchnorm_forward"
+# the layer sets the benchmark takes (helpers/ops/layers.py: their kind, the small default set)
+LAYERS = ("batchnorm", "bn_ci")
 ARGS = ("x", "gamma", "beta", "eps", "training", "running_mean", "running_var", "momentum")
 MAX_COUNT = 2**24          # per-channel counts are carried as float32: exact up to 2^24
 MAX_ELEMENTS = 2**31 - 4   # 32-bit indices, rounded up to a multiple of 4 in the kernels

@@ -13,10 +13,12 @@ import numpy as np
 
 from . import reference as ref
 from ..engine.check import rtol_for_sum, rtol_mma
-from .problem import Problem, activation_output, backward_conv_problem, conv_geometry, positive_int, reject_unknown, shape4, tensor
+from .problem import (ACT_CODES, Problem, activation_output, backward_conv_problem, conv_geometry, positive_int,
+                      reject_unknown, shape4, tensor)
 
 OP = "conv_dgrad"
-ACT_CODES = {"none": 0, "relu": 1, "sigmoid": 2, "tanh": 3}  # kernels/common/course.h: ACT_*
+# the layer sets the benchmark takes (helpers/ops/layers.py: their kind, the small default set)
+LAYERS = ("conv", "ci")
 ARGS = ("grad_output", "weight", "input_shape", "stride", "padding", "activation", "output")
 
 

@@ -16,11 +16,12 @@ import numpy as np
 
 from . import reference as ref
 from ..engine.check import rtol_for_sum, rtol_mma
-from .problem import Problem, conv_geometry, positive_int, reject_unknown, tensor
+from .problem import ACT_CODES, Problem, conv_geometry, positive_int, reject_unknown, tensor
 
 OP = "conv_forward"
+# the layer sets the benchmark takes (helpers/ops/layers.py: their kind, the small default set)
+LAYERS = ("conv", "ci")
 ARGS = ("input", "weight", "stride", "padding", "bias", "activation")
-ACT_CODES = {"none": 0, "relu": 1, "sigmoid": 2, "tanh": 3}  # kernels/common/course.h: ACT_*
 
 # The tolerance, and why Winograd needs its own scale. The direct kernel's rounding error at an
 # output is bounded by eps * sqrt(terms) times the sum of |x|*|w| over that output's own window

@@ -18,11 +18,12 @@ import numpy as np
 
 from . import reference as ref
 from ..engine.check import rtol_for_sum
-from .problem import (INT32_MAX, Problem, activation_output, backward_conv_problem, conv_geometry, positive_int, reject_unknown, shape4,
-                      tensor)
+from .problem import (ACT_CODES, INT32_MAX, Problem, activation_output, backward_conv_problem, conv_geometry,
+                      positive_int, reject_unknown, shape4, tensor)
 
 OP = "conv_wgrad"
-ACT_CODES = {"none": 0, "relu": 1, "sigmoid": 2, "tanh": 3}  # kernels/common/course.h: ACT_*
+# the layer sets the benchmark takes (helpers/ops/layers.py: their kind, the small default set)
+LAYERS = ("conv", "ci")
 ARGS = ("input", "grad_output", "weight_shape", "stride", "padding", "activation", "output")
 
 

@@ -14,6 +14,8 @@ from ..engine.check import rtol_for_sum
 from .problem import Problem, reject_unknown, tensor
 
 OP = "gemm"
+# the layer sets the benchmark takes (helpers/ops/layers.py: their kind, the small default set)
+LAYERS = ("gemm", "gemm_small")
 ARGS = ("a", "b")
 
 
@@ -93,6 +95,9 @@ def vendor_time(problem: Problem, warmup: int, repeats: int, flush_bytes: int):
 
 def library_times(problem: Problem, ctx, warmup: int, repeats: int, flush_bytes: int) -> list:
     """Other libraries on the same OpenCL device: CLBlast where libclblast is installed."""
-    from .vendor_clblast import clblast_gemm
-    t = clblast_gemm(problem, ctx, warmup=warmup, repeats=repeats, flush_bytes=flush_bytes)
+    from .vendor_clblast import available, clblast_gemm     # imports pyopencl: only where OpenCL runs
+    if not available():
+        return []
+    t = clblast_gemm(problem, ctx, reference(problem), rtol(problem), warmup=warmup, repeats=repeats,
+                     flush_bytes=flush_bytes)
     return [t] if t is not None else []

@@ -75,10 +75,43 @@ LAYER_SETS.update({
 })
 
 
-def layer_set(name: str) -> list[dict]:
+# What each kind of layer describes, by the keys its layers carry: an op takes the sets of one kind
+# (its module's LAYERS: the kind, and the small set its benchmark runs when none is named)
+KINDS = {"conv": ("n", "c", "h", "w", "k", "kernel", "stride", "padding"),
+         "gemm": ("m", "n", "k"),
+         "batchnorm": ("n", "c", "h", "w")}
+
+
+def kind_of(name: str) -> str:
+    """The kind of a layer set ('conv', 'gemm', 'batchnorm'): the first kind whose keys its layers all have."""
+    keys = set.intersection(*(set(lay) for lay in layer_set(name)))
+    return next(k for k, need in KINDS.items() if set(need) <= keys)
+
+
+def sets_of(kind: str) -> list[str]:
+    """The names of the layer sets of one kind."""
+    return [name for name in LAYER_SETS if kind_of(name) == kind]
+
+
+def layer_set(name: str, op: str | None = None) -> list[dict]:
+    """A named layer set; with ``op``, refused unless its layers are of the kind the op takes."""
     if name not in LAYER_SETS:
         raise ValueError(f"unknown layer set {name!r}; choose from {', '.join(LAYER_SETS)}")
+    if op is not None:
+        from . import op_module
+        kind, _ = op_layers(op_module(op))
+        if kind_of(name) != kind:
+            raise ValueError(f"layer set {name!r} holds {kind_of(name)} layers, but {op} takes {kind} layers: "
+                             f"choose from {', '.join(sets_of(kind))}")
     return LAYER_SETS[name]
+
+
+def op_layers(mod) -> tuple[str, str]:
+    """(kind, default set) of an op module, or a ValueError for an op the benchmark has no layers for."""
+    if getattr(mod, "LAYERS", None) is None:
+        raise ValueError(f"{mod.OP} has no layer sets to benchmark; run its stages from Python "
+                         f"(run_stage('{mod.OP}', ...)) or benchmark one of the ops that has them")
+    return mod.LAYERS
 
 
 def args(lay: dict, activation: str = "none", seed: int = 0) -> dict:

@@ -12,7 +12,7 @@ from typing import Callable
 
 import numpy as np
 
-from ..engine.tensor import STORAGE, Tensor, from_storage, to_storage, to_tf32
+from ..engine.tensor import STORAGE, Tensor, check_host, from_storage, to_storage, to_tf32
 
 INT32_MAX = 2**31 - 1
 
@@ -63,6 +63,10 @@ class Problem:
         return values[0] if len(values) == 1 else tuple(values)
 
 
+# the activations the kernels fuse, by their codes in kernels/common/course.h (ACT_*)
+ACT_CODES = {"none": 0, "relu": 1, "sigmoid": 2, "tanh": 3}
+
+
 def reject_unknown(op: str, kwargs: dict, allowed) -> None:
     unknown = sorted(set(kwargs) - set(allowed))
     if unknown:
@@ -82,11 +86,7 @@ def tensor(op: str, name: str, value, ndim: int | None = None, layout: str = "NC
         if ndim == 4 and value.layout != layout:
             raise ValueError(f"{op}: {name} must be a {layout} tensor, got a {value.layout} device tensor")
         return value
-    if not isinstance(value, np.ndarray):
-        raise TypeError(f"{op}: {name} must be a NumPy array or a device tensor, got {type(value).__name__}")
-    if value.dtype not in (np.float32, np.float16):
-        raise TypeError(f"{op}: {name} must be float32, got {value.dtype}; "
-                        f"convert with {name}.astype(np.float32)")
+    check_host(name, value, who=op)        # one rule with DeviceTensor.from_array (engine/tensor.py)
     if ndim is not None and value.ndim != ndim:
         raise ValueError(f"{op}: {name} must have {ndim} dimensions, got shape {value.shape}")
     if value.size == 0:

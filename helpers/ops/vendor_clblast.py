@@ -59,8 +59,10 @@ def sgemm(queue, m: int, n: int, k: int, a, b, c):
     return cl.Event.from_int_ptr(event.value, retain=False)
 
 
-def clblast_gemm(problem, ctx, *, warmup: int = 3, repeats: int = 20, flush_bytes: int | None = None):
-    """Median time of CLBlast's SGEMM for an op-gemm problem on ctx's device, or None."""
+def clblast_gemm(problem, ctx, reference, rtol: float, *, warmup: int = 3, repeats: int = 20,
+                 flush_bytes: int | None = None):
+    """Median time of CLBlast's SGEMM for an op-gemm problem on ctx's device, or None; its product
+    checked first against ``reference`` (expected, magnitude) to ``rtol`` (the op's)."""
     if not available():
         return None
     import pyopencl.array as cla
@@ -68,7 +70,6 @@ def clblast_gemm(problem, ctx, *, warmup: int = 3, repeats: int = 20, flush_byte
     from ..engine.check import check_close
     from ..engine.devices import get_queue
     from ..engine.timing import time_enqueue
-    from .gemm import reference, rtol
     queue = get_queue(ctx)
     a, b = problem.inputs["a"], problem.inputs["b"]
     m, n, k = (problem.dims[x] for x in ("M", "N", "K"))
@@ -84,7 +85,7 @@ def clblast_gemm(problem, ctx, *, warmup: int = 3, repeats: int = 20, flush_byte
 
     enqueue()
     queue.finish()
-    expected, magnitude = reference(problem)
-    check_close(dc.get(), expected["c"], magnitude=magnitude["c"], rtol=rtol(problem), name="CLBlast c")
+    expected, magnitude = reference
+    check_close(dc.get(), expected["c"], magnitude=magnitude["c"], rtol=rtol, name="CLBlast c")
     timing = time_enqueue(enqueue, queue, warmup=warmup, repeats=repeats, flush_bytes=flush_bytes)
     return {"name": "CLBlast", "library": "CLBlast SGEMM (libclblast, C API)", **timing.summary()}

@@ -6,15 +6,14 @@ from __future__ import annotations
 
 import argparse
 import json
-import re
 import sys
 from pathlib import Path
 
+from ..analysis import names
 from ..engine.devices import NoDeviceError
 from . import model
 from .run import record, verdict
 
-RESULTS = Path(__file__).resolve().parents[2] / "results"
 
 
 def main(argv=None) -> int:
@@ -49,8 +48,7 @@ def main(argv=None) -> int:
     if "comparison" in out:
         print(verdict(out["comparison"]))
     if args.out != "-":
-        slug = re.sub(r"[^a-z0-9]+", "-", c["device"]["name"].lower()).strip("-")
-        path = Path(args.out) if args.out else RESULTS / f"training_{slug}.json"
+        path = Path(args.out) if args.out else names.path(names.training(c["device"]["name"]))
         path.write_text(json.dumps(out, indent=1) + "\n")
         print(f"wrote {path}")
     return 0

@@ -12,7 +12,7 @@ import functools
 import numpy as np
 
 from ..build import KERNELS, kernel_source
-from ..tensor import Tensor, default_dtype
+from ..tensor import Tensor, check_host, default_dtype
 from . import require
 
 
@@ -28,6 +28,15 @@ def device():
             "l2_bytes": int(props["l2CacheSize"]), "max_threads_per_block": int(props["maxThreadsPerBlock"]),
             "compute_capability": dev.compute_capability,
             "max_shared_per_block": int(props.get("sharedMemPerBlockOptin", props["sharedMemPerBlock"]))}
+
+
+def describe() -> dict:
+    """The current CUDA device as tuned values are matched (helpers/engine/devices.py: describe)."""
+    from ..devices import architecture
+    dev = device()
+    cc = str(dev["compute_capability"])
+    return {"name": dev["name"], "type": "GPU", "vendor": "nvidia",
+            "arch": architecture("nvidia", "gpu", dev["name"], (cc[:-1], cc[-1]))}
 
 
 def options(defines: dict) -> tuple:
@@ -89,7 +98,9 @@ class CudaTensor(Tensor):
     @classmethod
     def from_array(cls, array: np.ndarray, dtype: str | None = None, layout: str = "NCHW",
                    guard: bool = False, name: str = "tensor") -> "CudaTensor":
-        """Upload ``array`` (converted to ``dtype``; default: its own, float32 or float16)."""
+        """Upload ``array`` (a float32 or float16 NumPy array, converted to ``dtype``; default: its
+        own): the rule of run_stage's arguments (engine/tensor.py: check_host)."""
+        check_host("array", array, dtype, "CudaTensor.from_array")
         return cls(name, array.shape, array, guard, True, dtype or default_dtype(array), layout)
 
     def _allocate(self, count: int):

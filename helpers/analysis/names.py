@@ -1,0 +1,67 @@
+"""What recorded results are called: one place for the file names under results/ and the device
+slugs in them, read by the commands that write them (the benchmark, the recorder, the timer floor,
+the register counts, the tensor-core peak, the bank-conflict record, the training run, ./course
+tune) and by the chapters that read them.
+
+A device's slug is its name in lower case, runs of other characters as one dash ('NVIDIA H200' ->
+'nvidia-h200'); every file of a device ends in it. ``device`` may be a name or '{slug}' (the
+recorder's plan fills it in per device).
+"""
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+RESULTS = Path(__file__).resolve().parents[2] / "results"
+RECORDED = "NVIDIA H200"          # the GPU the chapters' recorded runs come from
+
+
+def slug(text: str) -> str:
+    """'NVIDIA H200' -> 'nvidia-h200' ('{slug}' is kept, for the recorder's plan)."""
+    return text if text == "{slug}" else re.sub(r"[^a-z0-9]+", "-", text.lower()).strip("-")
+
+
+def bench(op: str, layers: str, device: str, activation: str = "none", tag: str | None = None) -> str:
+    """A benchmark run: <op>_<layers>[_<activation>][_<tag>]_<slug>.json."""
+    act = f"_{activation}" if activation != "none" else ""
+    return f"{op}_{layers}{act}{f'_{tag}' if tag else ''}_{slug(device)}.json"
+
+
+def timer_floor(device: str) -> str:
+    return f"engine/timer_floor_{slug(device)}.json"
+
+
+def registers(table: str, device: str) -> str:
+    return f"registers_{table}_{slug(device)}.json"
+
+
+def wgmma_peak(device: str) -> str:
+    return f"tc/wgmma_peak_{slug(device)}.json"
+
+
+def ncu_banks(stem: str, device: str) -> str:
+    return f"local/{stem}_conv_dgrad_{slug(device)}.json"
+
+
+def training(device: str) -> str:
+    return f"training_{slug(device)}.json"
+
+
+def tune_fresh(device: str) -> str:
+    """The cache of a `./course tune` made from nothing recorded for the device, kept as its record."""
+    return f"tune/tune_fresh_{slug(device)}.json"
+
+
+def test_log(group: str, device: str) -> str:
+    """The log of a group of the test suite run on a device."""
+    return f"{group}/pytest_{slug(device)}.log"
+
+
+def record_log(device: str) -> str:
+    """The recorder's log of the tasks it ran on a device."""
+    return f"record_{slug(device)}.json"
+
+
+def path(name: str) -> Path:
+    """A name above, as a path under results/."""
+    return RESULTS / name
