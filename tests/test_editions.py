@@ -17,6 +17,7 @@ import nbformat
 import pytest
 
 from helpers.chapters.answers import found, hide, notebook_secrets, secret_lines
+from helpers.chapters.folders import MANIFEST
 from helpers.chapters.editions import BEGIN, TEACHER_ONLY, _html_text, solutions, student_notebook, write_student
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -110,7 +111,8 @@ def student_dir(tmp_path_factory):
 # Every file the student edition writes; a chapter whose page still states an exercise's answer is
 # an expected failure, with the answer it states, until its exercise or its text changes.
 EDITION_FILES = [p.name for p in NOTEBOOKS] + sorted(
-    p.name for p in (ROOT / "notebooks").iterdir() if p.is_file() and p.suffix != ".ipynb" and p.name not in TEACHER_ONLY)
+    p.name for p in (ROOT / "notebooks").iterdir() if p.is_file() and p.suffix != ".ipynb" and p.name not in TEACHER_ONLY) + [
+    MANIFEST]   # the list of what the edition wrote (helpers/chapters/folders.py)
 STATES_AN_ANSWER = {
     "14_batch_norm.ipynb": "its markdown writes out Chan's merge, the exercise's answer",
 }
