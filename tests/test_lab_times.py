@@ -26,11 +26,13 @@ def test_every_notebook_was_timed():
 def test_table_states_machine_commit_and_totals():
     record = {"date": "2026-01-01", "commit": "abc", "machine": {"cpu": "A CPU", "cores": 2, "device": "dev",
                                                                  "platform": "PoCL"},
-              "rows": [{"notebook": "00_x", "seconds": 12.3, "words": 300, "exercises": 1},
-                       {"notebook": "01_y", "seconds": 7.7, "words": 150, "exercises": 2}]}
+              "rows": [{"notebook": "00_x", "seconds": 12.3, "cpu_seconds": 9.6, "load": [1.0, 1.2], "words": 300,
+                        "exercises": 1},
+                       {"notebook": "01_y", "seconds": 7.7, "cpu_seconds": 5.0, "load": [1.2, 0.9], "words": 150,
+                        "exercises": 2}]}
     text = table(record)
     assert "A CPU (2 cores" in text and "commit abc" in text
-    assert "| 00_x | 12 | 300 | 2 | 1 |" in text and "| all | 20 | 450 | 3 | 3 |" in text
+    assert "| 00_x | 12 | 10 | 1.0, 1.2 | 300 | 2 | 1 |" in text and "| all | 20 | 15 | | 450 | 3 | 3 |" in text
 
 
 def test_counts_reads_words_and_exercises():

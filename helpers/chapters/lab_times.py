@@ -7,9 +7,11 @@
 Each notebook of the student edition (``write_student``: no answers, every exercise unanswered)
 is executed top to bottom with small sizes (``COURSE_SIZE`` unset), as a learner's first run
 would be, on the device the course picks (``COURSE_DEVICE`` to choose): the wall-clock time of
-the whole execution, kernel start included. The file records the machine (CPU model, cores, the
-OpenCL device), the commit the notebooks came from, the date, and per notebook the seconds, the
-words of prose (markdown) and the exercises (checked cells). A test checks that INSTRUCTORS.md's
+the whole execution, kernel start included, and the CPU time the notebook's kernel process used
+(user + system, all its threads), which a busy machine inflates far less than the wall clock; the
+machine's load average before and after says how busy it was. The file records the machine (CPU
+model, cores, the OpenCL device), the commit the notebooks came from, the date, and per notebook
+those times, the words of prose (markdown) and the exercises (checked cells). A test checks that INSTRUCTORS.md's
 table is the one ``table()`` renders from the recorded file.
 """
 from __future__ import annotations
@@ -55,17 +57,24 @@ def counts(path: Path) -> dict:
             "exercises": sum(1 for c in nb.cells if c.cell_type == "code" and EXERCISE.search(c.source))}
 
 
-def run_one(path: Path, timeout: int = 1800) -> float:
-    """Seconds to execute one notebook top to bottom (nbclient, a fresh kernel, small sizes)."""
+def run_one(path: Path, timeout: int = 3600) -> dict:
+    """Execute one notebook top to bottom (nbclient, a fresh kernel, small sizes): wall-clock seconds,
+    the kernel process's CPU seconds (reaped child: user + system) and the 1-minute load average
+    before and after."""
+    import resource
+
     import nbformat
     from nbclient import NotebookClient
     nb = nbformat.read(path, as_version=4)
     size = os.environ.pop("COURSE_SIZE", None)
+    cpu = lambda: (lambda u: u.ru_utime + u.ru_stime)(resource.getrusage(resource.RUSAGE_CHILDREN))
     try:
-        t0 = time.perf_counter()
+        load0, c0, t0 = os.getloadavg()[0], cpu(), time.perf_counter()
         NotebookClient(nb, timeout=timeout, kernel_name="python3",
                        resources={"metadata": {"path": str(path.parent)}}).execute()
-        return time.perf_counter() - t0
+        wall, used = time.perf_counter() - t0, cpu() - c0
+        return {"seconds": round(wall, 1), "cpu_seconds": round(used, 1),
+                "load": [round(load0, 1), round(os.getloadavg()[0], 1)]}
     finally:
         if size is not None:
             os.environ["COURSE_SIZE"] = size
@@ -86,10 +95,10 @@ def measure(only=(), out: Path | None = None) -> Path:
             if only and not any(path.name.startswith(o) for o in only):
                 continue
             print(f"executing the student edition of {path.stem} ...", flush=True)
-            seconds = run_one(path)
-            rows[path.stem] = {"notebook": path.stem, "seconds": round(seconds, 1),
-                               **counts(ROOT / "notebooks" / path.name)}
-            print(f"   {seconds:.1f} s", flush=True)
+            took = run_one(path)
+            rows[path.stem] = {"notebook": path.stem, **took, **counts(ROOT / "notebooks" / path.name)}
+            print(f"   {took['seconds']:.1f} s wall clock, {took['cpu_seconds']:.1f} s CPU, load {took['load']}",
+                  flush=True)
     info = device_info(get_context(None))
     record = {"kind": "lab_times", "date": time.strftime("%Y-%m-%d"), "commit": _commit(),
               "machine": {"cpu": _cpu(), "cores": os.cpu_count(), "device": info["name"],
@@ -111,17 +120,18 @@ def table(record: dict | None = None) -> str:
     record = record or recorded()[0]
     m = record["machine"]
     lines = [f"Measured on {m['cpu']} ({m['cores']} cores; OpenCL device {m['device']}, {m['platform']}), "
-             f"{record['date']}, notebooks of commit {record['commit']}.",
+             f"{record['date']}, notebooks of commit {record['commit']}. A load average above {m['cores']} means "
+             f"other work shared the cores: the wall clock then runs long, the CPU time much less so.",
              "",
-             "| lab | run (s) | prose words | reading at 150 words/min (min) | exercises |",
-             "| --- | --- | --- | --- | --- |"]
+             "| lab | run, wall clock (s) | run, CPU time (s) | load average (before, after) | prose words | "
+             "reading at 150 words/min (min) | exercises |",
+             "| --- | --- | --- | --- | --- | --- | --- |"]
     for r in record["rows"]:
-        lines.append(f"| {r['notebook']} | {r['seconds']:.0f} | {r['words']:,} | "
-                     f"{r['words'] / READING_WPM:.0f} | {r['exercises']} |")
-    total = sum(r["seconds"] for r in record["rows"])
-    lines.append(f"| all | {total:.0f} | {sum(r['words'] for r in record['rows']):,} | "
-                 f"{sum(r['words'] for r in record['rows']) / READING_WPM:.0f} | "
-                 f"{sum(r['exercises'] for r in record['rows'])} |")
+        lines.append(f"| {r['notebook']} | {r['seconds']:.0f} | {r['cpu_seconds']:.0f} | {r['load'][0]:.1f}, "
+                     f"{r['load'][1]:.1f} | {r['words']:,} | {r['words'] / READING_WPM:.0f} | {r['exercises']} |")
+    total = lambda key: sum(r[key] for r in record["rows"])
+    lines.append(f"| all | {total('seconds'):.0f} | {total('cpu_seconds'):.0f} | | {total('words'):,} | "
+                 f"{total('words') / READING_WPM:.0f} | {total('exercises')} |")
     return "\n".join(lines)
 
 
