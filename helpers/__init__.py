@@ -4,7 +4,9 @@ Layers, each importing only from itself and the ones above it in this list (help
     engine/     devices (choosing an OpenCL device), build (-D JIT parameters, build errors with
                 source lines), check (the one checker), timing (profiling events, median, spread),
                 tensor (device tensors: dtype, shape, layout, guards; DeviceTensor on OpenCL),
-                backends/ (cuda.py: CUDA stages and CudaTensor, DeviceTensor's twin; nvrtc.py: PTX)
+                fragments (the mma.sync and ldmatrix fragment layouts: one model),
+                backends/ (cuda.py: CUDA stages and CudaTensor, DeviceTensor's twin; nvrtc.py: PTX;
+                emulated.py: CUDA kernels built with g++ and run on the CPU, for the tests)
     ops/        each operation's argument checks (Problem), NumPy references, layer sets,
                 vendor (cuDNN / PyTorch) and vendor_clblast (CLBlast SGEMM) timings
     launch/     one launcher per kernel family (direct, local, winograd, batchnorm, gemm): grids,
@@ -13,7 +15,8 @@ Layers, each importing only from itself and the ones above it in this list (help
     stages.py   the one registry of stages, data only (REGISTRY, stage_names, get_stage)
     runner.py   run_stage / plan_stage: the one way to run a stage (guard regions for tests);
                 tuning.py: per-device JIT parameters recorded by the benchmark; chooser.py: stage
-                auto (time the registered stages once per device and shape, cache, run)
+                auto (time the registered stages once per device and shape, cache, run);
+                emulation.py: a CUDA stage's plan run on the CPU by the emulator and checked (tests)
     analysis/   reading recorded results, summaries, the ladder and roofline plots, compare (the
                 best course stage per op, layer and GPU against the vendor), pairs (a recorded
                 switch off and on; two stages of one run beside the vendor) (no OpenCL)

@@ -68,7 +68,10 @@ def device_tuning(op: str, s: Stage, ctx) -> Tuned:
     this device's, else the closest recorded device's). A CUDA twin ('10_hoisted_cuda': the same
     algorithm and layout as '10_hoisted') with no values of its own takes its OpenCL stage's, so
     that the two are compared at the same tile."""
-    dev = cuda.describe() if s.backend == "cuda" else describe(ctx.devices[0])
+    if getattr(ctx, "emulated", False):          # the CPU emulation of CUDA: like no recorded device
+        dev = ctx.description
+    else:
+        dev = cuda.describe() if s.backend == "cuda" else describe(ctx.devices[0])
     tuned = tuned_for(op, s.key, dev)
     twin = twin_of(s)
     if not tuned.defines and twin is not None:
@@ -237,8 +240,9 @@ def step_values(plan, step: Step) -> tuple:
     (CUDA: a device copy of the map, kept with the launch)."""
     values = []
     for a in step.args:
-        if isinstance(a, TensorMap):
-            values.append(cuda.tensor_map(plan.arrays[a.tensor], a.dims, a.box, a.swizzle))
+        if isinstance(a, TensorMap):      # made the way the plan's backend reads it
+            make = getattr(plan, "tensor_map", cuda.tensor_map)
+            values.append(make(plan.arrays[a.tensor], a.dims, a.box, a.swizzle))
         elif not isinstance(a, str):
             values.append(a)
         elif a in plan.arrays:

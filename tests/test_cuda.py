@@ -129,8 +129,8 @@ def test_a_cuda_twin_runs_its_opencl_stage_s_tuned_tile(monkeypatch):
     kernel in another language: compared at the same tile); its own values win when it has them."""
     from helpers import runner
     tuned = {"10_hoisted": {"TY": 8, "XPW": 8, "CPW": 8, "SPLIT": 3}}      # SPLIT: not the twin's
-    monkeypatch.setattr(runner.cuda, "device", lambda: {"name": "Some GPU"})
-    monkeypatch.setattr(runner, "tuned_defines", lambda op, key, dev: dict(tuned.get(key, {})))
+    monkeypatch.setattr(runner.cuda, "describe", lambda: {"name": "Some GPU"})
+    monkeypatch.setattr(runner, "tuned_for", lambda op, key, dev: runner.Tuned(dict(tuned.get(key, {})), "test"))
     s = helpers.get_stage("conv_dgrad", "hoisted_cuda")
     assert twin_of(s).key == "10_hoisted" and twin_of(twin_of(s)) is None
     assert LOCAL_TWINNED == ("prefetch", "transposed", "padded", "swizzle", "hoisted")

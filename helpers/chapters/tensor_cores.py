@@ -21,6 +21,7 @@ import sys
 import numpy as np
 
 from ..engine.check import tolerance_stored
+from ..engine.fragments import fragment_owner, ldmatrix_rows
 from ..ops import conv_dgrad
 from ..ops.layers import layer_set
 from ..runner import plan_stage
@@ -37,19 +38,7 @@ BK = 32          # reduction indices per shared row (kernels/conv_dgrad/13_*.cu)
 DENSE_TF32 = DATA_SHEET["tf32"]   # TFLOP/s, H200 SXM data sheet (TF32 with 2:4 sparsity, halved): not measured
 
 
-# -- the fragment layout of mma.sync.m16n8k8 (TF32) ------------------------------------------
-
-def fragment_owner(operand: str, row: int, col: int) -> tuple:
-    """(lane, register) holding element (row, col) of an m16n8k8 TF32 operand: A is 16x8 (m x k),
-    B is 8x8 (k x n), C is 16x8 (m x n); g = lane / 4, t = lane % 4 (kernels/common/tc.cuh)."""
-    if operand == "A":
-        return 4 * (row % 8) + col % 4, (row // 8) + 2 * (col // 4)
-    if operand == "B":
-        return 4 * col + row % 4, row // 4
-    if operand == "C":
-        return 4 * (row % 8) + col // 2, 2 * (row // 8) + col % 2
-    raise ValueError(f"operand is 'A', 'B' or 'C', not {operand!r}")
-
+# -- the fragment layout of mma.sync.m16n8k8 (TF32): helpers/engine/fragments.py, the one model ----
 
 def draw_fragments(axes=None):
     """The three operands of one m16n8k8 TF32 mma, each element labelled lane/register, coloured
@@ -135,9 +124,10 @@ def shared_offset(layout: str, row: int, chunk: int) -> int:
 
 def ldmatrix_lanes(layout: str, ks: int = 0) -> list:
     """Word addresses (4 per lane) of ldmatrix.x4 loading a 16 x 16 A tile at k-step ``ks``:
-    lane l names row l % 16, chunk ks / 8 + l / 16. Served 8 lanes (one 8x8 matrix) per part."""
-    return [[shared_offset(layout, lane & 15, ks // 8 + (lane >> 4)) // 4 + i for i in range(4)]
-            for lane in range(32)]
+    lane l names row l % 16, chunk ks / 8 + l / 16 (what the fragment layouts ask: ldmatrix_rows).
+    Served 8 lanes (one 8x8 matrix) per part."""
+    return [[shared_offset(layout, row, ks // 8 + chunk) // 4 + i for i in range(4)]
+            for row, chunk in ldmatrix_rows("A")]
 
 
 def row_store_lanes(layout: str, chunk: int = 0) -> list:

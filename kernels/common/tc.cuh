@@ -26,6 +26,13 @@
 
 typedef unsigned short h16;   // the bits of one fp16 or bf16 value, as the host stores them
 
+// -- the PTX instructions, one device function each ---------------------------------------
+// (The tests' CPU build of the kernels, helpers/engine/backends/emulated.py, takes stand-ins that
+// follow the PTX ISA instead.)
+#ifdef COURSE_EMULATION
+#include "emulated_ptx.h"
+#else
+
 // -- conversions --------------------------------------------------------------------------
 // float -> tf32 (10-bit mantissa in a 32-bit word), rounding to nearest, ties away from zero;
 // the host's reference rounds the same way (helpers/engine/tensor.py: to_tf32).
@@ -57,10 +64,6 @@ __device__ __forceinline__ h16 to_h16(float x) {
 }
 #endif
 
-__device__ __forceinline__ float value(float v) { return v; }
-__device__ __forceinline__ float value(h16 v) { return to_f32(v); }
-__device__ __forceinline__ unsigned pack2(h16 lo, h16 hi) { return (unsigned)lo | ((unsigned)hi << 16); }
-
 // -- warp-level matrix multiply-accumulate: d = a.b + d, fp32 accumulators ------------------
 // m16n8k8 TF32. Lane l holds (g = l/4, t = l%4):  a0 A[g][t]  a1 A[g+8][t]  a2 A[g][t+4]
 // a3 A[g+8][t+4];  b0 B[t][g]  b1 B[t+4][g];  c0,c1 C[g][2t, 2t+1]  c2,c3 C[g+8][2t, 2t+1].
@@ -80,6 +83,33 @@ __device__ __forceinline__ void mma_16(float c[4], const unsigned a[4], const un
                  : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
                  : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
 }
+
+// -- shared-memory addresses, ldmatrix, cp.async -------------------------------------------
+__device__ __forceinline__ unsigned smem_addr(const void* p) {
+    unsigned a;
+    asm("{ .reg .u64 t; cvta.to.shared.u64 t, %1; cvt.u32.u64 %0, t; }" : "=r"(a) : "l"(p));
+    return a;
+}
+
+// Four 8x8 matrices of 16-bit values; lane l gives the address of row l%8 of matrix l/8 (16
+// bytes) and receives, of each matrix, row l/4 columns 2(l%4), 2(l%4)+1: an mma fragment.
+__device__ __forceinline__ void ldmatrix_x4(unsigned r[4], unsigned addr) {
+    asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];"
+                 : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3]) : "r"(addr));
+}
+
+// 16 bytes global -> shared without passing through registers; bytes = 0 writes zeros.
+__device__ __forceinline__ void cp_async16(unsigned dst, const void* src, int bytes) {
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;" :: "r"(dst), "l"(src), "r"(bytes));
+}
+__device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;"); }
+template <int N>
+__device__ __forceinline__ void cp_async_wait() { asm volatile("cp.async.wait_group %0;" :: "n"(N)); }
+#endif
+
+__device__ __forceinline__ float value(float v) { return v; }
+__device__ __forceinline__ float value(h16 v) { return to_f32(v); }
+__device__ __forceinline__ unsigned pack2(h16 lo, h16 hi) { return (unsigned)lo | ((unsigned)hi << 16); }
 
 // -- the accumulators: a warp's 64 positions x 32 channels as 4 x 4 mma tiles of 16 x 8 -------
 __device__ __forceinline__ void zero_acc(float acc[4][4][4]) {
@@ -141,20 +171,6 @@ __device__ __forceinline__ void store_dx(T* dx, const float (&acc)[MT][NT][4], i
     store_dx(dx, acc, LinearRows{NP, HW, C}, m_warp, c_warp, g, t, C, HW);
 }
 
-// -- shared-memory addresses, ldmatrix, cp.async -------------------------------------------
-__device__ __forceinline__ unsigned smem_addr(const void* p) {
-    unsigned a;
-    asm("{ .reg .u64 t; cvta.to.shared.u64 t, %1; cvt.u32.u64 %0, t; }" : "=r"(a) : "l"(p));
-    return a;
-}
-
-// Four 8x8 matrices of 16-bit values; lane l gives the address of row l%8 of matrix l/8 (16
-// bytes) and receives, of each matrix, row l/4 columns 2(l%4), 2(l%4)+1: an mma fragment.
-__device__ __forceinline__ void ldmatrix_x4(unsigned r[4], unsigned addr) {
-    asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];"
-                 : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3]) : "r"(addr));
-}
-
 // Two B fragments from one ldmatrix.x4: channels 0-7 (``lo``) and 8-15 (``hi``) of a group of 16,
 // each over two 16-byte chunks of k; lane l gives the address of channel (l / 16) * 8 + l % 8,
 // chunk (l / 8) % 2.
@@ -167,13 +183,6 @@ __device__ __forceinline__ void ldmatrix_b2(unsigned lo[2], unsigned hi[2], unsi
     hi[1] = r[3];
 }
 
-// 16 bytes global -> shared without passing through registers; bytes = 0 writes zeros.
-__device__ __forceinline__ void cp_async16(unsigned dst, const void* src, int bytes) {
-    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;" :: "r"(dst), "l"(src), "r"(bytes));
-}
-__device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;"); }
-template <int N>
-__device__ __forceinline__ void cp_async_wait() { asm volatile("cp.async.wait_group %0;" :: "n"(N)); }
 
 // -- Hopper's warpgroup MMA (wgmma, sm_90a only) ------------------------------------------------
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)     // built for sm_90a / compute_90a: the only targets with wgmma
@@ -196,6 +205,10 @@ __device__ __forceinline__ unsigned long long wg_desc(unsigned addr) {
     return (unsigned long long)((addr & 0x3FFFF) >> 4) | (1ull << 16) | ((unsigned long long)(1024 >> 4) << 32)
            | (1ull << 62);
 }
+// (The tests' CPU build takes stand-ins for the instructions from here on, as above.)
+#ifdef COURSE_EMULATION
+#include "emulated_hopper.h"
+#else
 __device__ __forceinline__ void wgmma_fence() { asm volatile("wgmma.fence.sync.aligned;" ::: "memory"); }
 __device__ __forceinline__ void wgmma_commit() { asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory"); }
 template <int N>
@@ -307,6 +320,7 @@ __device__ __forceinline__ void tensor_store_4d(const void* map, unsigned src, i
 __device__ __forceinline__ void tensor_store_wait() { asm volatile("cp.async.bulk.wait_group.read 0;" ::: "memory"); }
 // A barrier of the first n threads of the block only (barrier 1; __syncthreads is barrier 0)
 __device__ __forceinline__ void bar_sync_first(int n) { asm volatile("bar.sync 1, %0;" :: "r"(n) : "memory"); }
+#endif
 #endif
 
 // -- the A operand: dy' gathered for one position -------------------------------------------

@@ -107,7 +107,7 @@ extern "C" __global__ void __launch_bounds__(LS) conv_dgrad(const float* __restr
                     const int R = kk * TAPS + r * KW + s;
 #pragma unroll
                     for (int j4 = 0; j4 < CPW / 4; j4++) {
-                        const float4 wv = *(__shared__ float4*)(WF(b) + WADDR(R, ci * CPW + 4 * j4));
+                        const float4 wv = *(float4*)(WF(b) + WADDR(R, ci * CPW + 4 * j4));
                         const float wj[4] = {wv.x, wv.y, wv.z, wv.w};
 #pragma unroll
                         for (int jj = 0; jj < 4; jj++)
