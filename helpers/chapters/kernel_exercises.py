@@ -155,7 +155,9 @@ _STRIDE_HINT = {"3x3, stride 2, padding 1": "Stride 1 works: what if h + PAD - r
 
 # Chapter 10's gap is the macro WADDR(R, cc) of 10_swizzle.cl: where weight (row R, channel cc)
 # lives in a half of the slab. The bank model reads the learner's macro as integer arithmetic at
-# the chapter's tile (C's / and % on non-negative numbers are Python's // and %).
+# the chapter's tile (C's / and % on non-negative numbers are Python's // and %). The exercise asks
+# for a layout other than the kernel's own XOR: one that places every weight as the XOR does is
+# refused before any launch, and the one accepted must need no more store passes than the XOR.
 SLAB_TILE = {"TX": 32, "TY": 4, "CB": 32, "KC": 4, "XPW": 8, "CPW": 4}
 _MACRO = re.compile(r"#\s*define\s+WADDR\s*\(\s*(\w+)\s*,\s*(\w+)\s*\)(.*)", re.S)
 _TOKEN = re.compile(r"\s*(?:(\d+)|([A-Za-z_]\w*)|(<<|>>|[-+*/%^&|()]))")
@@ -194,14 +196,18 @@ def _waddr(code: str):
 
 
 def _slab_layout(code: str):
-    """Before any launch: every weight in its own word inside the slab, float4s whole."""
-    from .local import _shape
+    """Before any launch: every weight in its own word inside the slab, float4s whole, and a layout
+    other than the chapter's own XOR (the exercise asks for a different one)."""
+    from .local import _shape, weight_word
     if not _MACRO.search(code):
         return True, ""                   # no WADDR line: the compiler says what is missing
     fn = _waddr(code)
     if isinstance(fn, str):
         return False, fn
     s = _shape(SLAB_TILE, 3, 3)
+    if all(fn(r, cc, s) == weight_word("swizzle", s, r, cc) for r in range(s["ROWS"]) for cc in range(s["CB"])):
+        return False, ("your WADDR puts every weight where 10_swizzle's XOR puts it: that is the chapter's own "
+                       "layout, shown above. The exercise asks for a different one: read the task again")
     seen = {}
     for r in range(s["ROWS"]):
         for cc in range(s["CB"]):
@@ -238,7 +244,8 @@ def _slab_banks(code: str):
                        f"no padding. Which float4 does row R's channel group go to, for 8 consecutive rows?")
     if read > 4:
         return False, f"one warp's float4 read of the weights takes {read} passes, more than the 4 quarter-warps"
-    return True, f"the copy's weight stores take {mine} extra passes per work-group and chunk (bank model)"
+    return True, (f"the copy's weight stores take {mine} extra passes per work-group and chunk in the bank model, "
+                  f"{'as many as' if mine == best else 'fewer than'} with 10_swizzle's XOR")
 
 
 GAPS = {
