@@ -252,6 +252,7 @@ def test_tile_copy_names_a_missing_activation(own_ctx, capsys):
     ("#define WADDR(R, cc) ((R) * WROW + (cc) % 16)", "share word"),                   # two weights, one word
     ("#define WADDR(R, cc) ((R) ? (cc) : 0)", "integer arithmetic"),                   # beyond the model
     ("#define WADDR(R, cc) ((R) * WROW + (cc))", "extra passes"),                      # right, but conflicted
+    ("#define WADDR(R, cc) ((R) * WROW + (((cc) / 4 + (R)) % 8) * 4 + (cc) % 4)", "at CB = 16"),  # 8 groups hard-coded
 ])
 def test_slab_swizzle_names_the_problem_before_or_after_the_kernel(code, says, own_ctx, capsys):
     assert not kernel_gap("slab_swizzle").check(code, ctx=own_ctx)
@@ -260,7 +261,7 @@ def test_slab_swizzle_names_the_problem_before_or_after_the_kernel(code, says, o
 
 
 def test_slab_swizzle_reads_other_argument_names(ctx, capsys):
-    code = "#define WADDR(row, c) ((row) * CB + ((((c) >> 2) + (row)) & 7) * 4 + ((c) & 3))"
+    code = "#define WADDR(row, c) ((row) * CB + ((((c) >> 2) + (row)) & (CB / 4 - 1)) * 4 + ((c) & 3))"
     assert kernel_gap("slab_swizzle").check(code, ctx=ctx), capsys.readouterr().out
 
 
@@ -283,7 +284,7 @@ def test_slab_swizzle_names_unparenthesized_macro_arguments(own_ctx, capsys):
     # right as arithmetic, wrong as a macro: WADDR(W_R(i), W_CC(i)) pastes `(i) / 4 % ROWS` for row.
     # On the CPU the values come out wrong; on the H200 the pasted index left the local tile and the
     # kernel faulted: both verdicts carry the hint
-    code = "#define WADDR(row, c) (row * CB + ((c / 4 + row) % 8) * 4 + c % 4)"
+    code = "#define WADDR(row, c) (row * CB + ((c / 4 + row) % (CB / 4)) * 4 + c % 4)"
     assert not kernel_gap("slab_swizzle").check(code, ctx=own_ctx)
     assert "parentheses" in capsys.readouterr().out
 

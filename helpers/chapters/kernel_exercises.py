@@ -159,6 +159,7 @@ _STRIDE_HINT = {"3x3, stride 2, padding 1": "Stride 1 works: what if h + PAD - r
 # for a layout other than the kernel's own XOR: one that places every weight as the XOR does is
 # refused before any launch, and the one accepted must need no more store passes than the XOR.
 SLAB_TILE = {"TX": 32, "TY": 4, "CB": 32, "KC": 4, "XPW": 8, "CPW": 4}
+SLAB_OTHER_TILES = ({**SLAB_TILE, "CB": 16}, {**SLAB_TILE, "CB": 64})   # a layout must hold for any CB
 _MACRO = re.compile(r"#\s*define\s+WADDR\s*\(\s*(\w+)\s*,\s*(\w+)\s*\)(.*)", re.S)
 _TOKEN = re.compile(r"\s*(?:(\d+)|([A-Za-z_]\w*)|(<<|>>|[-+*/%^&|()]))")
 
@@ -208,6 +209,17 @@ def _slab_layout(code: str):
     if all(fn(r, cc, s) == weight_word("swizzle", s, r, cc) for r in range(s["ROWS"]) for cc in range(s["CB"])):
         return False, ("your WADDR puts every weight where 10_swizzle's XOR puts it: that is the chapter's own "
                        "layout, shown above. The exercise asks for a different one: read the task again")
+    for tile in (SLAB_TILE, *SLAB_OTHER_TILES):
+        ok, message = _slab_words(fn, _shape(tile, 3, 3))
+        if not ok:
+            return False, message if tile is SLAB_TILE else (
+                f"at CB = {tile['CB']} (a tile the search may choose), {message}: write the layout for any CB")
+    return True, ""
+
+
+def _slab_words(fn, s: dict):
+    """Every weight of one half of the slab (shape ``s``) in its own word, inside the slab, each
+    float4 of 4 channels whole and 16-byte aligned."""
     seen = {}
     for r in range(s["ROWS"]):
         for cc in range(s["CB"]):
