@@ -27,6 +27,7 @@ FENCE = re.compile(r"^```.*?^```", re.M | re.S)
 DERIVED = {
     "07_combining_input_depth": {"9.0": "Hopper's compute capability, a name, not a measurement"},
     "04_weight_vectorization": {"4.5": "9 requests over 2, stated beside it"},
+    "11_conv_as_gemm": {"55": "the chapter's target share of the FMA peak, an input (printed beside the measured one)"},
     "12_winograd": {"2.25": "36 multiplications over 16, derived in the chapter"},
     "13_tensor_cores": {"0.6": "the TF32 target ratio to cuDNN, an input (printed beside the measured one)",
                         "0.5": "the fp16 target ratio to cuDNN, an input (printed beside the measured one)"},
