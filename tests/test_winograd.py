@@ -132,3 +132,13 @@ def test_accuracy_figure_draws_one_line_per_algorithm():
     pw.draw_accuracy(ax, rows)
     assert [line.get_label() for line in ax.get_lines()[:3]] == ["direct", "F(2x2,3x3)", "F(4x4,3x3)"]
     plt.close(fig)
+
+
+def test_layer_tiles_are_the_launchers_tiles():
+    """Chapter 12a's tile counts per layer are the ones the Winograd launch uses (partial tiles whole)."""
+    from helpers.launch.winograd import wino_view
+    from helpers.ops.conv_forward import prepare, random_problem_args
+    for n, h, w in ((1, 7, 9), (2, 8, 8), (1, 1, 1)):
+        p = prepare(**random_problem_args(n, 2, h, w, 3, 3, 1, 1))
+        for m in (2, 4):
+            assert wg.layer_tiles({"n": n, "h": h, "w": w}, m) == wino_view(p, m)["P"]
