@@ -526,3 +526,44 @@ def test_kernel_gap_lessons_accept_other_right_ways(own_ctx, capsys):
 def test_a_gap_view_conceals_the_comment_that_states_its_answer():
     view = kernel_gap("inside_test").view()
     assert "Memory safety: the vector path runs only when" not in view and "// ..." in view
+
+
+def test_chapters_10_to_12a_refuse_an_answer_that_calls_the_course_s_own_count(capsys):
+    """The stride's passes through the bank simulator, the taps through the launcher's phase_taps, the
+    products through the tile count of helpers: each hands the work to what the check compares
+    against, and is refused by name (the answers are defined as a notebook cell defines them)."""
+    cell = """
+from helpers.chapters import winograd as wg
+from helpers.chapters.pictures_winograd import passes
+from helpers.launch.gemm import phase_taps
+
+def stride_passes(s):
+    return passes([[i * s] for i in range(32)])
+
+def taps(k, s, p):
+    return phase_taps(k, s, p)
+
+def products(n, c, h, w, k, m):
+    return wg.layer_tiles({"n": n, "h": h, "w": w}, m) * (m + 2) ** 2 * c * k
+"""
+    ns = {}
+    exec(cell, ns)
+    for check, answer, name in ((ex.check_stride_passes, ns["stride_passes"], "passes"),
+                                (ex.check_phase_taps, ns["taps"], "phase_taps"),
+                                (ex.check_wino_products, ns["products"], "layer_tiles")):
+        ok, out = _run(check, answer, capsys)
+        assert not ok and f"calls {name}" in out, out
+
+
+def test_the_swizzle_gap_hides_the_rotation_not_the_chapters_xor():
+    """Chapter 10's exercise asks for a layout other than the kernel's XOR: the kernel's WADDR line is
+    the chapter's lesson, shown in its diffs in both editions (no gap secret); the student edition
+    hides the notebook's solution, the rotation."""
+    import nbformat
+    from helpers.chapters.answers import key_of, notebook_secrets, secret_lines
+    from pathlib import Path
+    gap = kernel_gap("slab_swizzle")
+    src, a, _ = gap._lines()
+    assert key_of(src[a]) not in secret_lines() and gap.secrets() == {}
+    nb = nbformat.read(Path(__file__).resolve().parent.parent / "notebooks" / "10_bank_conflicts.ipynb", as_version=4)
+    assert any(k.startswith("#defineWADDR(R,cc)") and "+(R))%(CB/4)" in k for k in notebook_secrets(nb))

@@ -50,6 +50,9 @@ class Gap:
     #                         is coalesced), from the learner's code or a probe of its kernel
     conceal: tuple = ()     # texts of kernel lines outside the gap that state its answer (a header
     #                         comment): shown as "// ..." by show(), hidden like the gap's lines
+    other_answer: bool = False  # the exercise asks for other lines than the kernel's own (chapter 10:
+    #                         a layout other than its XOR), so the gap's lines are no answer and the
+    #                         chapter's listings keep them; the answer is the notebook's solution
 
     def _lines(self):
         src = kernel_source(_stage(self.op, self.stage).kernel).splitlines()
@@ -83,7 +86,7 @@ class Gap:
         the concealed ones, less those the learner's view shows anyway and the trivial ones."""
         from .answers import region_secrets
         src, a, b = self._lines()
-        hidden = src[a:b + 1] + [ln for ln in src if self._concealed(ln)]
+        hidden = ([] if self.other_answer else src[a:b + 1]) + [ln for ln in src if self._concealed(ln)]
         return region_secrets(hidden, "c", self.name, self.view().splitlines())
 
     def source(self, code: str, probe: str = "") -> str:
@@ -349,7 +352,7 @@ GAPS = {
         {lbl: "The layout passed the checks run on WADDR as arithmetic; but a C macro pastes its arguments "
               "as text (WADDR(W_R(i), W_CC(i))): is every use of R and cc in parentheses?"
          for lbl in ("3x3, C=40, K=9, odd plane", "5x5, C=33, K=5", "1x1, C=64")},
-        before=_slab_layout, after=_slab_banks),
+        before=_slab_layout, after=_slab_banks, other_answer=True),
     # chapter 12: the zero padding of Winograd's input tiles
     "wino_tile_padding": Gap(
         "conv_forward", "wino_naive", "const float d = (h >= 0 && h < IH", "? GRAD_IN(x, xy,",
