@@ -155,8 +155,37 @@ def test_block_lines_catches_ten_floats(capsys):
     assert not ok and "one float too many" in out
 
 
+def test_winograd_1d_counts_every_product_and_cannot_be_escaped(capsys):
+    """The direct formula is told its 6 products by name; converting the values to numbers (to
+    escape the count) is refused; a product written out twice counts twice; outputs that are not
+    computed from d and g are refused."""
+    def direct(d, g):
+        return [d[0] * g[0] + d[1] * g[1] + d[2] * g[2], d[1] * g[0] + d[2] * g[1] + d[3] * g[2]]
+
+    def inline(d, g):            # m2 and m3 written out in both outputs: 6 products
+        m1, m4 = (d[0] - d[2]) * g[0], (d[1] - d[3]) * g[2]
+        return [m1 + (d[1] + d[2]) * ((g[0] + g[1] + g[2]) / 2) + (d[2] - d[1]) * ((g[0] - g[1] + g[2]) / 2),
+                (d[1] + d[2]) * ((g[0] + g[1] + g[2]) / 2) - (d[2] - d[1]) * ((g[0] - g[1] + g[2]) / 2) - m4]
+    _names_each_mistake(ex.check_winograd_1d, {
+        "6 times: d0*g0, d1*g1, d2*g2, d1*g0, d2*g1, d3*g2": direct,
+        "hold no number": lambda d, g: direct(np.asarray(d, dtype=float), np.asarray(g, dtype=float)),
+        "which hold no number": lambda d, g: _f23([float(v) for v in d], [float(v) for v in g]),
+        "value by a filter-derived value 6 times": inline,
+        "y0 is not computed from both d and g": lambda d, g: [0.0, _f23(d, g)[1]],
+        "swapped": lambda d, g: _f23(d, g)[::-1],
+    }, capsys)
+    ok, out = _run(ex.check_winograd_1d, lambda d, g: np.asarray(_f23(d, g), dtype=object), capsys)
+    assert ok and "with 4 multiplications" in out, out
+
+
 # Kernel exercises: the teacher's lines pass; typical mistakes are caught and named.
+# Chapter 10's exercise asks for another layout than the kernel's own XOR: its answer is a rotation.
+ROTATION = "#define WADDR(R, cc) ((R) * WROW + ((((cc) / 4) + (R)) % (CB / 4)) * 4 + (cc) % 4)"
+
+
 def _right(name):
+    if name == "slab_swizzle":
+        return ROTATION
     g = kernel_gap(name)
     src, a, b = g._lines()
     return "\n".join(src[a:b + 1])
@@ -176,8 +205,8 @@ KERNEL_WRONG = {
     "wino_tile_padding": (lambda c: c.replace("(h >= 0 && h < IH && x_ >= 0 && x_ < IW)", "(1)"), "NaN"),
     # the lower row bound dropped: reads before dy (the NaN guard)
     "tile_copy": (lambda c: c.replace("oh >= 0 && ", ""), "NaN"),
-    # a swizzle over 4 rows, not 8: right values, but more store passes than needed
-    "slab_swizzle": (lambda c: c.replace("(CB / 4 - 1)", "3"), "extra passes"),
+    # a rotation by half the row number: right values, but more store passes than needed
+    "slab_swizzle": (lambda c: c.replace("+ (R))", "+ (R) / 2)"), "extra passes"),
     # E[x^2] - E[x]^2: right near 0, wrong near 1000
     "bn_variance": (lambda c: c.replace("const float d = x[(n * C + c) * HW + i] - mean;\n",
                                         "const float d = x[(n * C + c) * HW + i];\n").replace(
@@ -238,6 +267,7 @@ def test_tile_copy_names_a_missing_activation(own_ctx, capsys):
     ("#define WADDR(R, cc) ((R) * WROW + (cc) % 16)", "share word"),                   # two weights, one word
     ("#define WADDR(R, cc) ((R) ? (cc) : 0)", "integer arithmetic"),                   # beyond the model
     ("#define WADDR(R, cc) ((R) * WROW + (cc))", "extra passes"),                      # right, but conflicted
+    ("#define WADDR(R, cc) ((R) * WROW + (((cc) / 4 + (R)) % 8) * 4 + (cc) % 4)", "at CB = 16"),  # 8 groups hard-coded
 ])
 def test_slab_swizzle_names_the_problem_before_or_after_the_kernel(code, says, own_ctx, capsys):
     assert not kernel_gap("slab_swizzle").check(code, ctx=own_ctx)
@@ -246,15 +276,30 @@ def test_slab_swizzle_names_the_problem_before_or_after_the_kernel(code, says, o
 
 
 def test_slab_swizzle_reads_other_argument_names(ctx, capsys):
-    code = "#define WADDR(row, c) ((row) * CB + (((c) / 4 ^ (row) % 8) << 2) + (c) % 4)"
+    code = "#define WADDR(row, c) ((row) * CB + ((((c) >> 2) + (row)) & (CB / 4 - 1)) * 4 + ((c) & 3))"
     assert kernel_gap("slab_swizzle").check(code, ctx=ctx), capsys.readouterr().out
+
+
+@pytest.mark.parametrize("code", [
+    None,                                                                          # the kernel's own line
+    "#define WADDR(row, c) ((row) * CB + (((c) / 4 ^ (row) % 8) << 2) + (c) % 4)",  # the same XOR, rewritten
+])
+def test_slab_swizzle_refuses_the_chapters_own_xor(code, capsys):
+    """The task asks for a layout other than 10_swizzle's: its XOR, however written, is refused
+    before any launch, by name, without the answer."""
+    if code is None:
+        src, a, b = kernel_gap("slab_swizzle")._lines()
+        code = "\n".join(src[a:b + 1])
+    assert not kernel_gap("slab_swizzle").check(code)
+    out = capsys.readouterr().out
+    assert out.startswith("Not yet") and "the chapter's own layout" in out and "%" not in out, out
 
 
 def test_slab_swizzle_names_unparenthesized_macro_arguments(own_ctx, capsys):
     # right as arithmetic, wrong as a macro: WADDR(W_R(i), W_CC(i)) pastes `(i) / 4 % ROWS` for row.
     # On the CPU the values come out wrong; on the H200 the pasted index left the local tile and the
     # kernel faulted: both verdicts carry the hint
-    code = "#define WADDR(row, c) (row * CB + ((c / 4 ^ row % 8) << 2) + c % 4)"
+    code = "#define WADDR(row, c) (row * CB + ((c / 4 + row) % (CB / 4)) * 4 + c % 4)"
     assert not kernel_gap("slab_swizzle").check(code, ctx=own_ctx)
     assert "parentheses" in capsys.readouterr().out
 
@@ -500,3 +545,44 @@ def test_kernel_gap_cases_run_the_path_its_gap_sits_in(name, ctx):
         assert "fast" in paths.values(), paths
     else:
         assert set(paths.values()) <= {"only"}, paths
+
+
+def test_chapters_10_to_12a_refuse_an_answer_that_calls_the_course_s_own_count(capsys):
+    """The stride's passes through the bank simulator, the taps through the launcher's phase_taps, the
+    products through the tile count of helpers: each hands the work to what the check compares
+    against, and is refused by name (the answers are defined as a notebook cell defines them)."""
+    cell = """
+from helpers.chapters import winograd as wg
+from helpers.chapters.pictures_winograd import passes
+from helpers.launch.gemm import phase_taps
+
+def stride_passes(s):
+    return passes([[i * s] for i in range(32)])
+
+def taps(k, s, p):
+    return phase_taps(k, s, p)
+
+def products(n, c, h, w, k, m):
+    return wg.layer_tiles({"n": n, "h": h, "w": w}, m) * (m + 2) ** 2 * c * k
+"""
+    ns = {}
+    exec(cell, ns)
+    for check, answer, name in ((ex.check_stride_passes, ns["stride_passes"], "passes"),
+                                (ex.check_phase_taps, ns["taps"], "phase_taps"),
+                                (ex.check_wino_products, ns["products"], "layer_tiles")):
+        ok, out = _run(check, answer, capsys)
+        assert not ok and f"calls {name}" in out, out
+
+
+def test_the_swizzle_gap_hides_the_rotation_not_the_chapters_xor():
+    """Chapter 10's exercise asks for a layout other than the kernel's XOR: the kernel's WADDR line is
+    the chapter's lesson, shown in its diffs in both editions (no gap secret); the student edition
+    hides the notebook's solution, the rotation."""
+    import nbformat
+    from helpers.chapters.answers import key_of, notebook_secrets, secret_lines
+    from pathlib import Path
+    gap = kernel_gap("slab_swizzle")
+    src, a, _ = gap._lines()
+    assert key_of(src[a]) not in secret_lines() and gap.secrets() == {}
+    nb = nbformat.read(Path(__file__).resolve().parent.parent / "notebooks" / "10_bank_conflicts.ipynb", as_version=4)
+    assert any(k.startswith("#defineWADDR(R,cc)") and "+(R))%(CB/4)" in k for k in notebook_secrets(nb))

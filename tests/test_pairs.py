@@ -84,3 +84,36 @@ def test_recorded_gemm_core_switches():
     both = "\n".join(pairs.pair_table("conv_dgrad", "vgg16", "LDS4+PF", tags=("lds4pf0", "lds4pf1"),
                                       switches=("GEMM_LDS4", "GEMM_PREFETCH")))
     assert "12_winograd4: t(LDS4+PF=0) / t(LDS4+PF=1) geometric mean 1.26 over the 4 layers" in both
+
+
+def test_stage_pair_rows_keep_the_layers_the_stage_ran_itself():
+    """The rows chapter 12b reads per kernel: the stage's own, by layer, in the off and the on run."""
+    off, on = pairs.stage_pair_rows("conv_dgrad", "edge", "winograd4", ("joint_transforms0", "joint_transforms1"))
+    assert set(off) == set(on) and off, "the recorded joint_transforms pair over edge is missing"
+    assert all(r["stage"] == "winograd4" and r["ran"] == r["key"] for r in [*off.values(), *on.values()])
+    assert "res128@56/s2/n1" not in on                 # stride 2: the fallback ran, so the layer is left out
+    assert {name for name, _ in on["res64@56/n1"]["steps_ms"]} >= {"wino_transforms", "wino_gemm"}
+
+
+def test_kernel_times_and_the_time_outside_them():
+    from helpers.analysis.summary import kernels_ms, outside_kernels_ms
+    row = {"median_ms": 1.0, "steps_ms": [["wino_filter", 0.1], ["wino_input", 0.2], ["wino_gemm", 0.5]]}
+    assert kernels_ms(row) == pytest.approx(0.8)
+    assert kernels_ms(row, ("wino_filter", "wino_input")) == pytest.approx(0.3)
+    assert outside_kernels_ms(row) == pytest.approx(0.2)
+
+
+def test_ladder_steps_ranked_and_the_vendors_method():
+    """Chapter 12's ladder stage by stage (its recorded headline numbers), the ranking of a CPU
+    ladder, and the method cuDNN ran, named from its kernels."""
+    from helpers.analysis.results import find
+    from helpers.analysis.summary import ladder_steps, ranked, vendor_algorithm
+    run = find("conv_forward", "winograd6")[0]
+    text = "\n".join(ladder_steps(run, "01_wino_naive", "05_wino_blocked"))
+    assert "04_wino_transposed" in text and "x2.00 the stage before" in text and "x1.15 cuDNN" in text
+    assert "05_wino_blocked / 01_wino_naive: x26.5" in text
+    s = {"a": {"x_first": 1.0}, "b": {"x_first": 3.0}, "c": {"x_first": 2.0}}
+    assert ranked(s) == ["b", "c", "a"] and ranked(s, ["a", "c"]) == ["c", "a"]
+    assert vendor_algorithm({"kernel_names": ["sm80_xmma_gemm_cf32", "void fft2d_r2c_32x32<float>"]}) == "FFT"
+    assert vendor_algorithm({"kernel_names": ["sm80_xmma_fprop_implicit_gemm_f32f32"]}) == "implicit GEMM"
+    assert vendor_algorithm({"kernel_names": ["void cudnn::detail::dgrad_engine<float>"]}) == "not an FFT"

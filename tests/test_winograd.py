@@ -99,3 +99,46 @@ def test_exercise_check_counts_multiplications(capsys):
         return [m1 + m2 + m3, m2 - m3 - m4]
     assert check_winograd_1d(f23)
     assert not check_winograd_1d(lambda d, g: [0.0, 0.0])
+
+
+def test_model_error_depends_on_the_points_and_grows_with_the_channels():
+    """Chapter 12a's comparison of interpolation points, through the NumPy model: the kernels'
+    points (0, ±1, 1/2, -2) round less than the textbook ones (0, ±1, ±2), and more channels
+    round more."""
+    from helpers.chapters.winograd_accuracy import model_error
+    kernel, textbook = wg.KERNEL_POINTS[(4, 3)], wg.DEFAULT_POINTS[(4, 3)]
+    assert all(model_error(kernel, c) < model_error(textbook, c) for c in (4, 64))
+    assert model_error(kernel, 256) > model_error(kernel, 1) > 0
+    assert model_error(kernel, 4) == model_error(kernel, 4)          # seeded: the same data each call
+
+
+def test_dgrad_worst_is_above_the_tolerance_only_for_thin_layers():
+    """The threshold of stage winograd4 (chapter 12a): with few output channels to sum over, the
+    F(4x4) input gradient misses conv_dgrad's tolerance; from WINO4_DGRAD_MIN_K on it is well inside."""
+    from helpers.chapters.winograd_accuracy import dgrad_worst
+    from helpers.launch.winograd import WINO4_DGRAD_MIN_K
+    points = wg.KERNEL_POINTS[(4, 3)]
+    assert dgrad_worst(1, points, seeds=2) > 1
+    assert dgrad_worst(WINO4_DGRAD_MIN_K, points, seeds=2) < 0.5
+
+
+def test_accuracy_figure_draws_one_line_per_algorithm():
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    from helpers.chapters import pictures_winograd as pw
+    rows = wg.accuracy(channels=(1, 4), size=8)
+    fig, ax = plt.subplots()
+    pw.draw_accuracy(ax, rows)
+    assert [line.get_label() for line in ax.get_lines()[:3]] == ["direct", "F(2x2,3x3)", "F(4x4,3x3)"]
+    plt.close(fig)
+
+
+def test_layer_tiles_are_the_launchers_tiles():
+    """Chapter 12a's tile counts per layer are the ones the Winograd launch uses (partial tiles whole)."""
+    from helpers.launch.winograd import wino_view
+    from helpers.ops.conv_forward import prepare, random_problem_args
+    for n, h, w in ((1, 7, 9), (2, 8, 8), (1, 1, 1)):
+        p = prepare(**random_problem_args(n, 2, h, w, 3, 3, 1, 1))
+        for m in (2, 4):
+            assert wg.layer_tiles({"n": n, "h": h, "w": w}, m) == wino_view(p, m)["P"]

@@ -24,6 +24,14 @@ def recorded_pairs(op: str, layer_set: str, name: str, device_type: str | None =
     return [(off[dev], on[dev]) for dev in off if dev in on]
 
 
+def stage_pair_rows(op: str, layer_set: str, stage: str, tags: tuple) -> tuple[dict, dict]:
+    """The rows of ``stage`` on the layers where it ran itself, by layer, in the two tagged runs of
+    a pair (``tags``: the run with the switch off, then on; one device)."""
+    off, on = ({r["layer"]: r for run in find(op, layer_set, tag=tag) for r in run["rows"]
+                if r["stage"] == stage and r["ran"] == r["key"]} for tag in tags)
+    return off, on
+
+
 def pair_rows(off: dict, on: dict, name: str, switches: tuple | None = None) -> list[dict]:
     """Per (layer, stage) of the pair: both medians, their ratio t(0) / t(1) (above 1: the switch
     on is faster), whether the two interquartile ranges are apart (do not overlap), the kernel

@@ -1,4 +1,5 @@
-"""Summaries of recorded runs: geometric means over layers, per stage; the vendor's name."""
+"""Summaries of recorded runs: geometric means over layers, per stage; the vendor's name and the
+method it ran; a ladder's steps; the repetitions of one timing in one or two groups."""
 from __future__ import annotations
 
 import math
@@ -20,9 +21,48 @@ def summary(out: dict) -> dict:
     return res
 
 
+def ranked(summary_: dict, keys=None) -> list[str]:
+    """Stage keys of a ``summary`` (``keys``: some of them), fastest first by their speed-up over
+    the op's first stage."""
+    return sorted(keys if keys is not None else summary_, key=lambda k: -summary_[k]["x_first"])
+
+
+def kernels_ms(row: dict, names=None) -> float:
+    """The summed times of a row's kernels timed alone (``steps_ms``; ``names``: only those)."""
+    return sum(ms for name, ms in row["steps_ms"] if names is None or name in names)
+
+
+def outside_kernels_ms(row: dict) -> float:
+    """A stage's time outside its kernels timed alone: its median minus their sum (the gaps between
+    launches, and what a kernel costs only beside the others)."""
+    return row["median_ms"] - kernels_ms(row)
+
+
 def vendor_name(out: dict) -> str:
     """The vendor library a run compared with (its ``name``; cuDNN where none is given)."""
     return out["vendor"][0].get("name", "cuDNN") if out.get("vendor") else "cuDNN"
+
+
+def vendor_algorithm(vendor_row: dict) -> str:
+    """The method the vendor library ran on a layer, named from its kernels as a run records them:
+    'FFT' (cuDNN's fft2d kernels), 'implicit GEMM', or 'not an FFT' (another engine)."""
+    names = " ".join(vendor_row.get("kernel_names", [])).lower()
+    return "FFT" if "fft" in names else "implicit GEMM" if "implicit_gemm" in names else "not an FFT"
+
+
+def ladder_steps(out: dict, first: str | None = None, last: str | None = None) -> list[str]:
+    """A ladder stage by stage, geometric means over the run's layers: TFLOP/s, x the first stage,
+    x the stage before, x the vendor; then last / first (two stage keys, when given) and the
+    measured FMA peak."""
+    s, prev, lines = summary(out), None, []
+    for key, v in s.items():
+        step = f"x{v['x_first'] / s[prev]['x_first']:.2f}" if prev else "-"
+        lines.append(f"  {key:<20} {v['gflops'] / 1000:5.1f} TFLOP/s  x{v['x_first']:5.2f} {next(iter(s))[3:]:<7}"
+                     f"{step:>6} the stage before  x{v['x_vendor']:.2f} {vendor_name(out)}")
+        prev = key
+    tail = f"  {last} / {first}: x{s[last]['x_first'] / s[first]['x_first']:.1f}; " if first and last else "  "
+    lines.append(tail + f"measured FMA peak {out['roofline']['fma_gflops'] / 1000:.1f} TFLOP/s")
+    return lines
 
 
 def two_modes(times, gap: float = 0.05):

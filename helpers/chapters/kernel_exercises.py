@@ -50,6 +50,9 @@ class Gap:
     #                         is coalesced), from the learner's code or a probe of its kernel
     conceal: tuple = ()     # texts of kernel lines outside the gap that state its answer (a header
     #                         comment): shown as "// ..." by show(), hidden like the gap's lines
+    other_answer: bool = False  # the exercise asks for other lines than the kernel's own (chapter 10:
+    #                         a layout other than its XOR), so the gap's lines are no answer and the
+    #                         chapter's listings keep them; the answer is the notebook's solution
 
     def _lines(self):
         src = kernel_source(_stage(self.op, self.stage).kernel).splitlines()
@@ -83,7 +86,7 @@ class Gap:
         the concealed ones, less those the learner's view shows anyway and the trivial ones."""
         from .answers import region_secrets
         src, a, b = self._lines()
-        hidden = src[a:b + 1] + [ln for ln in src if self._concealed(ln)]
+        hidden = ([] if self.other_answer else src[a:b + 1]) + [ln for ln in src if self._concealed(ln)]
         return region_secrets(hidden, "c", self.name, self.view().splitlines())
 
     def source(self, code: str, probe: str = "") -> str:
@@ -189,8 +192,11 @@ _STRIDE_HINT = {"3x3, stride 2, padding 1": "Stride 1 works: what if h + PAD - r
 
 # Chapter 10's gap is the macro WADDR(R, cc) of 10_swizzle.cl: where weight (row R, channel cc)
 # lives in a half of the slab. The bank model reads the learner's macro as integer arithmetic at
-# the chapter's tile (C's / and % on non-negative numbers are Python's // and %).
+# the chapter's tile (C's / and % on non-negative numbers are Python's // and %). The exercise asks
+# for a layout other than the kernel's own XOR: one that places every weight as the XOR does is
+# refused before any launch, and the one accepted must need no more store passes than the XOR.
 SLAB_TILE = {"TX": 32, "TY": 4, "CB": 32, "KC": 4, "XPW": 8, "CPW": 4}
+SLAB_OTHER_TILES = ({**SLAB_TILE, "CB": 16}, {**SLAB_TILE, "CB": 64})   # a layout must hold for any CB
 _MACRO = re.compile(r"#\s*define\s+WADDR\s*\(\s*(\w+)\s*,\s*(\w+)\s*\)(.*)", re.S)
 _TOKEN = re.compile(r"\s*(?:(\d+)|([A-Za-z_]\w*)|(<<|>>|[-+*/%^&|()]))")
 
@@ -228,14 +234,29 @@ def _waddr(code: str):
 
 
 def _slab_layout(code: str):
-    """Before any launch: every weight in its own word inside the slab, float4s whole."""
-    from .local import _shape
+    """Before any launch: every weight in its own word inside the slab, float4s whole, and a layout
+    other than the chapter's own XOR (the exercise asks for a different one)."""
+    from .local import _shape, weight_word
     if not _MACRO.search(code):
         return True, ""                   # no WADDR line: the compiler says what is missing
     fn = _waddr(code)
     if isinstance(fn, str):
         return False, fn
     s = _shape(SLAB_TILE, 3, 3)
+    if all(fn(r, cc, s) == weight_word("swizzle", s, r, cc) for r in range(s["ROWS"]) for cc in range(s["CB"])):
+        return False, ("your WADDR puts every weight where 10_swizzle's XOR puts it: that is the chapter's own "
+                       "layout, shown above. The exercise asks for a different one: read the task again")
+    for tile in (SLAB_TILE, *SLAB_OTHER_TILES):
+        ok, message = _slab_words(fn, _shape(tile, 3, 3))
+        if not ok:
+            return False, message if tile is SLAB_TILE else (
+                f"at CB = {tile['CB']} (a tile the search may choose), {message}: write the layout for any CB")
+    return True, ""
+
+
+def _slab_words(fn, s: dict):
+    """Every weight of one half of the slab (shape ``s``) in its own word, inside the slab, each
+    float4 of 4 channels whole and 16-byte aligned."""
     seen = {}
     for r in range(s["ROWS"]):
         for cc in range(s["CB"]):
@@ -272,7 +293,8 @@ def _slab_banks(code: str):
                        f"no padding. Which float4 does row R's channel group go to, for 8 consecutive rows?")
     if read > 4:
         return False, f"one warp's float4 read of the weights takes {read} passes, more than the 4 quarter-warps"
-    return True, f"the copy's weight stores take {mine} extra passes per work-group and chunk (bank model)"
+    return True, (f"the copy's weight stores take {mine} extra passes per work-group and chunk in the bank model, "
+                  f"{'as many as' if mine == best else 'fewer than'} with 10_swizzle's XOR")
 
 
 GAPS = {
@@ -330,7 +352,7 @@ GAPS = {
         {lbl: "The layout passed the checks run on WADDR as arithmetic; but a C macro pastes its arguments "
               "as text (WADDR(W_R(i), W_CC(i))): is every use of R and cc in parentheses?"
          for lbl in ("3x3, C=40, K=9, odd plane", "5x5, C=33, K=5", "1x1, C=64")},
-        before=_slab_layout, after=_slab_banks),
+        before=_slab_layout, after=_slab_banks, other_answer=True),
     # chapter 12: the zero padding of Winograd's input tiles
     "wino_tile_padding": Gap(
         "conv_forward", "wino_naive", "const float d = (h >= 0 && h < IH", "? GRAD_IN(x, xy,",

@@ -146,3 +146,20 @@ def draw_tiles(ax, h: int = 7, w: int = 7, padding: int = 1, tile: tuple = (1, 2
     ax.set_aspect("equal")
     ax.axis("off")
     return ax
+
+
+def draw_accuracy(ax, rows, names=("direct", "F(2x2,3x3)", "F(4x4,3x3)")):
+    """Chapter 12: the normwise error of each algorithm's float32 model (``winograd.accuracy``
+    rows) against the input channels, log-log, with float32's eps for scale."""
+    import numpy as np
+    cs = [r["C"] for r in rows]
+    for name, style in zip(names, ("o-", "s-", "^-")):
+        ax.loglog(cs, [r[name] for r in rows], style, label=name)
+    eps = float(np.finfo(np.float32).eps)
+    ax.axhline(eps, color="k", lw=0.8, ls=":")
+    ax.annotate("float32 eps", (cs[-1], eps), fontsize=8, va="bottom", ha="right")
+    ax.set_xlabel("input channels C")
+    ax.set_ylabel("max |error| / max |output|")
+    ax.set_title("float32 against float64 (NumPy models of each algorithm)", fontsize=9)
+    ax.legend(fontsize=8)
+    return ax

@@ -41,6 +41,8 @@ TERMS = (
                                                                               "(`extern \"C\"`: found by name)"),
     ("code", "`float4`, `vload4`", "`float4` (a 16-byte aligned load)", "one wide load instead of four"),
     ("code", "`-D NAME=value` at `clBuildProgram`", "`-D NAME=value` to NVRTC", "the course's JIT parameters"),
+    ("code", "the program's binary (NVIDIA's OpenCL driver: PTX inside)", "PTX (virtual instructions), then SASS "
+     "(the GPU's machine code)", "what the compiler made of the kernel; chapter 10b reads the twins' SASS"),
     ("host", "command queue", "stream", "launches run in the order they were queued"),
     ("host", "`clEnqueueNDRangeKernel` (global, local)", "`kernel<<<grid, block, shared>>>` (CuPy: `kernel(grid, "
                                                          "block, args)`)", "a launch"),

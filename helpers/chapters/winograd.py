@@ -164,6 +164,13 @@ def direct_conv2d(x: np.ndarray, w: np.ndarray, padding: int = 0, dtype=np.float
     return y
 
 
+def layer_tiles(lay: dict, m: int) -> int:
+    """The m x m output tiles that cover a 3x3, stride-1, padding-1 layer (``lay`` from
+    helpers.ops.layers: its output is n x h x w): the tiles a Winograd stage transforms and
+    multiplies, those overhanging the right or bottom edge included (launch.winograd.wino_view's P)."""
+    return lay["n"] * -(-lay["h"] // m) * -(-lay["w"] // m)
+
+
 def accuracy(channels=(1, 4, 16, 64, 256, 1024), size: int = 16, k: int = 8, seed: int = 0) -> list[dict]:
     """Float32 error of direct, F(2x2,3x3) and F(4x4,3x3) against a float64 reference, per C:
     max |error| / max |output| over the whole output (a normwise relative error)."""
