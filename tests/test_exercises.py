@@ -441,6 +441,22 @@ def test_box_starts_check_accepts_the_phases_and_names_each_mistake(capsys):
     _names_each_mistake(check_box_starts, wrong, capsys)
 
 
+def test_ring_waits_check_accepts_the_parities_and_names_each_mistake(capsys):
+    from helpers.chapters.exercises import check_ring_waits
+    right = lambda i, s: (i % s, (i // s) % 2, None if i < s else (i // s - 1) % 2)
+    assert check_ring_waits(right)
+    wrong = {
+        "would read what the slot held before": lambda i, s: (i % s, (i // s + 1) % 2, right(i, s)[2]),   # parity flipped
+        "the copy would overwrite it": lambda i, s: (i % s, (i // s) % 2, None if i < s else (i // s) % 2),
+        "must wait until the warpgroups have read it": lambda i, s: (i % s, (i // s) % 2, None),
+        "never return": lambda i, s: (i % s, (i // s) % 2, 0 if i < s else right(i, s)[2]),
+        "completed 1 phase": lambda i, s: (i % s, 0, right(i, s)[2]),                                   # no phase kept
+        "not the slot": lambda i, s: ((i + 1) % s, *right(i, s)[1:]),
+        "three values": lambda i, s: (i % s, (i // s) % 2),
+    }
+    _names_each_mistake(check_ring_waits, wrong, capsys)
+
+
 def test_check_stage_names_a_fault_on_the_device(own_ctx, monkeypatch):
     """A learner's edited stage that faults (check_stage, the notebooks' one way to run a stage and
     check it) raises an error that says what happened and what to do, and marks the context."""

@@ -172,3 +172,71 @@ def check_box_starts(answer_fn) -> bool:
             return _verdict(False, "", f"{where}: {bad}")
     return _verdict(True, "every stride, pad, tap and phase: each box starts where the definition says, and the "
                     "taps that miss a phase are skipped", "")
+
+
+class _Barrier:
+    """An mbarrier as the ring uses it: it counts completed phases; a wait with parity p returns
+    once the phase of parity p has completed, i.e. while the current phase's parity is not p."""
+    def __init__(self):
+        self.completed = 0
+
+    def passes(self, parity: int) -> bool:
+        return self.completed % 2 != parity
+
+    def early(self) -> str:
+        """Why a wait passed too soon, in the barrier's own terms."""
+        if self.completed == 0:
+            return "no phase of the barrier has completed yet, and a wait for parity 1 returns at once"
+        return f"the barrier has completed {self.completed} phase{'s' if self.completed > 1 else ''}: that parity's is one of them"
+
+
+@exercise
+def check_ring_waits(answer_fn, stages_tried=(2, 3, 4), chunks: int = 12) -> bool:
+    """Chapter 13b, step 8: (i, stages) -> (slot, full_parity, empty_parity) of chunk i in a ring of
+    ``stages`` slots: the slot it lands in, the parity the warpgroups wait for on that slot's *full*
+    barrier before reading it, and the parity the copying thread waits for on its *empty* barrier
+    before issuing it (None where the slot has held nothing yet). Checked on a model of the
+    barriers: each wait must hold while the chunk it guards is not there, and pass once it is."""
+    for stages in stages_tried:
+        full = [_Barrier() for _ in range(stages)]
+        empty = [_Barrier() for _ in range(stages)]
+        for i in range(chunks):
+            got = answer_fn(i, stages)
+            try:
+                slot, p_full, p_empty = got
+            except (TypeError, ValueError):
+                return _verdict(False, "", f"return three values (slot, full parity, empty parity), got {got!r}")
+            where = f"{stages} slots, chunk {i}"
+            if slot != i % stages:
+                return _verdict(False, "", f"{where}: not the slot the chunk lands in (the ring is walked in order, "
+                                "slot after slot, back to the first)")
+            # the copying thread, before issuing chunk i: the slot's last chunk (i - stages) is still being read
+            if i < stages:
+                if p_empty is not None:
+                    return _verdict(False, "", f"{where}: the slot has held nothing yet, so the copying thread has "
+                                    "nothing to wait for" + (" (and with parity 0 the wait would never return: no "
+                                                             "phase of the barrier has completed)" if p_empty == 0 else ""))
+            else:
+                if p_empty is None:
+                    return _verdict(False, "", f"{where}: the slot still holds chunk {i - stages}; the copying "
+                                    "thread must wait until the warpgroups have read it")
+                if p_empty not in (0, 1):
+                    return _verdict(False, "", f"{where}: a parity is 0 or 1")
+                if empty[slot].passes(p_empty):
+                    return _verdict(False, "", f"{where}: that wait on the empty barrier returns before chunk "
+                                    f"{i - stages} has been read ({empty[slot].early()}): the copy would overwrite it")
+                empty[slot].completed += 1              # the warpgroups finish reading chunk i - stages
+                if not empty[slot].passes(p_empty):
+                    return _verdict(False, "", f"{where}: that wait on the empty barrier never returns: it waits "
+                                    "for a phase the barrier completes only later")
+            # the warpgroups, before reading chunk i: its bytes have not landed, then they land
+            if p_full not in (0, 1):
+                return _verdict(False, "", f"{where}: a parity is 0 or 1")
+            if full[slot].passes(p_full):
+                return _verdict(False, "", f"{where}: that wait on the full barrier returns before the chunk's bytes "
+                                f"land ({full[slot].early()}): the warpgroups would read what the slot held before")
+            full[slot].completed += 1                   # the chunk's bytes land
+            if not full[slot].passes(p_full):
+                return _verdict(False, "", f"{where}: that wait on the full barrier never returns")
+    return _verdict(True, "each wait holds until its chunk has landed (full) or its slot has been read (empty), "
+                    "and then passes, for rings of " + ", ".join(map(str, stages_tried)) + " slots", "")
