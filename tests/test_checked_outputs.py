@@ -38,6 +38,11 @@ SIZE_OR_TIME = re.compile(r"\bnb\.(?:full|layers|size|repeats)\b|COURSE_SIZE|\bb
 SIZE_FREE = {
     ("15_training", "print(run.verdict(comparison)"):
         "the verdict words only: agree or DISAGREE over the first 20 steps, which both sizes have",
+    ("15_training", "a quarter held out for testing"):
+        "the label range, the pixel range and the held-out quarter of the 1,797 digits: the size only upsamples them",
+    ("15_training", "model.compare_gradients(grads, ref_grads)"):
+        "a verdict per gradient, named without its shape, and the host transfers of a step, which the network's "
+        "layers fix at either size",
 }
 
 
