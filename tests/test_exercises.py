@@ -40,6 +40,15 @@ def _names_each_mistake(check, wrong: dict, capsys, hidden: str | None = None):
     assert not ok and "Not answered yet" in out
 
 
+def _macs(n, c, h, w, k, r, s, st, p):
+    """The multiply-adds the naive kernel performs: per work-item, the (r, s) whose output exists."""
+    rows = sum(1 for i in range(h) for q in range(r) if (i + p - q) % st == 0 and 0 <= (i + p - q) // st < output_size(h, r, st, p)
+               and i + p - q >= 0)
+    cols = sum(1 for i in range(w) for q in range(s) if (i + p - q) % st == 0 and 0 <= (i + p - q) // st < output_size(w, s, st, p)
+               and i + p - q >= 0)
+    return n * c * k * rows * cols
+
+
 def _f23(d, g):
     m1, m4 = (d[0] - d[2]) * g[0], (d[1] - d[3]) * g[2]
     m2 = (d[1] + d[2]) * ((g[0] + g[1] + g[2]) / 2)
@@ -50,11 +59,17 @@ def _f23(d, g):
 RIGHT = {
     "check_output_size": lambda s, k, st, p: (s + 2 * p - k) // st + 1,
     "check_touched_outputs": lambda h, k, s, p, n: [o for o in range(n) if 0 <= h + p - o * s < k],
-    "check_flops": lambda n, c, h, w, k, r, s, st, p: 2 * n * k * output_size(h, r, st, p) * output_size(w, s, st, p) * c * r * s,
+    "check_launch": lambda n, c, h, w, wg: (((h * w + wg - 1) // wg * wg, c, n), ((h * w + wg - 1) // wg * wg - h * w) * c * n,
+                                            (h * w + wg - 1) // wg * c * n),
+    "check_naive_bytes": lambda n, c, h, w, k, r, s, st, p, a: 4 * ((2 if a == "none" else 3) * _macs(n, c, h, w, k, r, s, st, p)
+                                                                 + n * c * h * w),
     "check_intensity": lambda n, c, size, k, r, st, p: (
         2 * n * k * output_size(size, r, st, p) ** 2 * c * r * r
         / (4 * (n * k * output_size(size, r, st, p) ** 2 + c * k * r * r + n * c * size * size))),
-    "check_valid_table": lambda h, x, k, s, p, H, W: valid_table(h, x, k, k, s, p, output_size(H, k, s, p), output_size(W, k, s, p)),
+    "check_valid_table": lambda h, x, k, s, p, H, W: np.array(
+        [[(h + p - r) >= 0 and (h + p - r) % s == 0 and (h + p - r) // s < output_size(H, k, s, p)
+          and (x + p - c) >= 0 and (x + p - c) % s == 0 and (x + p - c) // s < output_size(W, k, s, p)
+          for c in range(k)] for r in range(k)]),
     "check_block_lines": lambda c, k, K, L: ((c * K + k) * 9 + 8) // (L // 4) - (c * K + k) * 9 // (L // 4) + 1,
     "check_vector_columns": lambda W, p: max(0, min(W - 1, W + 2 * p - 3 - p) - max(0, 2 - p) + 1),
     "check_weight_slot": lambda i, t: divmod(9 * i + t, 16),
@@ -76,12 +91,12 @@ RIGHT = {
 WRONG = {
     "check_output_size": [lambda s, k, st, p: (s + 2 * p - k) // st,          # off by one
                           lambda s, k, st, p: (s + p - k) // st + 1],         # padding once
+    "check_launch": [lambda n, c, h, w, wg: ((h * w, c, n), 0, (h * w + wg - 1) // wg * c * n),     # not rounded up
+                     lambda n, c, h, w, wg: (RIGHT["check_launch"](n, c, h, w, wg)[0], 0, 1)],
     "check_touched_outputs": [lambda h, k, s, p, n: [o for o in range(n) if 0 <= h + p - o * s <= k],  # one too many
                               lambda h, k, s, p, n: [o for o in range(n) if 0 <= h - o * s < k]],     # padding forgotten
-    "check_flops": [lambda n, c, h, w, k, r, s, st, p: n * k * output_size(h, r, st, p) * output_size(w, s, st, p) * c * r * s,
-                    lambda n, c, h, w, k, r, s, st, p: 2 * n * k * h * w * c * r * s,
-                    lambda n, c, h, w, k, r, s, st, p:   # the kernel's height and width swapped
-                    2 * n * k * output_size(h, s, st, p) * output_size(w, r, st, p) * c * r * s],
+    "check_naive_bytes": [lambda n, c, h, w, k, r, s, st, p, a: 4 * 2 * n * c * h * w * k * r * s,   # no checks
+                          lambda n, c, h, w, k, r, s, st, p, a: RIGHT["check_naive_bytes"](n, c, h, w, k, r, s, st, p, a) // 4],
     "check_intensity": [lambda *a: RIGHT["check_intensity"](*a) / 2, lambda *a: RIGHT["check_intensity"](*a) * 4],
     "check_valid_table": [lambda h, x, k, s, p, H, W: np.array(  # the stride forgotten
         [[0 <= h + p - r < output_size(H, k, s, p) and 0 <= x + p - c < output_size(W, k, s, p)
@@ -471,3 +486,86 @@ def test_check_stage_names_a_fault_on_the_device(own_ctx, monkeypatch):
     with pytest.raises(RuntimeError, match="02_naive stopped with a fault on the device.*Restart Kernel"):
         helpers.check_stage("conv_dgrad", "naive", ctx=own_ctx, **random_problem_args(1, 3, 5, 4, 2, 3, 1, 1, "none"))
     assert faulted(own_ctx)
+
+
+# Each wrong answer is refused with the message that names its own mistake, not a neighbour's
+# (two mistakes can give the same number on one case; the checks name a mistake by what the whole
+# function does).
+def _intensity_hw(n, c, size, k, r, st, p):          # FLOPs over the input's H x W
+    o = output_size(size, r, st, p)
+    return 2 * n * k * size * size * c * r * r / (4 * (n * k * o * o + c * k * r * r + n * c * size * size))
+
+
+NAMED = [
+    ("check_naive_bytes", lambda n, c, h, w, k, r, s, st, p, a: 4 * ((2 if a == "none" else 3) * n * k * c * r * s
+                          * output_size(h, r, st, p) * output_size(w, s, st, p) + n * c * h * w), "lies in the padding"),
+    ("check_naive_bytes", lambda n, c, h, w, k, r, s, st, p, a: 4 * 2 * _macs(n, c, h, w, k, r, s, st, p) + 4 * n * c * h * w,
+     "also reads y"),
+    ("check_naive_bytes", lambda n, c, h, w, k, r, s, st, p, a: 4 * (2 if a == "none" else 3) * _macs(n, c, h, w, k, r, s, st, p),
+     "writes its one value"),
+    ("check_naive_bytes", lambda n, c, h, w, k, r, s, st, p, a: 4 * ((2 if a == "none" else 3) * n * c * h * w * k * r * s
+                                                                    + n * c * h * w), "is skipped"),
+    ("check_launch", lambda n, c, h, w, wg: ((h * w, c, n), 0, (h * w + wg - 1) // wg * c * n), "not rounded up"),
+    ("check_launch", lambda n, c, h, w, wg: (RIGHT["check_launch"](n, c, h, w, wg)[0],
+                                             RIGHT["check_launch"](n, c, h, w, wg)[0][0] - h * w,
+                                             RIGHT["check_launch"](n, c, h, w, wg)[2]), "one (channel, image) plane"),
+    ("check_launch", lambda n, c, h, w, wg: (RIGHT["check_launch"](n, c, h, w, wg)[0],
+                                             RIGHT["check_launch"](n, c, h, w, wg)[1],
+                                             RIGHT["check_launch"](n, c, h, w, wg)[0][0] // wg), "dimension 0 only"),
+    ("check_intensity", _intensity_hw, "use the input's H x W positions"),
+    ("check_intensity", lambda *a: RIGHT["check_intensity"](*a) * 4, "count bytes (4 per float), not floats"),
+    ("check_intensity", lambda *a: RIGHT["check_intensity"](*a) / 2, "a multiply-add is 2"),
+    ("check_output_size", lambda s, k, st, p: (s + p - k) // st + 1, "added on both sides"),
+    ("check_output_size", lambda s, k, st, p: (s + 2 * p - k) // st, "one position short"),
+    ("check_output_size", lambda s, k, st, p: -(-(s + 2 * p - k) // st) + 1, "rounded up"),
+    ("check_output_size", lambda s, k, st, p: output_size(s, k, st, p), "course's own reference"),
+    ("check_block_lines", WRONG["check_block_lines"][0], "one float too many"),
+    ("check_block_lines", WRONG["check_block_lines"][1], "one line short"),
+    ("check_block_lines", lambda c, k, K, L: -(-36 // L), "depends on where the block starts"),
+    ("check_block_lines", lambda c, k, K, L: 36 // L + 1, "depends on where the block starts"),
+    ("check_valid_table", lambda h, x, k, s, p, H, W: valid_table(h, x, k, k, s, p, output_size(H, k, s, p),
+                                                                  output_size(W, k, s, p)), "course's own reference"),
+]
+
+
+@pytest.mark.parametrize("name,answer,says", NAMED, ids=[f"{n}-{s.split()[0]}-{i}" for i, (n, _, s) in enumerate(NAMED)])
+def test_check_names_the_mistake_made(name, answer, says, capsys):
+    ok, out = _run(getattr(ex, name), answer, capsys)
+    assert not ok and out.startswith("Not yet:") and says in out, out
+
+
+# Kernel exercises whose right values can come the wrong way: the lesson check refuses them.
+LESSON_WRONG = {
+    "weight_load": ("        weights3x3 wk;\n        for (int i = 0; i < 9; i++) wk.s[i] = w[(c * K + k) * 9 + i];",
+                    "arrive through scalar loads"),
+    "inside_test": ("    const bool inside = false;", "to the scalar loop"),
+    "tile_copy": (None, "not coalesced"),
+}
+
+
+@pytest.mark.parametrize("name", sorted(LESSON_WRONG))
+def test_kernel_gap_refuses_right_values_the_wrong_way(name, own_ctx, capsys):
+    code, says = LESSON_WRONG[name]
+    if code is None:   # the copy with the patch's channel fastest: right values, scattered reads
+        code = _right(name).replace("const int kk = i / (PH * PW), py = i / PW % PH, px = i % PW;",
+                                    "const int kk = i % KC, py = i / KC % PH, px = i / (KC * PH);")
+    assert not kernel_gap(name).check(code, ctx=own_ctx)
+    out = capsys.readouterr().out
+    assert out.startswith("Not yet") and "match the reference" in out and says in out, out
+
+
+def test_kernel_gap_lessons_accept_other_right_ways(own_ctx, capsys):
+    """The lesson checks refuse the slow way, not another spelling of the right one."""
+    v8 = ("        weights3x3 wk;\n        wk.v.lo = vload8(0, w + (c * K + k) * 9);\n"
+          "        wk.v.hi = w[(c * K + k) * 9 + 8];")
+    assert kernel_gap("weight_load").check(v8, ctx=own_ctx), capsys.readouterr().out
+    inside = "    const bool inside = 2 - PAD <= x && x <= OW - 1 - PAD;"
+    assert kernel_gap("inside_test").check(inside, ctx=own_ctx), capsys.readouterr().out
+    copy = _right("tile_copy").replace("const int kk = i / (PH * PW), py = i / PW % PH, px = i % PW;",
+                                       "const int px = i % PW, py = (i / PW) % PH, kk = i / PW / PH;")
+    assert kernel_gap("tile_copy").check(copy, ctx=own_ctx), capsys.readouterr().out
+
+
+def test_a_gap_view_conceals_the_comment_that_states_its_answer():
+    view = kernel_gap("inside_test").view()
+    assert "Memory safety: the vector path runs only when" not in view and "// ..." in view

@@ -11,7 +11,12 @@ before a section's first code cell cannot pass at all, so say it after the cell 
 A heading inside a markdown cell starts the new section for the text that follows it.
 
 The cells print from results/, so a new recording that changes a number fails here until the
-prose is updated; a number the text derives itself is listed in DERIVED with its reason."""
+prose is updated; a number the text derives itself is listed in DERIVED with its reason.
+
+Counts are numbers too: an integer with thousands separators (1,152), an integer with a unit of
+measure (178 registers, 16 bytes, 7,168 work-items, 4 ms) and the parts of "N of M" (70 of the 98
+warps) follow the same rule (``COUNT``). A chapter whose prose has not yet been read against its
+outputs for counts is listed in COUNTS_PENDING (a strict expected failure)."""
 import re
 from pathlib import Path
 
@@ -21,10 +26,13 @@ import pytest
 ROOT = Path(__file__).resolve().parent.parent
 NOTEBOOKS = sorted((ROOT / "notebooks").glob("*.ipynb"))
 NUMBER = re.compile(r"(?<![\w./-])(?:x?\d+\.\d+x?|\d+(?:\.\d+)?\s?%)(?![\w.])")
+COUNT = re.compile(r"(?<![\w./-])(?:\d{1,3}(?:,\d{3})+|\d+(?=\s?(?:ms|µs|GB/s|GFLOP/s|TFLOP/s|TB/s|registers|bytes|B|"
+                   r"KiB|MiB|MB|warps|work-items|FLOP)\b)|\d+(?=\s+of\s+(?:the\s+)?\d))(?![\w.,]\d)")
 HEADING = re.compile(r"^#{1,3}\s", re.M)   # a section: level 1 to 3
 FENCE = re.compile(r"^```.*?^```", re.M | re.S)
 # Numbers that are inputs or arithmetic stated in the same sentence, not measurements.
 DERIVED = {
+    "00_devices_and_timing": {"4": "bytes per float, a definition"},
     "07_combining_input_depth": {"9.0": "Hopper's compute capability, a name, not a measurement"},
     "04_weight_vectorization": {"4.5": "9 requests over 2, stated beside it"},
     "12_winograd": {"2.25": "36 multiplications over 16, derived in the chapter"},
@@ -35,11 +43,16 @@ DERIVED = {
 }
 
 
+COUNTS_PENDING = {s: "counts in the prose not yet read against the outputs" for s in (
+    "10_bank_conflicts", "11_conv_as_gemm", "12_winograd", "12a_winograd_f4x4", "13_tensor_cores", "14_batch_norm",
+)}
+
+
 def _core(quoted: str) -> str:
-    return re.sub(r"^x|x$|\s?%$", "", quoted)
+    return re.sub(r"^x|x$|\s?%$|,", "", quoted)
 
 
-TOKEN = re.compile(r"\d+(?:\.\d+)?")
+TOKEN = re.compile(r"\d{1,3}(?:,\d{3})+(?![\d])|\d+(?:\.\d+)?")
 
 
 def _shown(core: str, printed: set) -> bool:
@@ -55,7 +68,7 @@ def _printed(cell) -> set:
     for out in cell.get("outputs", []):
         data = out.get("data", {})
         text += out.get("text", "") + data.get("text/plain", "") + data.get("text/markdown", "")
-    return set(TOKEN.findall(text))
+    return {t.replace(",", "") for t in TOKEN.findall(text)}
 
 
 def _parts(source: str) -> list[tuple[bool, str]]:
@@ -67,8 +80,9 @@ def _parts(source: str) -> list[tuple[bool, str]]:
     return [(start in cuts, source[start:end]) for start, end in zip(bounds, bounds[1:]) if end > start]
 
 
-def unprinted_numbers(nb, stem: str = "") -> list[str]:
-    """The quoted numbers that no code cell of their section prints above them."""
+def unprinted_numbers(nb, stem: str = "", counts: bool = False) -> list[str]:
+    """The quoted numbers (and with ``counts``, the quoted counts) that no code cell of their section
+    prints above them."""
     allowed = DERIVED.get(stem, {})
     printed, missing = set(), []
     for cell in nb.cells:
@@ -78,7 +92,8 @@ def unprinted_numbers(nb, stem: str = "") -> list[str]:
             for new_section, text in _parts(cell.source):
                 if new_section:
                     printed = set()
-                for quoted in NUMBER.findall(text):
+                masked = FENCE.sub("", text)
+                for quoted in NUMBER.findall(masked) + (COUNT.findall(masked) if counts else []):
                     core = _core(quoted)
                     if not _shown(core, printed) and core not in allowed:
                         missing.append(quoted)
@@ -91,6 +106,23 @@ def test_every_quoted_number_is_printed_in_its_section(path):
     assert not missing, (f"{path.name}: numbers in the prose that no cell of their section prints above them: "
                          f"{missing}; print them in a code cell of that section, above the text, or compute "
                          f"them into the text")
+
+
+@pytest.mark.parametrize("path", [
+    pytest.param(p, id=p.stem, marks=pytest.mark.xfail(reason=COUNTS_PENDING[p.stem], strict=True))
+    if p.stem in COUNTS_PENDING else pytest.param(p, id=p.stem) for p in NOTEBOOKS])
+def test_every_quoted_count_is_printed_in_its_section(path):
+    missing = unprinted_numbers(nbformat.read(path, as_version=4), path.stem, counts=True)
+    assert not missing, (f"{path.name}: numbers or counts in the prose that no cell of their section prints "
+                         f"above them: {missing}")
+
+
+def test_counts_with_units_and_separators_are_caught():
+    nb = _notebook(("md", "## 1"), ("code", "registers 178, spills 1,716 B\n"),
+                   ("md", "It uses 178 registers and spills 1,716 bytes; 70 of the 98 warps diverge; 3x3 kernel, "
+                          "chapter 06, 16 output channels."))
+    assert unprinted_numbers(nb, counts=True) == ["70", "98"]
+    assert unprinted_numbers(nb) == []
 
 
 def _notebook(*cells):

@@ -11,9 +11,19 @@ check in helpers/chapters/exercises.py and helpers/chapters/kernel_exercises.py 
 answered yet"; markdown: a line asking for the learner's answer). The outputs of those cells are cleared too,
 and their ``NBVAL_CHECK_OUTPUT`` marker removed, so the student edition runs top to bottom under
 nbval with the exercises unanswered.
+
+No answer anywhere else either (helpers/chapters/answers.py says what an answer is):
+- the instructors' guide (``TEACHER_ONLY``) is not copied, and what links to it is left out: a
+  markdown file's region between ``<!-- teacher edition -->`` and ``<!-- end teacher edition -->``,
+  and its entry in ``_toc.yml``;
+- every stored output that shows a line of an answer (a kernel listing or diff above a kernel
+  exercise) is rewritten with those lines hidden, a listing re-highlighted from its text;
+- each notebook's ``start()`` becomes ``start(edition="student")``, so the listings a learner's
+  own run prints hide the same lines.
 """
 from __future__ import annotations
 
+import re
 import shutil
 import sys
 from pathlib import Path
@@ -21,6 +31,9 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 BEGIN, END = "BEGIN SOLUTION", "END SOLUTION"
 TEXT_STUB = "*Your answer here (double-click to edit).*"
+TEACHER_ONLY = ("INSTRUCTORS.md",)                 # files of notebooks/ the student edition leaves out
+TEACHER_REGION = re.compile(r"<!-- teacher edition -->.*?<!-- end teacher edition -->\n?", re.S)
+START = re.compile(r"\bstart\(\)")
 
 
 def has_solution(cell) -> bool:
@@ -43,11 +56,16 @@ def solutions(nb) -> list[str]:
     return out
 
 
-def student_notebook(nb):
-    """A copy of a teacher notebook with every solution region, and those cells' outputs, removed."""
+def student_notebook(nb, secrets: dict | None = None):
+    """A copy of a teacher notebook with every solution region, and those cells' outputs, removed,
+    every stored output's answer lines hidden (``secrets``: the course's, by default), and its
+    ``start()`` told that this is the student edition."""
     import copy
 
     from nbgrader.preprocessors import ClearSolutions
+
+    from .answers import notebook_secrets, secret_lines
+    secrets = {**notebook_secrets(nb), **secret_lines()} if secrets is None else secrets
     nb = copy.deepcopy(nb)
     marked = [i for i, c in enumerate(nb.cells) if has_solution(c)]
     ClearSolutions(enforce_metadata=False, text_stub=TEXT_STUB).preprocess(nb, {})
@@ -58,8 +76,41 @@ def student_notebook(nb):
             if not cell.outputs:                              # skips cells that were never run
                 cell.execution_count = None
                 cell.source = "\n".join(ln for ln in cell.source.split("\n") if ln.strip() != "# NBVAL_CHECK_OUTPUT")
+    for cell in nb.cells:
+        if cell.cell_type == "code":
+            cell.source = START.sub('start(edition="student")', cell.source)
+            for out in cell.get("outputs", []):
+                _hide_in_output(out, secrets)
     nb.metadata["course_edition"] = "student"
     return nb
+
+
+def _hide_in_output(out, secrets: dict) -> None:
+    """Hide the answer lines of one stored output: stream text, plain text and markdown line by
+    line; a listing's HTML re-highlighted from its hidden text; other HTML that holds an answer
+    dropped (its plain text stays)."""
+    from .answers import found, hide
+    from .notebook import _highlight
+    if "text" in out:
+        out["text"] = hide(out["text"], secrets)
+    data = out.get("data", {})
+    for kind in ("text/plain", "text/markdown"):
+        if kind in data:
+            data[kind] = hide(data[kind], secrets)
+    if "text/html" in data and found(_html_text(data["text/html"]), secrets):
+        language = out.get("metadata", {}).get("text/html", {}).get("course_source")
+        if language is None and "text/plain" in data:
+            language = "diff" if data["text/plain"].startswith("--- ") else "c"
+        if language and "text/plain" in data:
+            data["text/html"] = _highlight(data["text/plain"], language).data
+        else:
+            del data["text/html"]
+
+
+def _html_text(html: str) -> str:
+    """The text an HTML output shows: tags removed, entities decoded."""
+    import html as html_lib
+    return html_lib.unescape(re.sub(r"<[^>]+>", "", html))
 
 
 def _unanswered_outputs(source: str) -> list:
@@ -80,15 +131,29 @@ def _unanswered_outputs(source: str) -> list:
 def write_student(out: Path | None = None) -> Path:
     """Write the student edition of every notebook (and the notebooks' other files) into ``out``."""
     import nbformat
+    from .answers import notebook_secrets, secret_lines
     out = Path(out or ROOT / "build" / "student")
     src = ROOT / "notebooks"
     if out.exists():
         shutil.rmtree(out)
     out.mkdir(parents=True)
+    teacher = {p: nbformat.read(p, as_version=4) for p in sorted(src.glob("*.ipynb"))}
+    secrets = {}
+    for nb in teacher.values():
+        secrets.update(notebook_secrets(nb))
+    secrets.update(secret_lines())                 # a gap's own lines are named by the gap
     for path in sorted(src.iterdir()):
         if path.suffix == ".ipynb":
-            nbformat.write(student_notebook(nbformat.read(path, as_version=4)), out / path.name)
-        elif path.is_file():
+            nbformat.write(student_notebook(teacher[path], secrets), out / path.name)
+        elif path.name in TEACHER_ONLY or not path.is_file():
+            continue
+        elif path.suffix == ".md":
+            (out / path.name).write_text(TEACHER_REGION.sub("", path.read_text()))
+        elif path.name == "_toc.yml":
+            (out / path.name).write_text("".join(
+                ln for ln in path.read_text().splitlines(keepends=True)
+                if not any(re.search(rf"file:\s*{re.escape(Path(t).stem)}\s*$", ln) for t in TEACHER_ONLY)))
+        else:
             shutil.copy2(path, out / path.name)
     return out
 

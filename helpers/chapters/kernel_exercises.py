@@ -25,6 +25,7 @@ from ..engine.devices import FAULT_HINT, fault_report, faulted, get_context
 from ..engine.check import MismatchError
 from ..runner import GuardViolation, check_plan, plan_stage
 from ..stages import get_stage
+from . import kernel_lessons
 from .exercises.verdict import NOT_ANSWERED, _verdict
 from .notebook import Source
 
@@ -45,6 +46,11 @@ class Gap:
     before: object = None   # code -> (ok, message): a model's check before any launch (or None)
     after: object = None    # code -> (ok, message): a model's check once the kernel is right
     diagnose: object = None  # (args, outputs) -> the mistake the wrong values show, or "" (then the hint)
+    lesson: object = None   # (gap, code, ctx) -> (ok, message): once the values are right, proof that
+    #                         the code does what the chapter teaches (the vector path runs, the copy
+    #                         is coalesced), from the learner's code or a probe of its kernel
+    conceal: tuple = ()     # texts of kernel lines outside the gap that state its answer (a header
+    #                         comment): shown as "// ..." by show(), hidden like the gap's lines
 
     def _lines(self):
         src = kernel_source(_stage(self.op, self.stage).kernel).splitlines()
@@ -54,16 +60,41 @@ class Gap:
         end = next(i for i in range(starts[0], len(src)) if self.last in src[i])
         return src, starts[0], end
 
-    def show(self) -> Source:
-        """The stage's kernel with the gap's lines replaced by a marked gap."""
+    @property
+    def name(self) -> str:
+        return next(n for n, g in GAPS.items() if g is self)
+
+    def _concealed(self, line: str) -> bool:
+        return any(text in line for text in self.conceal)
+
+    def view(self) -> str:
+        """The learner's view of the kernel: the gap's lines replaced by one marked line, the
+        concealed lines by `// ...`."""
         src, a, b = self._lines()
         indent = src[a][: len(src[a]) - len(src[a].lstrip())]
-        marked = src[:a] + [f"{indent}/* ====== the gap: {self.task} ====== */"] + src[b + 1:]
-        return Source("\n".join(marked))
+        keep = [(ln[: len(ln) - len(ln.lstrip())] + "// ...") if self._concealed(ln) else ln for ln in src]
+        return "\n".join(keep[:a] + [f"{indent}/* ====== the gap: {self.task} ====== */"] + keep[b + 1:])
 
-    def source(self, code: str) -> str:
+    def show(self) -> Source:
+        """The stage's kernel with the gap's lines replaced by a marked gap."""
+        return Source(self.view())
+
+    def secrets(self) -> dict:
+        """{line key: gap name} of what the gap hides (helpers/chapters/answers.py): its lines and
+        the concealed ones, less those the learner's view shows anyway and the trivial ones."""
+        from .answers import region_secrets
         src, a, b = self._lines()
-        return "\n".join(src[:a] + code.strip("\n").splitlines() + src[b + 1:]) + "\n"
+        hidden = src[a:b + 1] + [ln for ln in src if self._concealed(ln)]
+        return region_secrets(hidden, "c", self.name, self.view().splitlines())
+
+    def source(self, code: str, probe: str = "") -> str:
+        """The kernel with ``code`` in the gap (and a lesson's ``probe`` lines right after it)."""
+        src, a, b = self._lines()
+        return "\n".join(src[:a] + code.strip("\n").splitlines() + probe.splitlines() + src[b + 1:]) + "\n"
+
+    def trial(self, text: str):
+        """The stage as a temporary registry entry whose kernel is ``text`` (no fallback)."""
+        return dataclasses.replace(_stage(self.op, self.stage), source=lambda jit: text, fallback=None)
 
     def check(self, code: str, ctx=None) -> bool:
         """Run the kernel with ``code`` in the gap over every case, guarded; print one verdict."""
@@ -77,9 +108,7 @@ class Gap:
         ctx = get_context(ctx)
         if faulted(ctx):
             return _verdict(False, "", f"an earlier check stopped with a fault on the device. {FAULT_HINT}")
-        text = self.source(code)
-        base = _stage(self.op, self.stage)
-        trial = dataclasses.replace(base, source=lambda jit: text, fallback=None)
+        trial = self.trial(self.source(code))
         for label, make_args in self.cases:
             hint = self.hints.get(label, "")
             args = make_args()
@@ -111,6 +140,11 @@ class Gap:
                 return _verdict(False, "", f"{label}: the kernel {fault_report(ctx, err, where)}")
         done = (f"{len(self.cases)} shapes ({'; '.join(lbl for lbl, _ in self.cases)}) match "
                 f"the reference with every guard zone intact")
+        if self.lesson is not None:
+            ok, message = self.lesson(self, code, ctx)
+            if not ok:
+                return _verdict(False, "", f"{done}, but {message}")
+            done += f"; {message}"
         if self.after is not None:
             ok, message = self.after(code)
             if not ok:
@@ -282,17 +316,20 @@ GAPS = {
     # chapter 04: the 3x3 weights through one 8-wide load and one scalar
     "weight_load": Gap(
         "conv_dgrad", "weight_vec", "const weights3x3 wk = load_weights3x3(", "const weights3x3 wk = load_weights3x3(",
-        "declare wk: the 9 weights of (c, k), loaded with load_weights3x3 from kernels/common/dgrad.h",
+        "declare `weights3x3 wk`: the 9 weights of (c, k), fetched with one 8-wide load and one scalar",
         _DGRAD_CASES[:3], {lbl: "Which float of w is the first weight of block (c, k) in IOHW order?"
-                           for lbl, _ in _DGRAD_CASES}),
+                           for lbl, _ in _DGRAD_CASES}, lesson=kernel_lessons.vector_weights),
     # chapter 05: when may a work-item read its three dy columns as one 3-wide load?
     "inside_test": Gap(
         "conv_dgrad", "input_vec", "const bool inside = x + PAD - 2 >= 0", "const bool inside = x + PAD - 2 >= 0",
-        "declare `const bool inside`: true only where columns x+PAD-2 .. x+PAD all lie inside 0 .. OW-1",
+        "declare `const bool inside`: true exactly where this work-item may read its window of dy with "
+        "one 3-wide load per row",
         _DGRAD_CASES[:3] + (("3x3, stride 1, a 2-wide input", _dgrad(1, 2, 5, 2, 3, 3, 1, 1, "none")),),
         {"3x3, stride 1, padding 1": "Check both ends of the window: the leftmost and rightmost columns.",
          "3x3, stride 1, no padding": "Check both ends of the window: the leftmost and rightmost columns.",
-         "3x3, stride 1, a 2-wide input": "Check both ends of the window: the leftmost and rightmost columns."}),
+         "3x3, stride 1, a 2-wide input": "Check both ends of the window: the leftmost and rightmost columns."},
+        lesson=kernel_lessons.vector_path,
+        conceal=("// Memory safety: the vector path runs only when", "// floats lie inside one row of dy")),
     # chapter 09: the cooperative copy of the dy patch (the tile with its halo) into local memory
     "tile_copy": Gap(
         "conv_dgrad", "local_tile", "const int kk = i / (PH * PW), py = i / PW % PH, px = i % PW;",
@@ -307,7 +344,8 @@ GAPS = {
              "Patch row py is dy row oh0 + py: which rows and columns of dy exist? And is the activation "
              "derivative applied (GRAD_IN in kernels/common/course.h)?",
          "3x3, no padding": "Patch row py is dy row oh0 + py: does the bounds check cover both ends?",
-         "5x5, padding 2, K not a multiple of KC": "The last chunk runs past K: which output channels exist?"}),
+         "5x5, padding 2, K not a multiple of KC": "The last chunk runs past K: which output channels exist?"},
+        lesson=kernel_lessons.coalesced_copy),
     # chapter 10: the XOR-swizzled address of a weight in the transposed slab
     "slab_swizzle": Gap(
         "conv_dgrad", "swizzle", "#define WADDR(R, cc)", "#define WADDR(R, cc)",

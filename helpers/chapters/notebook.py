@@ -5,6 +5,11 @@
     nb.layers             # layer set to time: 'small' on a CPU by default, 'resnet50' with COURSE_SIZE=full
 
 One switch selects full sizes: the environment variable COURSE_SIZE=full (for a GPU).
+
+The student edition's notebooks call ``start(edition="student")`` (helpers/chapters/editions.py
+writes it so): from then on every listing and diff (``Source``) shows the kernel exercises' answer
+lines as one marker line each (helpers/chapters/answers.py), so a listing above an exercise never
+gives its answer away. A chapter author writes nothing per listing for this.
 """
 from __future__ import annotations
 
@@ -17,6 +22,9 @@ from dataclasses import dataclass
 from ..engine.build import kernel_source
 from ..engine.devices import device_info, get_context, short_name
 from ..stages import get_stage
+
+
+EDITION = {"name": "teacher"}    # set by start(); "student" hides the exercises' answers in listings
 
 
 @dataclass
@@ -34,15 +42,26 @@ class Session:
         return 20 if self.full else 5
 
 
-def start(device=None) -> Session:
-    """Choose the device (argument, COURSE_DEVICE, PYOPENCL_CTX, else a GPU, else the CPU)."""
+def start(device=None, edition: str = "teacher") -> Session:
+    """Choose the device (argument, COURSE_DEVICE, PYOPENCL_CTX, else a GPU, else the CPU) and say
+    which machine the outputs below come from; ``edition="student"`` hides answers in listings."""
+    import datetime
+
     import matplotlib
+    if edition not in ("teacher", "student"):
+        raise ValueError(f"edition must be 'teacher' or 'student', not {edition!r}")
+    EDITION["name"] = edition
     matplotlib.rcParams.update({"figure.dpi": 100, "axes.grid": True, "grid.alpha": 0.3})
     ctx = get_context(device)
     full = os.environ.get("COURSE_SIZE", "small").lower() == "full"
     info = device_info(ctx)
-    print(f"Device: {info['name']} ({info['platform']}, {info['type']}, driver {info['driver']})")
+    print(f"Device: {info['name']} ({info['platform']}, {info['type']}, driver {info['driver']}, "
+          f"{info['compute_units']} compute units)")
+    print(f"The outputs below are this run's, on this device, {datetime.date.today().isoformat()}; "
+          f"the recorded GPU runs name their own device.")
     print(f"Sizes: {'full (COURSE_SIZE=full)' if full else 'small (set COURSE_SIZE=full on a GPU for full sizes)'}")
+    if edition == "student":
+        print("Student edition: listings hide the kernel exercises' answers.")
     return Session(ctx, full, short_name(ctx))
 
 
@@ -59,13 +78,23 @@ def _highlight(code: str, language: str = "c"):
 
 
 class Source:
-    """Displays highlighted in a notebook; its text form is the source itself."""
+    """Displays highlighted in a notebook; its text form is the source itself. In the student
+    edition (``start(edition="student")``) the lines that hold an exercise's answer are hidden."""
 
     def __init__(self, text: str, language: str = "c"):
+        if EDITION["name"] == "student":
+            from .answers import hide
+            text = hide(text)
         self.text, self.language = text, language
 
     def _repr_html_(self):
         return _highlight(self.text, self.language).data
+
+    def _repr_mimebundle_(self, include=None, exclude=None):
+        """Text and HTML, with the language in the output's metadata (the editions writer re-renders
+        a stored listing from its text after hiding lines in it)."""
+        return ({"text/plain": self.text, "text/html": self._repr_html_()},
+                {"text/html": {"course_source": self.language}})
 
     def __repr__(self):
         return self.text

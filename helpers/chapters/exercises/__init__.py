@@ -11,7 +11,8 @@ One module per chapter (``ch02.py``: chapter 02's checks); every check is import
 from .verdict import NOT_ANSWERED, exercise
 from .ch00 import check_intensity
 from .ch01 import check_output_size, check_touched_outputs
-from .ch02 import check_flops
+from .ch01a import check_launch
+from .ch02 import check_naive_bytes
 from .ch03 import check_valid_table
 from .ch04 import check_block_lines
 from .ch05 import check_vector_columns
@@ -28,7 +29,7 @@ from .ch14 import check_chan_merge
 from .ch15 import check_step_flops, check_igemm_launch
 
 __all__ = ["NOT_ANSWERED", "exercise", "check_intensity", "check_output_size",
-           "check_touched_outputs", "check_flops", "check_valid_table", "check_block_lines",
+           "check_touched_outputs", "check_launch", "check_naive_bytes", "check_valid_table", "check_block_lines",
            "check_vector_columns", "check_weight_slot", "check_weight_vectors",
            "check_width_columns", "check_tile_reuse", "check_stride_passes", "check_phase_taps",
            "check_winograd_1d", "check_wino_products", "check_c_fragment", "check_tf32_products",

@@ -3,25 +3,35 @@ from __future__ import annotations
 
 import numpy as np
 
-from .verdict import _verdict, exercise, _compare
+from .verdict import _verdict, exercise, _compare, calls_reference, named_mistake, reference_refused
+
+SIZE_CASES = [(7, 3, 1, 1), (7, 3, 2, 1), (8, 3, 2, 0), (5, 5, 3, 4), (1, 1, 1, 0), (28, 2, 3, 1)]
+SIZE_MISTAKES = [
+    ("the padding is added on both sides of the input", lambda s, k, st, p: (s + p - k) // st + 1),
+    ("one position short: does your count include the first position?", lambda s, k, st, p: (s + 2 * p - k) // st),
+    ("one position too many: the last window must end inside the padded input",
+     lambda s, k, st, p: (s + 2 * p - k) // st + 2),
+    ("rounded up: a window that does not fit at the end is no output position (floor division)",
+     lambda s, k, st, p: -(-(s + 2 * p - k) // st) + 1),
+    ("the stride divides the whole count: only the positions after the first are stride apart",
+     lambda s, k, st, p: (s + 2 * p - k + 1) // st),
+]
 
 
 @exercise
 def check_output_size(answer_fn) -> bool:
     """Chapter 01: a function (size, kernel, stride, padding) -> output size."""
     from ...ops.reference import output_size
-    for args in [(7, 3, 1, 1), (7, 3, 2, 1), (8, 3, 2, 0), (5, 5, 3, 4), (1, 1, 1, 0), (28, 2, 3, 1)]:
+    if (name := calls_reference(answer_fn, ("output_size", "conv2d_forward"))):
+        return reference_refused(name)
+    for args in SIZE_CASES:
         got, want = answer_fn(*args), output_size(*args)
         if got != want:
-            size, k, st, p = args
             if not isinstance(got, (int, np.integer)):
                 why = "it should be a whole number of positions (floor division)"
-            elif got == want - 1:
-                why = "one position short: does your count include the first position?"
-            elif got == (size + p - k) // st + 1:
-                why = "the padding is added on both sides of the input"
             else:
-                why = f"{_compare(got, want)}; count where the window can start, then step by the stride"
+                why = named_mistake(answer_fn, SIZE_CASES, SIZE_MISTAKES, same=lambda a, b: a == b) or (
+                    f"{_compare(got, want)}; count where the window can start, then step by the stride")
             return _verdict(False, "", f"for (size, kernel, stride, padding) = {args} you give {got}: {why}")
     return _verdict(True, "the output size matches for every case tried", "")
 
@@ -29,6 +39,8 @@ def check_output_size(answer_fn) -> bool:
 @exercise
 def check_touched_outputs(answer_fn) -> bool:
     """Chapter 01: (h, kernel, stride, padding, out_size) -> the output rows input row h reaches."""
+    if (name := calls_reference(answer_fn, ("touched_outputs", "conv2d_dgrad"))):
+        return reference_refused(name)
     for h, k, s, p in [(0, 3, 1, 1), (4, 3, 2, 1), (5, 3, 2, 0), (2, 5, 1, 2), (6, 3, 3, 2), (8, 3, 1, 1)]:
         size = 9
         oh_n = (size + 2 * p - k) // s + 1
@@ -42,7 +54,7 @@ def check_touched_outputs(answer_fn) -> bool:
             why = ("it names rows outside 0 .. out_size-1" if outside else
                    "it misses a row that reads this input" if set(got) < want else
                    "it names a row whose window does not cover this input" if set(got) > want else
-                   "some rows are wrong; output row o reads input rows o·stride - padding .. o·stride - padding + kernel - 1")
+                   "some rows are wrong: write down which input rows output row o reads, then turn it around")
             return _verdict(False, "", f"input row {h}, kernel {k}, stride {s}, padding {p}: you give "
                             f"{sorted(got)}; {why}")
     return _verdict(True, "every input row reaches the right output rows", "")

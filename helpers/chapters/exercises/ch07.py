@@ -1,7 +1,7 @@
 """Chapter 07's exercise checks (combining input depth)."""
 from __future__ import annotations
 
-from .verdict import _verdict, exercise
+from .verdict import _verdict, exercise, calls_reference, reference_refused
 
 
 @exercise
@@ -9,6 +9,8 @@ def check_weight_vectors(answer_fn) -> bool:
     """Chapter 07: (first, last) depth of a group -> the float4 indices (0..35) of a 16-depth
     block that hold the group's weights, in order (what the generator loads for the group)."""
     from ...launch.unrolled import weight_vectors
+    if (name := calls_reference(answer_fn, ("weight_vectors", "fast_block", "generated_code", "code_stats"))):
+        return reference_refused(name)
     for first in range(16):
         for last in range(first, 16):
             want = list(weight_vectors(first, last))
