@@ -111,9 +111,7 @@ def student_dir(tmp_path_factory):
 # an expected failure, with the answer it states, until its exercise or its text changes.
 EDITION_FILES = [p.name for p in NOTEBOOKS] + sorted(
     p.name for p in (ROOT / "notebooks").iterdir() if p.is_file() and p.suffix != ".ipynb" and p.name not in TEACHER_ONLY)
-STATES_AN_ANSWER = {
-    "14_batch_norm.ipynb": "its markdown writes out Chan's merge, the exercise's answer",
-}
+STATES_AN_ANSWER: dict = {}
 
 
 @pytest.mark.parametrize("name", [pytest.param(n, marks=pytest.mark.xfail(reason=STATES_AN_ANSWER[n], strict=True))

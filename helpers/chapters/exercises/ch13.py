@@ -190,6 +190,19 @@ class _Barrier:
         return f"the barrier has completed {self.completed} phase{'s' if self.completed > 1 else ''}: that parity's is one of them"
 
 
+def _wait_problem(barrier: _Barrier, parity, name: str, event: str, harm: str) -> str:
+    """A wait on ``barrier`` with ``parity`` for the next phase it completes (``event``): what is
+    wrong with it, or "" when it holds until the event and passes after it (the event happens here)."""
+    if parity not in (0, 1):
+        return "a parity is 0 or 1"
+    if barrier.passes(parity):
+        return f"that wait on the {name} barrier returns before {event} ({barrier.early()}): {harm}"
+    barrier.completed += 1
+    if not barrier.passes(parity):
+        return f"that wait on the {name} barrier never returns: it waits for a phase the barrier completes only later"
+    return ""
+
+
 @exercise
 def check_ring_waits(answer_fn, stages_tried=(2, 3, 4), chunks: int = 12) -> bool:
     """Chapter 13b, step 8: (i, stages) -> (slot, full_parity, empty_parity) of chunk i in a ring of
@@ -216,27 +229,18 @@ def check_ring_waits(answer_fn, stages_tried=(2, 3, 4), chunks: int = 12) -> boo
                     return _verdict(False, "", f"{where}: the slot has held nothing yet, so the copying thread has "
                                     "nothing to wait for" + (" (and with parity 0 the wait would never return: no "
                                                              "phase of the barrier has completed)" if p_empty == 0 else ""))
+            elif p_empty is None:
+                return _verdict(False, "", f"{where}: the slot still holds chunk {i - stages}; the copying "
+                                "thread must wait until the warpgroups have read it")
             else:
-                if p_empty is None:
-                    return _verdict(False, "", f"{where}: the slot still holds chunk {i - stages}; the copying "
-                                    "thread must wait until the warpgroups have read it")
-                if p_empty not in (0, 1):
-                    return _verdict(False, "", f"{where}: a parity is 0 or 1")
-                if empty[slot].passes(p_empty):
-                    return _verdict(False, "", f"{where}: that wait on the empty barrier returns before chunk "
-                                    f"{i - stages} has been read ({empty[slot].early()}): the copy would overwrite it")
-                empty[slot].completed += 1              # the warpgroups finish reading chunk i - stages
-                if not empty[slot].passes(p_empty):
-                    return _verdict(False, "", f"{where}: that wait on the empty barrier never returns: it waits "
-                                    "for a phase the barrier completes only later")
+                bad = _wait_problem(empty[slot], p_empty, "empty", f"chunk {i - stages} has been read",
+                                    "the copy would overwrite it")
+                if bad:
+                    return _verdict(False, "", f"{where}: {bad}")
             # the warpgroups, before reading chunk i: its bytes have not landed, then they land
-            if p_full not in (0, 1):
-                return _verdict(False, "", f"{where}: a parity is 0 or 1")
-            if full[slot].passes(p_full):
-                return _verdict(False, "", f"{where}: that wait on the full barrier returns before the chunk's bytes "
-                                f"land ({full[slot].early()}): the warpgroups would read what the slot held before")
-            full[slot].completed += 1                   # the chunk's bytes land
-            if not full[slot].passes(p_full):
-                return _verdict(False, "", f"{where}: that wait on the full barrier never returns")
+            bad = _wait_problem(full[slot], p_full, "full", "the chunk's bytes land",
+                                "the warpgroups would read what the slot held before")
+            if bad:
+                return _verdict(False, "", f"{where}: {bad}")
     return _verdict(True, "each wait holds until its chunk has landed (full) or its slot has been read (empty), "
                     "and then passes, for rings of " + ", ".join(map(str, stages_tried)) + " slots", "")
