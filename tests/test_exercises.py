@@ -72,7 +72,7 @@ RIGHT = {
           for c in range(k)] for r in range(k)]),
     "check_block_lines": lambda c, k, K, L: ((c * K + k) * 9 + 8) // (L // 4) - (c * K + k) * 9 // (L // 4) + 1,
     "check_vector_columns": lambda W, p: max(0, min(W - 1, W + 2 * p - 3 - p) - max(0, 2 - p) + 1),
-    "check_weight_slot": lambda i, t: divmod(9 * i + t, 16),
+    "check_straddling_depths": lambda d, t, w: [i for i in range(d) if (t * i) % w + t > w],
     "check_weight_vectors": lambda a, b: list(range(9 * a // 4, (9 * b + 8) // 4 + 1)),
     "check_width_columns": lambda x0, xpw, W, st, p: [
         (x0 + p - 2 + u) // st if (x0 + p - 2 + u >= 0 and (x0 + p - 2 + u) % st == 0
@@ -106,8 +106,8 @@ WRONG = {
         lambda c, k, K, L: ((c * K + k) * 9 + 9) // (L // 4) - (c * K + k) * 9 // (L // 4) + 1,
         lambda c, k, K, L: ((c * K + k) * 9 + 8) // (L // 4) - (c * K + k) * 9 // (L // 4)],
     "check_vector_columns": [lambda W, p: W - 2, lambda W, p: RIGHT["check_vector_columns"](W, p) + 1],
-    "check_weight_slot": [lambda i, t: divmod(9 * i + t, 16)[::-1],          # swapped order
-                          lambda i, t: divmod(9 * i + t + 1, 16)],            # off by one
+    "check_straddling_depths": [lambda d, t, w: [i for i in range(d) if (t * i) // w != (t * i + t) // w],   # one too far
+                                lambda d, t, w: [i for i in range(1, d) if (t * i) % w + t > w]],          # depth 0 skipped
     "check_weight_vectors": [lambda a, b: list(range(9 * a // 4, (9 * b + 8) // 4)),   # one short
                              lambda a, b: list(range((9 * b + 8) // 4, 9 * a // 4 - 1, -1))],  # reversed
     "check_width_columns": [lambda x0, xpw, W, st, p: [x0 - 1 + u for u in range(xpw + 2)],
@@ -497,6 +497,9 @@ def _intensity_hw(n, c, size, k, r, st, p):          # FLOPs over the input's H 
 
 
 NAMED = [
+    ("check_straddling_depths", lambda d, t, w: [i for i in range(d) if (t * i) // w != (t * i + t) // w],
+     "not taps·i + taps"),
+    ("check_straddling_depths", lambda d, t, w: [i + 1 for i in range(d) if (t * i) % w + t > w], "counted from 1"),
     ("check_naive_bytes", lambda n, c, h, w, k, r, s, st, p, a: 4 * ((2 if a == "none" else 3) * n * k * c * r * s
                           * output_size(h, r, st, p) * output_size(w, s, st, p) + n * c * h * w), "lies in the padding"),
     ("check_naive_bytes", lambda n, c, h, w, k, r, s, st, p, a: 4 * 2 * _macs(n, c, h, w, k, r, s, st, p) + 4 * n * c * h * w,

@@ -77,11 +77,13 @@ def test_time_against_and_tuning_tables():
 
 
 def test_exercise_checks_accept_right_and_reject_wrong(capsys):
-    assert exercises.check_weight_slot(lambda i, t: divmod(9 * i + t, 16))
-    assert not exercises.check_weight_slot(lambda i, t: (i, t))
+    assert exercises.check_straddling_depths(lambda d, t, w: [i for i in range(d) if (t * i) % w + t > w])
+    assert not exercises.check_straddling_depths(lambda d, t, w: list(range(d)))
     assert exercises.check_weight_vectors(lambda a, b: range(9 * a // 4, (9 * b + 8) // 4 + 1))
     assert not exercises.check_weight_vectors(lambda a, b: range(a, b + 1))
-    assert exercises.check_width_columns(lambda *a: [c["ow"] for c in P.width_columns(*a)])
+    table = {a: [c["ow"] for c in P.width_columns(*a)] for a in
+             [(0, 4, 14, 1, 1), (12, 4, 14, 1, 1), (4, 4, 14, 2, 1), (0, 3, 5, 1, 0), (2, 1, 7, 3, 2), (6, 8, 9, 2, 1)]}
+    assert exercises.check_width_columns(lambda *a: table[a])          # the picture's columns are the check's
     assert not exercises.check_width_columns(lambda x0, xpw, w, s, p: [x0 - 1 + u for u in range(xpw + 2)])
     out = capsys.readouterr().out
     assert out.count("Correct:") == 3 and out.count("Not yet:") == 3

@@ -33,8 +33,16 @@ FENCE = re.compile(r"^```.*?^```", re.M | re.S)
 # Numbers that are inputs or arithmetic stated in the same sentence, not measurements.
 DERIVED = {
     "00_devices_and_timing": {"4": "bytes per float, a definition"},
-    "07_combining_input_depth": {"9.0": "Hopper's compute capability, a name, not a measurement"},
-    "04_weight_vectorization": {"4.5": "9 requests over 2, stated beside it"},
+    "07_combining_input_depth": {"9.0": "Hopper's compute capability, a name, not a measurement",
+                                 "1152": "144 weights times 8 channels, stated beside it",
+                                 "255": "registers per work-item at most on NVIDIA GPUs, an input (CUDA guide)",
+                                 "65536": "registers per Hopper SM, an input (CUDA guide)",
+                                 "64": "warps per Hopper SM, an input (CUDA guide)",
+                                 "32": "work-items per warp, an input"},
+    "04_weight_vectorization": {"4.5": "9 requests over 2, stated beside it", "32": "8 floats of 4 bytes, stated beside it",
+                                "36": "9 floats of 4 bytes, stated beside it",
+                                "128": "a line size the picture offers, an input", "4": "bytes per float"},
+    "09_local_memory": {"228": "KiB of shared memory per Hopper SM, a published limit (an input)"},
     "12_winograd": {"2.25": "36 multiplications over 16, derived in the chapter"},
     "13_tensor_cores": {"16": "the bytes of an ldmatrix row and of a cp.async copy: the instructions' definitions",
                         "64": "a row of 32 16-bit values, stated beside it",

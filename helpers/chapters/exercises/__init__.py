@@ -16,7 +16,7 @@ from .ch02 import check_naive_bytes
 from .ch03 import check_valid_table
 from .ch04 import check_block_lines
 from .ch05 import check_vector_columns
-from .ch06 import check_weight_slot
+from .ch06 import check_straddling_depths
 from .ch07 import check_weight_vectors
 from .ch08 import check_width_columns
 from .ch09 import check_tile_reuse
@@ -30,7 +30,7 @@ from .ch15 import check_step_flops, check_igemm_launch
 
 __all__ = ["NOT_ANSWERED", "exercise", "check_intensity", "check_output_size",
            "check_touched_outputs", "check_launch", "check_naive_bytes", "check_valid_table", "check_block_lines",
-           "check_vector_columns", "check_weight_slot", "check_weight_vectors",
+           "check_vector_columns", "check_straddling_depths", "check_weight_vectors",
            "check_width_columns", "check_tile_reuse", "check_stride_passes", "check_phase_taps",
            "check_winograd_1d", "check_wino_products", "check_c_fragment", "check_tf32_products",
            "check_nhwc_offsets", "check_box_starts", "check_ring_waits", "check_chan_merge", "check_step_flops",

@@ -18,6 +18,7 @@ def check_vector_columns(answer_fn) -> bool:
         got = answer_fn(w, p)
         if got != want:
             why = ("it can never be negative" if got < 0 else
-                   f"{_compare(got, want)}; the path needs 0 <= x+pad-2 and x+pad <= OW-1, and 0 <= x < W")
+                   f"{_compare(got, want)}; the path needs all three columns of the window inside 0 .. OW-1, "
+                   f"and 0 <= x < W")
             return _verdict(False, "", f"W={w}, padding {p} (so OW={ow}): you give {got}: {why}")
     return _verdict(True, "the vector path covers max(0, 2-pad) <= x <= min(W-1, OW-1-pad)", "")

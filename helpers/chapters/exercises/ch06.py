@@ -1,26 +1,40 @@
 """Chapter 06's exercise checks (combining output depth)."""
 from __future__ import annotations
 
-from .verdict import _verdict, exercise
+from .verdict import _verdict, exercise, calls_reference, named_mistake, reference_refused
+
+# (depths, taps, width): stage 06's block in 16-wide loads, in 8-wide ones, in float4s (chapter 07),
+# 5x5 taps, and blocks whose depths never straddle
+CASES = [(16, 9, 16), (16, 9, 8), (16, 9, 4), (4, 25, 16), (8, 1, 16), (6, 4, 8), (5, 16, 16), (7, 3, 2)]
+
+
+def _right(depths, taps, width):
+    return [i for i in range(depths) if (taps * i) // width != (taps * i + taps - 1) // width]
+
+
+MISTAKES = [
+    ("a depth's last weight is float taps·i + taps - 1, not taps·i + taps",
+     lambda d, t, w: [i for i in range(d) if (t * i) // w != (t * i + t) // w]),
+    ("the depths are counted from 1: depth 0 starts at float 0",
+     lambda d, t, w: [i + 1 for i in _right(d, t, w)]),
+    ("a depth whose weights fill exactly one load, or part of one, needs no second load",
+     lambda d, t, w: list(range(d))),
+]
 
 
 @exercise
-def check_weight_slot(answer_fn) -> bool:
-    """Chapter 06: (depth i, tap t) -> (load v, lane) of the nine 16-wide loads of a 16-depth
-    block, where weight t (0..8) of depth i (0..15) arrives."""
-    for i in range(16):
-        for t in range(9):
-            want = divmod(9 * i + t, 16)
-            got = tuple(answer_fn(i, t))
-            if got != want:
-                if got == want[::-1]:
-                    why = "the order is swapped: return (load, lane)"
-                elif got[0] == want[0]:
-                    why = "the load is right, the lane is not"
-                elif got[1] == want[1]:
-                    why = "the lane is right, the load is not"
-                else:
-                    why = "which float of the 144-float block is it? Depths are stored one after another, 9 floats each"
-                return _verdict(False, "", f"depth {i}, tap {t}: you give {got}: {why}")
-    return _verdict(True, "weight t of depth i is float 9i + t of the block: load (9i+t)//16, "
-                    "lane (9i+t)%16", "")
+def check_straddling_depths(answer_fn) -> bool:
+    """Chapter 06: (depths, taps, width) -> the depths of a block (taps weights per depth, stored
+    one depth after another) whose weights arrive in more than one load of ``width`` floats."""
+    if (name := calls_reference(answer_fn, ("weight_block_loads", "draw_weight_block", "weight_vectors"))):
+        return reference_refused(name)
+    for depths, taps, width in CASES:
+        want, got = _right(depths, taps, width), sorted(answer_fn(depths, taps, width))
+        if got != want:
+            why = named_mistake(lambda *a: sorted(answer_fn(*a)), CASES, MISTAKES, same=lambda a, b: a == b)
+            if why is None:
+                extra, missing = sorted(set(got) - set(want)), sorted(set(want) - set(got))
+                why = (f"depth {extra[0]} lies inside one load" if extra else
+                       f"depth {missing[0]} starts in one load and ends in the next")
+            return _verdict(False, "", f"{depths} depths of {taps} weights in loads of {width} floats: {why}")
+    return _verdict(True, "depth i straddles when its first float taps·i and its last taps·i + taps - 1 lie in different loads", "")
