@@ -232,6 +232,32 @@ def test_kernel_gap(name, own_ctx, capsys):
     assert "does not compile" in capsys.readouterr().out
 
 
+@pytest.mark.parametrize("mutate,says", [
+    (lambda c: c.replace("m2 / count + eps", "m2 / count"), "has no eps"),
+    (lambda c: c.replace("sqrt(m2 / count + eps)", "(sqrt(m2 / count) + eps)"), "after the square root"),
+    (lambda c: c.replace("m2 / count + eps", "m2 / (count - 1.0f) + eps"), "divided by count - 1"),
+    (lambda c: c.replace("sqrt(m2 / count + eps)", "(m2 / count + eps)"), "one over a standard deviation"),
+], ids=["eps missing", "eps outside the root", "unbiased variance", "no square root"])
+def test_bn_variance_names_each_slip(mutate, says, own_ctx, capsys):
+    """Each wrong inv_std is refused with the slip named, not the bare "values differ"."""
+    wrong = mutate(_right("bn_variance"))
+    assert wrong != _right("bn_variance"), "the mutation did not apply"
+    assert not kernel_gap("bn_variance").check(wrong, ctx=own_ctx)
+    out = capsys.readouterr().out
+    assert out.startswith("Not yet") and says in out, out
+
+
+def test_bn_variance_has_a_case_where_eps_matters(own_ctx, capsys):
+    """Without eps the answer must fail even where the variance is not small by chance: the case
+    whose spread is as small as eps fails on its own."""
+    gap = kernel_gap("bn_variance")
+    small = [c for c in gap.cases if "as small as eps" in c[0]]
+    assert small
+    only = __import__("dataclasses").replace(gap, cases=tuple(small))
+    assert not only.check(_right("bn_variance").replace("m2 / count + eps", "m2 / count"), ctx=own_ctx)
+    assert "has no eps" in capsys.readouterr().out
+
+
 def test_step_flops_exercise_check(capsys):
     from helpers.chapters.exercises import check_step_flops
 
@@ -251,6 +277,31 @@ def test_step_flops_exercise_check(capsys):
         raise NotImplementedError()
     assert not check_step_flops(unanswered)
     assert "Not answered yet" in capsys.readouterr().out
+
+
+def _igemm_launch(lay, tm, tn, slice_len, size=None):
+    """Stage 03's launch; ``size``: the side the reduction is counted over (the answer's OH)."""
+    oh = (lay["h"] + 2 * lay["padding"] - lay["kernel"]) // lay["stride"] + 1 if size is None else size
+    taps = lay["c"] * lay["kernel"] ** 2
+    slices = -(-(lay["n"] * oh * oh) // slice_len)
+    return -(-lay["k"] // tm) * -(-taps // tn) * slices, slices * taps * lay["k"]
+
+
+def test_igemm_launch_check_names_each_mistake(capsys):
+    from helpers.chapters.exercises import check_igemm_launch
+    assert check_igemm_launch(_igemm_launch)
+    wrong = {
+        # the input's H x W for dy's OH x OW: the same slices on small strided layers, not on a large one
+        "the reduction runs over dy's positions": lambda lay, tm, tn, sl: _igemm_launch(lay, tm, tn, sl, lay["h"]),
+        "counted over the input's N*H*W": lambda lay, tm, tn, sl: (
+            _igemm_launch(lay, tm, tn, sl)[0], _igemm_launch(lay, tm, tn, sl, lay["h"])[1]),
+        "the slices are missing": lambda lay, tm, tn, sl: (
+            _igemm_launch(lay, tm, tn, 10**9)[0], _igemm_launch(lay, tm, tn, sl)[1]),   # one slice
+        "not the channels C": lambda lay, tm, tn, sl: _igemm_launch({**lay, "c": lay["c"] / lay["kernel"] ** 2}, tm, tn, sl),
+        "one partial sum per weight": lambda lay, tm, tn, sl: (_igemm_launch(lay, tm, tn, sl)[0],
+                                                               _igemm_launch(lay, tm, tn, sl)[1] // 2),
+    }
+    _names_each_mistake(check_igemm_launch, wrong, capsys)
 
 
 def test_tile_copy_names_a_missing_activation(own_ctx, capsys):
@@ -344,7 +395,9 @@ def test_a_stage_copy_runs_through_plan_stage_without_touching_the_registry(ctx)
 
 
 def test_c_fragment_check_accepts_the_layout_and_names_each_mistake(capsys):
+    from helpers.chapters import tensor_cores as tc
     from helpers.chapters.exercises import check_c_fragment
+    from helpers.chapters.tensor_cores import fragment_owner as owner
     right = lambda l: [(l // 4, 2 * (l % 4)), (l // 4, 2 * (l % 4) + 1), (l // 4 + 8, 2 * (l % 4)), (l // 4 + 8, 2 * (l % 4) + 1)]
     assert check_c_fragment(right)
     wrong = {
@@ -355,6 +408,13 @@ def test_c_fragment_check_accepts_the_layout_and_names_each_mistake(capsys):
         "each lane holds 4": lambda l: right(l)[:2],
     }
     _names_each_mistake(check_c_fragment, wrong, capsys, hidden=str(right(5)))
+    # the layout read off the course's own model instead of derived: refused however the model is reached
+    for looked_up in (lambda l: [next((r, c) for r in range(16) for c in range(8) if tc.fragment_owner("C", r, c) == (l, reg))
+                                 for reg in range(4)],
+                      lambda l: [next((r, c) for r in range(16) for c in range(8) if owner("C", r, c) == (l, reg))
+                                 for reg in range(4)]):
+        _names_each_mistake(check_c_fragment, {"asks the course's fragment_owner": looked_up}, capsys)
+    assert owner("C", 9, 3) == (5, 3)          # the model answers again once the check is over
 
 
 def test_tf32_product_check_accepts_the_error_and_names_each_mistake(capsys):
@@ -371,6 +431,12 @@ def test_tf32_product_check_accepts_the_error_and_names_each_mistake(capsys):
         / np.abs(a.astype(np.float64) * b),
         "not the relative error": lambda a, b: np.abs(to_tf32(a).astype(np.float64) * to_tf32(b) - a.astype(np.float64) * b),
         "one relative error per product": lambda a, b: right(a, b)[:10],
+        # relative to the rounded product: within 1 % of the right errors, the wrong quantity
+        "divided by the rounded product": lambda a, b: np.abs(to_tf32(a).astype(np.float64) * to_tf32(b)
+                                                              - a.astype(np.float64) * b)
+        / np.abs(to_tf32(a).astype(np.float64) * to_tf32(b)),
+        "negative": lambda a, b: (to_tf32(a).astype(np.float64) * to_tf32(b) - a.astype(np.float64) * b)
+        / np.abs(a.astype(np.float64) * b),
     }
     _names_each_mistake(check_tf32_products, wrong, capsys)
 
@@ -409,6 +475,12 @@ def test_nhwc_offsets_check_accepts_the_copy_and_names_each_mistake(capsys):
         "zero-filled": never_none,
         "the wrong pixel": lambda *a: None if right(*a) is None else right(*a) + a[6]["K"],
         "which (oh, ow)": lambda *a: None,
+        # right wherever OH == OW: the check has layers that are not square
+        "OH and OW are swapped": lambda *a: None if right(*a) is None else (
+            (a[0] * a[6]["OW"] + right(*a) // a[6]["K"] % (a[6]["OH"] * a[6]["OW"]) // a[6]["OW"]) * a[6]["OH"]
+            + right(*a) // a[6]["K"] % a[6]["OW"]) * a[6]["K"] + a[5],
+        # the padding of the chapter's layers written in: the check has pads 0 and 2 too
+        "pad 0": lambda n, h, w, r, s, k, d: right(n, h, w, r, s, k, {**d, "pad": 1}),
     }
     _names_each_mistake(check_nhwc_offsets, wrong, capsys)
 
@@ -427,6 +499,22 @@ def test_box_starts_check_accepts_the_phases_and_names_each_mistake(capsys):
         "not the row of dy": lambda i0, ph, r, s, p: None if (ph + p - r) % s else i0 + (r - ph - p) // s,
     }
     _names_each_mistake(check_box_starts, wrong, capsys)
+
+
+def test_ring_waits_check_accepts_the_parities_and_names_each_mistake(capsys):
+    from helpers.chapters.exercises import check_ring_waits
+    right = lambda i, s: (i % s, (i // s) % 2, None if i < s else (i // s - 1) % 2)
+    assert check_ring_waits(right)
+    wrong = {
+        "would read what the slot held before": lambda i, s: (i % s, (i // s + 1) % 2, right(i, s)[2]),   # parity flipped
+        "the copy would overwrite it": lambda i, s: (i % s, (i // s) % 2, None if i < s else (i // s) % 2),
+        "must wait until the warpgroups have read it": lambda i, s: (i % s, (i // s) % 2, None),
+        "never return": lambda i, s: (i % s, (i // s) % 2, 0 if i < s else right(i, s)[2]),
+        "completed 1 phase": lambda i, s: (i % s, 0, right(i, s)[2]),                                   # no phase kept
+        "not the slot": lambda i, s: ((i + 1) % s, *right(i, s)[1:]),
+        "three values": lambda i, s: (i % s, (i // s) % 2),
+    }
+    _names_each_mistake(check_ring_waits, wrong, capsys)
 
 
 def test_check_stage_names_a_fault_on_the_device(own_ctx, monkeypatch):

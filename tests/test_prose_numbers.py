@@ -48,16 +48,30 @@ DERIVED = {
     "12_winograd": {"2.25": "36 multiplications over 16, derived in the chapter"},
     "12a_winograd_f4x4": {"65536": "the 32-bit registers of one NVIDIA compute unit (Volta to Hopper), a hardware "
                                    "constant (the cell below computes with it)"},
-    "13_tensor_cores": {"0.6": "the TF32 target ratio to cuDNN, an input (printed beside the measured one)",
-                        "0.5": "the fp16 target ratio to cuDNN, an input (printed beside the measured one)"},
+    "13_tensor_cores": {"16": "the bytes of an ldmatrix row and of a cp.async copy: the instructions' definitions",
+                        "64": "a row of 32 16-bit values, stated beside it",
+                        "80": "a padded row of 40 16-bit values, stated beside it",
+                        "128": "the bytes one pass over the 32 banks serves (chapter 10)",
+                        "10000": "the exercise check's number of products, an input"},
+    "13b_hopper_wgmma_tma": {"16": "a warp's rows of a 64-row wgmma tile, and the bytes of a copy: the instructions' "
+                                   "definitions", "1024": "8 rows of 128 bytes, the swizzle's period, stated beside it",
+                             "128": "the bytes of one swizzled row, the hardware's swizzle width",
+                             "32": "a k-step in bytes (8 TF32 or 16 16-bit values), stated beside it"},
+    "13c_tensor_cores_evidence": {"4608": "512 channels x 9 taps, the reduction of res512@7, stated in the sentence",
+                                  "2048": "SPLIT_MIN, the launcher's constant named in the sentence",
+                                  "989": "the data sheet's sparse TF32 rate, quoted from it, not measured"},
     "14_batch_norm": {"0.1": "the momentum, an input", "0.01": "the noise scale of the example, an input",
-                      "80": "the chapter's target share of the copy bandwidth, an input"},
+                      "80": "the chapter's target share of the copy bandwidth, an input",
+                      "16": "the bytes of a float4, a definition", "52": "13 floats of 4 bytes, stated beside it",
+                      "9": "two float4s and an offset, a unit's registers, stated beside it",
+                      "225": "25 units of 9 registers, stated in the sentence",
+                      "255": "the registers an NVIDIA GPU gives a thread at most, a hardware limit"},
+    "14b_batch_norm_evidence": {"65536": "the registers of one H200 compute unit, a hardware fact",
+                                "2048": "the work-items one H200 compute unit holds, a hardware fact"},
 }
 
 
-COUNTS_PENDING = {s: "counts in the prose not yet read against the outputs" for s in (
-    "13_tensor_cores", "14_batch_norm",
-)}
+COUNTS_PENDING: dict = {}   # notebook stem -> why its counts are not yet read against its outputs
 
 
 def _core(quoted: str) -> str:

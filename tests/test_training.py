@@ -39,6 +39,9 @@ def test_compare_gradients_catches_a_wrong_gradient(tiny):
     wrong = {**grads, "w2": grads["w2"] * np.float32(1.01)}
     lines = model.compare_gradients(wrong, grads)
     assert [line.split()[0] for line in lines if line.endswith("DIFFERS")] == ["w2"]
+    assert all(str(grads["w2"].shape) not in line for line in lines)       # the same text at every size
+    lines = model.compare_gradients({**grads, "fc_b": grads["fc_b"][:-1]}, grads)
+    assert [line.split()[0] for line in lines if line.endswith("DIFFERS")] == ["fc_b"] and "shape" in lines[-1]
 
 
 def test_loss_decreases_over_a_few_steps(tiny):

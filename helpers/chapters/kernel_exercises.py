@@ -45,6 +45,7 @@ class Gap:
     hints: dict = dataclasses.field(default_factory=dict)  # label -> where to look when it fails
     before: object = None   # code -> (ok, message): a model's check before any launch (or None)
     after: object = None    # code -> (ok, message): a model's check once the kernel is right
+    diagnose: object = None  # (args, outputs) -> the mistake the wrong values show, or "" (then the hint)
     lesson: object = None   # (gap, code, ctx) -> (ok, message): once the values are right, proof that
     #                         the code does what the chapter teaches (the vector path runs, the copy
     #                         is coalesced), from the learner's code or a probe of its kernel
@@ -113,8 +114,9 @@ class Gap:
         trial = self.trial(self.source(code))
         for label, make_args in self.cases:
             hint = self.hints.get(label, "")
+            args = make_args()
             try:
-                plan = plan_stage(self.op, trial, ctx=ctx, guard=True, **make_args())
+                plan = plan_stage(self.op, trial, ctx=ctx, guard=True, **args)
                 plan.enqueue()
                 plan.queue.finish()
                 got = plan.outputs()
@@ -133,8 +135,9 @@ class Gap:
             except GuardViolation as err:
                 return _verdict(False, "", f"{label}: your code wrote outside a tensor ({err}). {hint}")
             except MismatchError:
+                why = self.diagnose(args, got) if self.diagnose is not None else ""
                 return _verdict(False, "", f"{label}: the kernel runs, but its values differ from the "
-                                f"reference. {hint}")
+                                f"reference. {why or hint}".rstrip())
             except cl.Error as err:   # raised by the launch, the wait or the read-back: the kernel faulted
                 where = f"Most likely a local-memory index runs past its tile. {hint}".strip()
                 return _verdict(False, "", f"{label}: the kernel {fault_report(ctx, err, where)}")
@@ -171,11 +174,35 @@ def _fwd(*shape):
     return make
 
 
-def _bn(*shape, offset=0.0):
+def _bn(*shape, offset=0.0, scale=1.0):
     def make():
         from ..ops.batchnorm_forward import random_args
-        return random_args(*shape, offset=offset, seed=5)
+        return random_args(*shape, offset=offset, scale=scale, seed=5)
     return make
+
+
+def _bn_variance_mistake(args, got) -> str:
+    """Which known slip the wrong inv_std matches, per channel, from the case's own x and eps."""
+    x = args["x"].astype(np.float64)
+    count = x.size // x.shape[1]
+    m2 = ((x - x.mean(axis=(0, 2, 3), keepdims=True)) ** 2).sum(axis=(0, 2, 3))
+    eps = args["eps"]
+    slips = {
+        "Your inv_std has no eps. eps keeps a channel whose values are all equal (variance 0) from "
+        "dividing by zero, and wherever the variance is small it changes the result":
+            1 / np.sqrt(m2 / count),
+        "Your eps is added after the square root; section 1 adds it to the variance, under the root":
+            1 / (np.sqrt(m2 / count) + eps),
+        "Your variance is divided by count - 1. That unbiased estimate is for the running statistics; "
+        "the batch is normalized by its own, biased variance (section 1)": 1 / np.sqrt(m2 / (count - 1) + eps),
+        "Your inv_std is 1 / (variance + eps): the factor is one over a standard deviation":
+            1 / (m2 / count + eps),
+    }
+    inv = np.asarray(got["inv_std"], np.float64)
+    off = lambda value: float(np.max(np.abs(inv - value) / np.abs(value)))
+    miss = off(1 / np.sqrt(m2 / count + eps))          # how far the kernel is from the right factor
+    says, value = min(slips.items(), key=lambda kv: off(kv[1]))
+    return says if off(value) < min(1e-2, miss / 4) else ""
 
 
 # (N, C, H, W, K, kernel, stride, padding, activation)
@@ -363,11 +390,16 @@ GAPS = {
     # chapter 14: the variance of the naive batch-norm kernel
     "bn_variance": Gap(
         "batchnorm_forward", "naive", "float m2 = 0.0f;", "const float inv_std =",
-        "compute m2 (the sum of squared deviations from the mean) and inv_std = 1/sqrt(m2/count + eps)",
+        "compute m2 (the sum of squared deviations from the mean) and inv_std, the factor that section 1's "
+        "formula multiplies x - mean by",
         (("N=2, C=3, 5x5, data around 0", _bn(2, 3, 5, 5)), ("N=1, C=2, 1x2", _bn(1, 2, 1, 2)),
-         ("N=3, C=2, 4x4, data around 1000", _bn(3, 2, 4, 4, offset=1000.0))),
+         ("N=3, C=2, 4x4, data around 1000", _bn(3, 2, 4, 4, offset=1000.0)),
+         ("N=2, C=3, 3x5, a spread as small as eps", _bn(2, 3, 3, 5, scale=0.003))),
         {"N=3, C=2, 4x4, data around 1000": "Right near 0, wrong near 1000: is there a difference of "
-         "two large, nearly equal numbers?"}),
+         "two large, nearly equal numbers?",
+         "N=2, C=3, 3x5, a spread as small as eps": "Right where the spread is large, wrong where the variance "
+         "is as small as eps: where does eps enter the formula of section 1?"},
+        diagnose=_bn_variance_mistake),
 }
 
 

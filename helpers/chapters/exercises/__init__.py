@@ -24,7 +24,7 @@ from .ch10 import check_stride_passes
 from .ch11 import check_phase_taps
 from .ch12 import check_winograd_1d
 from .ch12a import check_wino_products
-from .ch13 import check_c_fragment, check_tf32_products, check_nhwc_offsets, check_box_starts
+from .ch13 import check_c_fragment, check_tf32_products, check_nhwc_offsets, check_box_starts, check_ring_waits
 from .ch14 import check_chan_merge
 from .ch15 import check_step_flops, check_igemm_launch
 
@@ -33,5 +33,5 @@ __all__ = ["NOT_ANSWERED", "exercise", "check_intensity", "check_output_size",
            "check_vector_columns", "check_straddling_depths", "check_weight_vectors",
            "check_width_columns", "check_tile_reuse", "check_stride_passes", "check_phase_taps",
            "check_winograd_1d", "check_wino_products", "check_c_fragment", "check_tf32_products",
-           "check_nhwc_offsets", "check_box_starts", "check_chan_merge", "check_step_flops",
+           "check_nhwc_offsets", "check_box_starts", "check_ring_waits", "check_chan_merge", "check_step_flops",
            "check_igemm_launch"]

@@ -44,11 +44,15 @@ def check_igemm_launch(answer_fn) -> bool:
     from ...runner import prepare
     from ...stages import get_stage
     stage = get_stage("conv_wgrad", "igemm")
+    # "e" is strided and large enough that the slices of the reduction N*OH*OW differ from those
+    # of the input's N*H*W for every slice length tried: the input's size in place of the output's
+    # is refused there (on "c" the two round up to the same number of slices)
     layers = [layer("a", 2, 17, 13, 19), layer("b", 4, 64, 14, 64), layer("c", 1, 3, 9, 32, stride=2),
-              layer("d", 8, 32, 28, 16, kernel=1, padding=0)]
+              layer("d", 8, 32, 28, 16, kernel=1, padding=0), layer("e", 8, 16, 56, 24, stride=2)]
     for lay in layers:
+        oh = (lay["h"] + 2 * lay["padding"] - lay["kernel"]) // lay["stride"] + 1
+        taps = lay["c"] * lay["kernel"] ** 2
         for tm, tn, sl in [(64, 64, 1024), (128, 64, 4096), (64, 128, 256)]:
-            oh = (lay["h"] + 2 * lay["padding"] - lay["kernel"]) // lay["stride"] + 1
             x = np.zeros((lay["n"], lay["c"], lay["h"], lay["w"]), np.float32)
             p = prepare("conv_wgrad", input=x, grad_output=np.zeros((lay["n"], lay["k"], oh, oh), np.float32),
                         weight_shape=(lay["c"], lay["k"], lay["kernel"], lay["kernel"]), stride=lay["stride"],
@@ -57,21 +61,26 @@ def check_igemm_launch(answer_fn) -> bool:
             first = wgrad.steps(stage, p, d)[0]                 # wgrad_igemm; then wgrad_sum
             groups = int(np.prod([a // b for a, b in zip(first.global_size, first.local_size)]))
             want = (groups, wgrad.workspace(stage, p, d)["partials"].count)
-            got = tuple(answer_fn(lay, tm, tn, sl))
+            got = tuple(answer_fn(dict(lay), tm, tn, sl))
             if got == want:
                 continue
             case = f"for {p.label} with TM={tm}, TN={tn}, SLICE={sl}: "
+            tiles = -(-lay["k"] // tm) * -(-taps // tn)
+            slices = want[0] // tiles
+            in_slices = -(-(lay["n"] * lay["h"] * lay["w"]) // sl)      # the input's positions, not dy's
             if got[0] != want[0]:
-                rows, cols, sl_count = -(-lay["k"] // tm), -(-lay["c"] * lay["kernel"] ** 2 // tn), want[0] // (
-                    -(-lay["k"] // tm) * -(-lay["c"] * lay["kernel"] ** 2 // tn))
-                why = ("the slices are missing: each slice of the reduction has its own work-groups"
-                       if got[0] == rows * cols else
+                why = ("the reduction runs over dy's positions, N*OH*OW; N*H*W counts the input's, which a "
+                       "stride makes larger" if got[0] == tiles * in_slices else
+                       "the slices are missing: each slice of the reduction has its own work-groups"
+                       if got[0] == tiles else
                        "the result's columns are the taps C*R*S, not the channels C"
-                       if got[0] == rows * -(-lay["c"] // tn) * sl_count else
+                       if got[0] == -(-lay["k"] // tm) * -(-lay["c"] // tn) * slices else
                        "a partial tile or a partial slice still needs its work-group: round up"
                        if got[0] < want[0] else f"{_compare(got[0], want[0])}")
                 return _verdict(False, "", case + f"you give {got[0]:,} work-groups: {why}")
-            return _verdict(False, "", case + f"you give {got[1]:,} floats of workspace, "
-                            f"{_compare(got[1], want[1])}: one partial sum per weight (C*K*R*S) and slice")
+            why = ("the slices are counted over the input's N*H*W positions; the reduction runs over dy's, N*OH*OW"
+                   if got[1] == in_slices * taps * lay["k"] else
+                   f"{_compare(got[1], want[1])}: one partial sum per weight (C*K*R*S) and slice")
+            return _verdict(False, "", case + f"you give {got[1]:,} floats of workspace, {why}")
     return _verdict(True, "tiles of the K x C*R*S result times the slices of the N*OH*OW reduction, "
                     "and one partial sum per weight and slice, as the launcher computes them", "")
