@@ -296,6 +296,8 @@ def test_resnet_stage_record(cq):
     assert rec["kind"] == "training_step" and rec["device"]["name"] and rec["date"]
     assert rec["course"]["device"]["repeats"] == 3 and rec["course"]["wall"]["q1_ms"] <= rec["course"]["wall"]["q3_ms"]
     assert max(rec["reference"].values()) <= rec["grad_rtol"]
-    assert max(rec["pytorch_gradients"].values()) <= rec["grad_rtol"]
+    assert resnet_stage.agrees(rec["pytorch_agreement"])
+    off = {**rec["pytorch_agreement"], "course": {**rec["pytorch_agreement"]["course"], "w3": 1e-2}}
+    assert not resnet_stage.agrees(off)            # a gradient a hundred times further off than allowed
     assert "wall_ratio" in rec["comparison"]
     assert "agree" in resnet_stage.summary(rec) and "DIFFER" not in resnet_stage.summary(rec)

@@ -22,7 +22,8 @@ the last block's output and moves nothing.
 Each op's stage is the chooser's (runner.choose_stage): conv_dgrad's stage ``auto`` is exactly
 that call; the other ops have no ``auto`` stage in the registry, so the same call is made for them
 here (every registered OpenCL stage that can run the layer is checked, timed once, and the fastest
-cached per device and shape). ``stages={op: name}`` fixes them instead (a quick run on the CPU).
+cached per device and shape). ``stages`` fixes them instead: {op: stage} for every layer,
+{(layer, op): stage} for one (a quick run on the CPU; a recorded run's choices again).
 The convolutions run with activation "none": the ReLU sits after batch norm, so its derivative is
 fused into batch norm's backward pass instead.
 """
@@ -156,8 +157,9 @@ class CourseNet:
     def _plan(self, layer: dict, op: str, device_args: dict, host_args: dict):
         """The chooser's stage for this layer (timed on random data of the layer's shape), or the one
         ``stages`` names, planned on the device tensors."""
-        if op in self.stages:
-            stage, how = self.stages[op], "given"
+        given = self.stages.get((layer["name"], op), self.stages.get(op))
+        if given is not None:
+            stage, how = given, "given"
         else:
             stage = choose_stage(op, prepare(op, **host_args), self.ctx, self.limit)
             how = "auto" if "auto" in stage_names(op) else "chooser"

@@ -2,7 +2,11 @@
 
     course = train_course(cfg)               # the course's stages (progress bar)
     twin = train_torch(cfg)                  # PyTorch, same initial weights and batches
-    compare(course, twin)                    # step-by-step loss agreement and final accuracies
+    compare(course, twin)                    # step-by-step loss agreement, final accuracies, step times
+
+Both steps are timed alike: the wall time of each step, the batch's upload and the loss's read
+included (each implementation's one wait for the device), and on a GPU the device's time from the
+step's first kernel to its last (the course's profiling events; CUDA events around PyTorch's).
 """
 from __future__ import annotations
 
@@ -96,7 +100,9 @@ def train_torch(cfg: model.Config, device: str = "cpu", progress: bool = True) -
         epoch_ms[epoch] += ms
         if i + 1 == len(steps) or steps[i + 1][0] != epoch:
             accuracy.append(net.evaluate(xte, yte))
+    from ..ops.vendor import versions
     return {"impl": "pytorch", "version": torch.__version__, "device": device,
+            **(versions() if device != "cpu" else {}),
             "threads": torch.get_num_threads(), "losses": losses, "step_ms": step_ms,
             **({"step_device_ms": net.step_device_ms} if net.step_device_ms else {}),
             "epoch_ms": epoch_ms, "accuracy": accuracy}
