@@ -294,6 +294,7 @@ def test_resnet_stage_record(cq):
     finally:
         torch.set_num_threads(threads)
     assert rec["kind"] == "training_step" and rec["device"]["name"] and rec["date"]
+    assert rec["course"]["transfers_per_step"] == {}
     assert rec["course"]["device"]["repeats"] == 3 and rec["course"]["wall"]["q1_ms"] <= rec["course"]["wall"]["q3_ms"]
     assert max(rec["reference"].values()) <= rec["grad_rtol"]
     assert resnet_stage.agrees(rec["pytorch_agreement"])

@@ -26,10 +26,12 @@ from __future__ import annotations
 import datetime as dt
 import platform
 import time
+from collections import Counter
 from dataclasses import asdict, dataclass
 
 import numpy as np
 
+from ..engine import tensor as tensors
 from ..engine.devices import device_info, get_context
 from ..engine.timing import Timing, default_flush_bytes, time_enqueue
 from . import model
@@ -89,7 +91,7 @@ def reference_step(params: dict, x: np.ndarray, grad_output: np.ndarray, cfg: St
 
 def differences(got: dict, expected: dict) -> dict:
     """max |got - expected| / max |expected| per name."""
-    return {name: float(np.abs(np.asarray(got[name], np.float64) - e).max() / np.abs(e).max())
+    return {name: float(np.abs(np.asarray(got[name], np.float64) - e).max() / max(np.abs(e).max(), 1e-30))
             for name, e in ((n, np.asarray(v, np.float64)) for n, v in expected.items())}
 
 
@@ -204,11 +206,13 @@ def measure(cfg: StageConfig = FULL, ctx=None, torch_device: str | None = None, 
         out["reference"] = check_course(net, cfg)
     params = model.init_params(cfg)
     net.load(params)
+    before = Counter(tensors.TRANSFERS)
     net.enqueue_step()
+    net.queue.finish()
+    moved = dict(Counter(tensors.TRANSFERS) - before)
     course_grads = {**net.gradients(), "input": net.grad_input.read()}
-    net.load(params)
     out["course"] = {"choices": net.choices, "launches_per_step": net.launches_per_step(), "setup_s": setup_s,
-                     **time_course(net, warmup, repeats)}
+                     "transfers_per_step": moved, **time_course(net, warmup, repeats)}
     if torch_device is not None:
         out["pytorch_agreement"] = agreement(course_grads, cfg, params, torch_device)
         out["pytorch"] = time_torch(cfg, params, warmup, repeats, default_flush_bytes(ctx) or 256 * 2**20, torch_device)
@@ -249,6 +253,6 @@ def summary(rec: dict) -> str:
         dev = (f"device {p['device_time']['median_ms']:.3f} ms (events {p['device_time']['events_median_ms']:.3f}), "
                if "device_time" in p else "")
         lines.append(f"PyTorch {p['version']} ({p['device']}): {dev}wall {p['wall']['median_ms']:.3f} ms")
-        lines.append("course / PyTorch: " + ", ".join(f"{k.removesuffix('_ratio').replace('_', ' by ')} x{v:.2f}"
+        lines.append("course / PyTorch: " + ", ".join(f"{k.removesuffix('_ratio').replace('_', ' by ')} x{v:.3g}"
                                                       for k, v in r.items()))
     return "\n".join(lines)
