@@ -256,3 +256,10 @@ def summary(rec: dict) -> str:
         lines.append("course / PyTorch: " + ", ".join(f"{k.removesuffix('_ratio').replace('_', ' by ')} x{v:.3g}"
                                                       for k, v in r.items()))
     return "\n".join(lines)
+
+
+def recorded() -> list[dict]:
+    """The ResNet stage's records in results/ (training_resnet_stage_<device>.json), GPUs first."""
+    from ..analysis.results import load
+    runs = [r for r in load("training_resnet_stage_*.json") if r.get("network") == "resnet_stage"]
+    return sorted(runs, key=lambda r: r["device"].get("type") != "GPU")
