@@ -102,11 +102,11 @@ class CourseNet:
 
     def _block(self, i: int, layer: dict, a: DeviceTensor, rng) -> dict:
         """The plans and launches of one block reading ``a``; its output tensor in B["out"]."""
-        cfg, n = self.cfg, self.cfg.batch
+        cfg = self.cfg
         t = lambda name, shape: DeviceTensor(self.ctx, self.queue, f"{layer['name']}.{name}", shape)
         conv = dict(stride=layer["stride"], padding=1)
         last = i == len(cfg.layers())
-        B = {"name": layer["name"], "pool": layer["pool"], "x": a, "launches": {}}
+        B = {"name": layer["name"], "pool": layer["pool"], "launches": {}}
         P, G = self.arena.param, self.arena.grad
         w_host = _random_like(layer["weight"], rng)
         B["conv_forward"] = self._plan(layer, "conv_forward", dict(input=a, weight=P(f"w{i}"), **conv),
