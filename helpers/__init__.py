@@ -24,8 +24,9 @@ Layers, each importing only from itself and the ones above it in this list (help
     peak.py, registers.py   measured roofline; NVIDIA register counts into results/ (chapters 07, 14)
     profile_stage.py        `python -m helpers.profile_stage`: one stage once on one layer (ncu)
     ncu_banks.py            `python -m helpers.ncu_banks`: chapter 10's ncu bank-conflict record
-    train/      chapter 15: a small CNN trained on the course's stages (data, model, the chained
-                step, the PyTorch twin, the loop); `python -m helpers.train` records a run
+    train/      chapter 15: a small CNN trained on the course's stages (data, model, the train
+                kernels, the step on the device, the PyTorch twin, the loop, a ResNet stage's step);
+                `python -m helpers.train` records a run
     chapters/   what notebooks call: notebook (first cell, source display, step_times), pictures*,
                 exercises and kernel_exercises (checks), direct (models of chapters 03-05), local
                 (reuse and bank models of chapters 09-10), winograd (Toom-Cook), winograd_accuracy (the

@@ -188,7 +188,12 @@ PLAN = [
            "wino_transposed,wino_blocked", 1.9, "chapter 12, README's forward row", True),
     _bench("wgrad-resnet50", "--op conv_wgrad --layers resnet50 --tune", 5.5, "chapter 15's ladder"),
     Task("training", "{python} -m helpers.train --device {device} --size full --out results/" + names.training("{slug}"),
-         names.training("{slug}"), 0.6, "chapter 15: the network trained on the course's stages", True),
+         names.training("{slug}"), 0.6, "chapter 15: the network trained on the course's stages, its step against "
+                                         "PyTorch's (at most x1.0)"),
+    Task("training-resnet-stage", "{python} -m helpers.train --network resnet_stage --device {device} --size full "
+         "--out results/" + names.training("{slug}", "resnet_stage"), names.training("{slug}", "resnet_stage"), 6,
+         "chapter 15: a kernel-dominated step (five 3x3 conv + batch norm + ReLU blocks of a ResNet stage, batch 64) "
+         "against PyTorch's (at most x0.9); the chooser times every stage of each layer first"),
     # register counts (NVIDIA's compiler; other drivers report none and the command writes nothing)
     *(Task(f"registers-{table.replace('_', '-') if table != 'conv_dgrad' else 'direct'}",
            "{python} -m helpers.registers" + (f" --table {table}" if table != "conv_dgrad" else "") + " --device {device}",

@@ -12,6 +12,8 @@ from helpers.analysis.results import RESULTS
 from helpers.record import PLAN, Task
 
 RECORDED = "nvidia-h200"   # the device whose files the plan mirrors
+# tasks added with their command before their first run on the H200 (their file comes from it)
+NOT_YET_RECORDED = {"training-resnet-stage"}
 
 
 def bench_argv(task: Task) -> list[str] | None:
@@ -48,7 +50,7 @@ def test_task_writes_what_the_h200_has(task):
     README's tables read the new device's file as they read the H200's; only parameter searches
     (``_tuned``), whose files no chapter reads, and the test logs may be new names."""
     name = task.writes.format(slug=RECORDED)
-    if "_tuned_" in name or name.endswith(".log"):
+    if "_tuned_" in name or name.endswith(".log") or task.name in NOT_YET_RECORDED:
         return
     assert (RESULTS / name).is_file(), f"{task.name} writes {name}, which the H200 has no counterpart of"
 

@@ -46,25 +46,23 @@ def test_compare_gradients_catches_a_wrong_gradient(tiny):
 
 def test_loss_decreases_over_a_few_steps(tiny):
     net, x, y = tiny
-    params, velocity, losses = model.init_params(TINY), {}, []
-    for _ in range(6):
-        loss, _, grads = net.step(params, x, y)
-        model.sgd(params, grads, velocity, TINY.lr, TINY.momentum)
-        losses.append(loss)
+    net.load(model.init_params(TINY))
+    losses = [net.train_step(x, y) for _ in range(6)]         # SGD on the device between them
     assert all(b < a for a, b in zip(losses, losses[1:])) and losses[-1] < 0.6 * losses[0], losses
 
 
 def test_a_step_moves_only_the_counted_tensors(tiny):
-    """Down: the batch, 3 tensors x 2 layers of weights, the features' gradient. Up: the pooled
-    features and 6 parameter gradients. Everything between stays on the device (pooling and its
-    gradient run as kernels/train/pool.cl)."""
+    """Up: the batch's images and labels. Down: the loss. Everything between stays on the device:
+    pooling and its gradient (kernels/train/pool.cl), the head and the loss (head.cl), the update
+    (sgd.cl); each op's stage is the chooser's."""
     net, x, y = tiny
+    net.load(model.init_params(TINY))
     before = Counter(tensors.TRANSFERS)
-    net.step(model.init_params(TINY), x, y)
+    net.train_step(x, y)
     moved = Counter(tensors.TRANSFERS) - before
-    assert dict(moved) == {"upload": 8, "read": 7}
+    assert dict(moved) == {"upload": 2, "read": 1}
     timed = {op for _, op, _ in net._events}
-    assert {"relu_pool", "pool_backward"} <= timed
+    assert {"relu_pool", "pool_backward", "head_forward", "head_backward", "sgd"} <= timed
     ops = {(c["layer"], c["op"]) for c in net.choices}
     assert ("conv1", "conv_dgrad") not in ops and ("conv2", "conv_dgrad") in ops
     assert {c["how"] for c in net.choices if c["op"] == "conv_dgrad"} == {"auto"}
@@ -76,26 +74,26 @@ def test_pooling_kernels_match_numpy_with_guards(shape):
     zones, on shapes whose element counts are not multiples of the work-group."""
     from helpers.engine.devices import get_context, get_queue
     from helpers.engine.tensor import DeviceTensor
-    from helpers.train.course import Pooling
+    from helpers.train.kernels import TrainKernels
     from tests.conftest import DEVICES
     ctx = get_context(DEVICES[0])
     queue = get_queue(ctx)
     rng = np.random.default_rng(1)
     n, c, h, w = shape
     y, g = rng.standard_normal(shape).astype(np.float32), rng.standard_normal((n, c, h // 2, w // 2)).astype(np.float32)
-    pool = Pooling(ctx, queue)
+    k = TrainKernels(ctx, queue)
     yt, gt = (DeviceTensor.from_array(ctx, v, guard=True, queue=queue) for v in (y, g))
     at = DeviceTensor(ctx, queue, "a", g.shape, guard=True)
     dyt = DeviceTensor(ctx, queue, "dy", shape, guard=True)
-    pool.relu_pool(yt, at)
-    pool.backward(gt, dyt)
+    k.relu_pool(yt, at).enqueue()
+    k.pool_backward(gt, dyt).enqueue()
     queue.finish()
     for t in (yt, gt, at, dyt):
         assert t.check_guards() is None, t.check_guards()
     np.testing.assert_allclose(at.read(), model.relu_pool(y), rtol=1e-6, atol=1e-7)
     np.testing.assert_array_equal(dyt.read(), model.pool_backward(g))
     with pytest.raises(ValueError, match="even height and width"):
-        pool.relu_pool(DeviceTensor(ctx, queue, "odd", (1, 1, 3, 4)), DeviceTensor(ctx, queue, "o", (1, 1, 1, 2)))
+        k.relu_pool(DeviceTensor(ctx, queue, "odd", (1, 1, 3, 4)), DeviceTensor(ctx, queue, "o", (1, 1, 1, 2)))
 
 
 def test_comparison_verdict():

@@ -43,8 +43,10 @@ def ncu_banks(stem: str, device: str) -> str:
     return f"local/{stem}_conv_dgrad_{slug(device)}.json"
 
 
-def training(device: str) -> str:
-    return f"training_{slug(device)}.json"
+def training(device: str, network: str | None = None) -> str:
+    """Chapter 15's training run (network None), or the step of another network against PyTorch's
+    (helpers/train: "resnet_stage")."""
+    return f"training_{f'{network}_' if network else ''}{slug(device)}.json"
 
 
 def tune_fresh(device: str) -> str:

@@ -1,205 +1,263 @@
-"""The training step on the course's stages, tensors chained on the device.
+"""The training step on the course's stages: every launch on one in-order queue, nothing computed
+on the host, and no host synchronization inside the step.
 
-Per convolution layer: conv_forward -> batchnorm_forward -> ReLU and 2x2 average pooling
-(kernels/train/pool.cl), whose output is the next layer's input tensor; only the last layer's
-pooled features are read back, for the linear head and the loss (NumPy, a 10-way matrix product).
-Backward: the features' gradient is uploaded, pooling's gradient (the same .cl file) gives batch
-norm's grad_output on the device, batchnorm_backward (the ReLU's derivative fused: relu(y) > 0
-exactly where y > 0, so batch norm's own output ``y`` serves as the mask) -> conv_wgrad and
-conv_dgrad, both reading batch norm's input gradient where it lies, and conv_dgrad's input
-gradient feeds the previous layer's pooling gradient where it lies. What crosses to the host in
-a step: the image, the weights (updated by SGD on the host), the features and their gradient,
-and the weight gradients.
+Per block (convolution -> batch norm -> ReLU, with or without 2x2 average pooling): conv_forward
+-> batchnorm_forward -> relu_pool (kernels/train/pool.cl) into the next block's input tensor, or
+ReLU in place when the block does not pool. With a head (chapter 15's network), the last block's
+ReLU + pooling, the linear layer, softmax and the loss are one launch (kernels/train/head.cl:
+head_forward), and one more (head_backward) gives the head's gradients, the mean loss and, fused
+with pooling's gradient, the gradient batch norm's backward pass reads. Backward per block:
+pooling's gradient where the block pools -> batchnorm_backward (the ReLU's derivative fused: batch
+norm's own output serves as the mask, relu(y) > 0 exactly where y > 0) -> conv_wgrad and
+conv_dgrad, which read batch norm's input gradient where it lies; conv_dgrad writes the previous
+block's gradient where that block's next launch reads it. Then one launch of kernels/train/sgd.cl
+updates every parameter: the parameters, their gradients and SGD's velocities each live in one
+buffer (kernels.Arena), and every plan reads and writes its part of them in place.
 
-Each op's stage is the chooser's (helpers/chooser.py through runner.choose_stage): conv_dgrad's
-stage ``auto`` is exactly that call; the other ops have no ``auto`` stage in the registry, so the
-same call is made for them here (every registered OpenCL stage that can run the layer is checked,
-timed once, and the fastest cached per device and shape). The convolutions run with activation
-"none": the ReLU sits after batch norm, so it is fused into batch norm's backward pass instead.
+What crosses to the host in a training step (``train_step``): the images and labels in (two
+uploads), the loss out (one read, which is also the step's only wait for the device). Without a
+head (``cfg.head`` False: helpers/train/resnet_stage.py) the step starts from a given gradient of
+the last block's output and moves nothing.
+
+Each op's stage is the chooser's (runner.choose_stage): conv_dgrad's stage ``auto`` is exactly
+that call; the other ops have no ``auto`` stage in the registry, so the same call is made for them
+here (every registered OpenCL stage that can run the layer is checked, timed once, and the fastest
+cached per device and shape). ``stages`` fixes them instead: {op: stage} for every layer,
+{(layer, op): stage} for one (a quick run on the CPU; a recorded run's choices again).
+The convolutions run with activation "none": the ReLU sits after batch norm, so its derivative is
+fused into batch norm's backward pass instead.
 """
 from __future__ import annotations
 
-import time
 from collections import defaultdict
 
 import numpy as np
-import pyopencl as cl
 
-from ..engine.build import build
 from ..engine.devices import get_context, get_queue
 from ..engine.tensor import DeviceTensor
 from ..engine.timing import time_events
 from ..runner import choose_stage, plan_stage, prepare
 from ..stages import stage_names
 from . import model
+from .kernels import CLASSES, Arena, Launch, TrainKernels
+from .model import parameter_shapes
 
 WGRAD = "conv_wgrad"
-HOST = "head, loss"
-POOL, UNPOOL = "relu_pool", "pool_backward"     # kernels/train/pool.cl
-
-
-class Pooling:
-    """kernels/train/pool.cl on one queue: ReLU + 2x2 average pooling, and its gradient."""
-
-    WG = 256
-
-    def __init__(self, ctx, queue):
-        program = build(ctx, "train/pool.cl")
-        self.queue, self.kernels = queue, {name: cl.Kernel(program, name) for name in (POOL, UNPOOL)}
-
-    def _launch(self, name: str, src: DeviceTensor, dst: DeviceTensor, full: tuple) -> cl.Event:
-        n, c, h, w = full
-        if h % 2 or w % 2:
-            raise ValueError(f"2x2 pooling with stride 2 needs an even height and width, got {h}x{w}")
-        items = dst.size
-        size = -(-items // self.WG) * self.WG
-        return self.kernels[name](self.queue, (size,), (self.WG,), src.buffer, dst.buffer,
-                                  np.int32(n * c), np.int32(h), np.int32(w))
-
-    def relu_pool(self, y: DeviceTensor, a: DeviceTensor) -> cl.Event:
-        """a = pooled relu(y): y (N, C, H, W), a (N, C, H/2, W/2)."""
-        n, c, h, w = y.shape
-        if a.shape != (n, c, h // 2, w // 2):
-            raise ValueError(f"relu_pool: {y.shape} pools to {(n, c, h // 2, w // 2)}, not {a.shape}")
-        return self._launch(POOL, y, a, y.shape)
-
-    def backward(self, g: DeviceTensor, dy: DeviceTensor) -> cl.Event:
-        """dy = pooling's gradient of g: g (N, C, H/2, W/2), dy (N, C, H, W)."""
-        n, c, h, w = dy.shape
-        if g.shape != (n, c, h // 2, w // 2):
-            raise ValueError(f"pool_backward: {dy.shape} pools to {(n, c, h // 2, w // 2)}, not {g.shape}")
-        return self._launch(UNPOOL, g, dy, dy.shape)
+# the launches of kernels/train/*.cl: op name -> file (the stage column of the records)
+FIXED = {"relu_pool": "train/pool.cl", "pool_backward": "train/pool.cl", "relu": "train/pool.cl",
+         "head_forward": "train/head.cl", "head_backward": "train/head.cl", "sgd": "train/sgd.cl"}
+POOL, UNPOOL = "relu_pool", "pool_backward"
 
 
 def _random_like(shape, rng) -> np.ndarray:
     return rng.standard_normal(shape).astype(np.float32)
 
 
-class CourseNet:
-    """One Plan per layer and op, built once (the chooser runs here), re-used by every step."""
+def labels_as_floats(labels, n: int) -> np.ndarray:
+    """Class indices as the float32 values head.cl reads, after checking them."""
+    labels = np.asarray(labels)
+    if labels.shape != (n,) or labels.dtype.kind not in "iu":
+        raise ValueError(f"labels must be {n} integer class indices (shape ({n},)), got {labels.dtype} {labels.shape}")
+    if labels.size and (labels.min() < 0 or labels.max() >= CLASSES):
+        raise ValueError(f"labels must lie in 0..{CLASSES - 1}, got {labels.min()}..{labels.max()}")
+    return labels.astype(np.float32)
 
-    def __init__(self, cfg: model.Config, ctx=None, workspace_limit: int | None = None):
+
+class CourseNet:
+    """One Plan per block and op (the chooser runs here) and the train kernels' launches, built once
+    and enqueued by every step; the parameters live on the device (``load``, ``parameters``)."""
+
+    def __init__(self, cfg, ctx=None, workspace_limit: int | None = None, stages: dict | None = None):
         self.cfg, self.ctx = cfg, get_context(ctx)
         self.queue = get_queue(self.ctx)
-        self.limit = workspace_limit
+        self.limit, self.stages = workspace_limit, dict(stages or {})
         self.choices = []          # [{layer, op, how, stage}]
-        self.layers = []
+        self.kernels = k = TrainKernels(self.ctx, self.queue)
+        layers = cfg.layers()
+        if cfg.head and not layers[-1]["pool"]:
+            raise ValueError("the head pools the last block's output: its last layer needs pool=True")
+        self.arena = Arena(self.ctx, self.queue, parameter_shapes(cfg))
+        n = cfg.batch
+        t = lambda name, shape: DeviceTensor(self.ctx, self.queue, name, shape)
+        self.x = t("images", layers[0]["input"])
+        self.blocks, a = [], self.x
         rng = np.random.default_rng(0)
-        for i, layer in enumerate(cfg.layers(), 1):
-            n, c, h, w = layer["input"]
-            k = layer["weight"][1]
-            t = lambda name, shape: DeviceTensor(self.ctx, self.queue, f"{layer['name']}.{name}", shape)
-            L = {"name": layer["name"], "x": t("input", layer["input"]), "w": t("weight", layer["weight"]),
-                 "gamma": t("gamma", (k,)), "beta": t("beta", (k,)), "dy": t("grad_relu", (n, k, h, w))}
-            conv = dict(stride=1, padding=1)
-            L["conv_forward"] = self._plan(i, "conv_forward", dict(input=L["x"], weight=L["w"], **conv),
-                                           dict(input=_random_like(layer["input"], rng),
-                                                weight=_random_like(layer["weight"], rng), **conv))
-            y = L["conv_forward"].tensor("output")
-            bn = dict(eps=model.EPS, training=True)
-            L["batchnorm_forward"] = self._plan(i, "batchnorm_forward", dict(x=y, gamma=L["gamma"], beta=L["beta"], **bn),
-                                                dict(x=_random_like(y.shape, rng), gamma=np.ones(k, np.float32),
-                                                     beta=np.zeros(k, np.float32), **bn))
-            f = L["batchnorm_forward"]
-            host_bwd = dict(grad_output=_random_like(y.shape, rng), x=_random_like(y.shape, rng),
-                            gamma=np.ones(k, np.float32), mean=np.zeros(k, np.float32),
-                            inv_std=np.ones(k, np.float32), activation="relu",
-                            output=np.abs(_random_like(y.shape, rng)))
-            L["batchnorm_backward"] = self._plan(i, "batchnorm_backward", dict(
-                grad_output=L["dy"], x=y, gamma=L["gamma"], mean=f.tensor("mean"), inv_std=f.tensor("inv_std"),
-                activation="relu", output=f.tensor("y")), host_bwd)
-            dconv = L["batchnorm_backward"].tensor("grad_input")
-            wg = dict(weight_shape=layer["weight"], activation="none", **conv)
-            L[WGRAD] = self._plan(i, WGRAD, dict(input=L["x"], grad_output=dconv, **wg),
-                                  dict(input=_random_like(layer["input"], rng),
-                                       grad_output=_random_like(y.shape, rng), **wg))
-            if i > 1:      # the first layer's input is the image: no gradient needed there
-                dg = dict(input_shape=layer["input"], activation="none", **conv)
-                L["conv_dgrad"] = self._plan(i, "conv_dgrad", dict(grad_output=dconv, weight=L["w"], **dg),
-                                             dict(grad_output=_random_like(y.shape, rng),
-                                                  weight=_random_like(layer["weight"], rng), **dg))
-            self.layers.append(L)
-        self.pool = Pooling(self.ctx, self.queue)
-        n, k, h, w = self.layers[-1]["dy"].shape
-        self.features = DeviceTensor(self.ctx, self.queue, "features", (n, k, h // 2, w // 2))
-        self.grad_features = DeviceTensor(self.ctx, self.queue, "grad_features", self.features.shape)
+        for i, layer in enumerate(layers, 1):
+            self.blocks.append(self._block(i, layer, a, rng))
+            a = self.blocks[-1]["out"]
+        last = self.blocks[-1]
+        if cfg.head:
+            self.labels, self.loss = t("labels", (n,)), t("loss", (1,))
+            self.logits, self.dz = t("logits", (n, CLASSES)), t("dz", (n, CLASSES))
+            self.terms = t("loss_terms", (n,))
+            y = last["batchnorm_forward"].tensor("y")
+            fc_w, fc_b = self.arena.param("fc_w"), self.arena.param("fc_b")
+            self.head = [k.head_forward(y, fc_w, fc_b, self.labels, a, self.logits, self.terms, self.dz),
+                         k.head_backward(self.dz, fc_w, a, self.terms, last["dy"], self.arena.grad("fc_w"),
+                                         self.arena.grad("fc_b"), self.loss)]
+        self.grad_output = last["dy"] if not cfg.head else None     # given: set_output_gradient
+        self.update = k.sgd(self.arena, cfg.lr, cfg.momentum)
         self.times = defaultdict(list)       # (layer, op) -> [ms per step], from profiling events
+        self._events = []
 
-    def _plan(self, i: int, op: str, device_args: dict, host_args: dict):
-        """The chooser's stage for this layer (timed on random data of the layer's shape), planned
-        on the device tensors."""
-        stage = choose_stage(op, prepare(op, **host_args), self.ctx, self.limit)
-        how = "auto" if "auto" in stage_names(op) else "chooser"
-        self.choices.append({"layer": f"conv{i}", "op": op, "how": how, "stage": stage})
+    def _block(self, i: int, layer: dict, a: DeviceTensor, rng) -> dict:
+        """The plans and launches of one block reading ``a``; its output tensor in B["out"]."""
+        cfg = self.cfg
+        t = lambda name, shape: DeviceTensor(self.ctx, self.queue, f"{layer['name']}.{name}", shape)
+        conv = dict(stride=layer["stride"], padding=1)
+        last = i == len(cfg.layers())
+        B = {"name": layer["name"], "pool": layer["pool"], "launches": {}}
+        P, G = self.arena.param, self.arena.grad
+        w_host = _random_like(layer["weight"], rng)
+        B["conv_forward"] = self._plan(layer, "conv_forward", dict(input=a, weight=P(f"w{i}"), **conv),
+                                       dict(input=_random_like(layer["input"], rng), weight=w_host, **conv))
+        z = B["conv_forward"].tensor("output")
+        kk = z.shape[1]
+        ones, zeros = np.ones(kk, np.float32), np.zeros(kk, np.float32)
+        bn = dict(eps=model.EPS, training=True)
+        B["batchnorm_forward"] = self._plan(layer, "batchnorm_forward", dict(x=z, gamma=P(f"gamma{i}"), beta=P(f"beta{i}"), **bn),
+                                            dict(x=_random_like(z.shape, rng), gamma=ones, beta=zeros, **bn))
+        f = B["batchnorm_forward"]
+        y = f.tensor("y")
+        if layer["pool"]:
+            nn, _, oh, ow = z.shape
+            B["out"] = t("features" if last and cfg.head else "pooled", (nn, kk, oh // 2, ow // 2))
+            if not (last and cfg.head):                   # else fused into head_forward
+                B["launches"][POOL] = self.kernels.relu_pool(y, B["out"])
+        else:
+            B["out"] = y                                 # ReLU in place: batch norm's backward reads it as its mask
+            B["launches"]["relu"] = self.kernels.relu(y)
+        B["dy"] = t("grad_output" if last and not cfg.head else "grad_relu", z.shape)
+        host_bwd = dict(grad_output=_random_like(z.shape, rng), x=_random_like(z.shape, rng), gamma=ones,
+                        mean=zeros, inv_std=ones, activation="relu", output=np.abs(_random_like(z.shape, rng)))
+        B["batchnorm_backward"] = self._plan(layer, "batchnorm_backward", dict(
+            grad_output=B["dy"], x=z, gamma=P(f"gamma{i}"), mean=f.tensor("mean"), inv_std=f.tensor("inv_std"),
+            activation="relu", output=y), host_bwd)
+        B["batchnorm_backward"].bind(grad_gamma=G(f"gamma{i}"), grad_beta=G(f"beta{i}"))
+        dconv = B["batchnorm_backward"].tensor("grad_input")
+        wg = dict(weight_shape=layer["weight"], activation="none", **conv)
+        B[WGRAD] = self._plan(layer, WGRAD, dict(input=a, grad_output=dconv, **wg),
+                              dict(input=_random_like(layer["input"], rng), grad_output=_random_like(z.shape, rng), **wg))
+        B[WGRAD].bind(grad_weight=G(f"w{i}"))
+        if i > 1 or cfg.input_grad:                      # the image needs no gradient
+            dg = dict(input_shape=layer["input"], activation="none", **conv)
+            B["conv_dgrad"] = self._plan(layer, "conv_dgrad", dict(grad_output=dconv, weight=P(f"w{i}"), **dg),
+                                         dict(grad_output=_random_like(z.shape, rng), weight=w_host, **dg))
+            g = B["conv_dgrad"].tensor("grad_input")
+            if i > 1:
+                prev = self.blocks[-1]
+                if prev["pool"]:                          # the previous block's pooling gradient reads it
+                    prev["launches"][UNPOOL] = self.kernels.pool_backward(g, prev["dy"])
+                else:                                     # written where batch norm's backward reads it
+                    B["conv_dgrad"].bind(grad_input=prev["dy"])
+            else:
+                self.grad_input = g
+        return B
+
+    def _plan(self, layer: dict, op: str, device_args: dict, host_args: dict):
+        """The chooser's stage for this layer (timed on random data of the layer's shape), or the one
+        ``stages`` names, planned on the device tensors."""
+        given = self.stages.get((layer["name"], op), self.stages.get(op))
+        if given is not None:
+            stage, how = given, "given"
+        else:
+            stage = choose_stage(op, prepare(op, **host_args), self.ctx, self.limit)
+            how = "auto" if "auto" in stage_names(op) else "chooser"
+        self.choices.append({"layer": layer["name"], "op": op, "how": how, "stage": stage})
         return plan_stage(op, stage, ctx=self.ctx, workspace_limit=self.limit, **device_args)
 
-    def _run(self, L: dict, op: str) -> None:
-        self._events.append((L["name"], op, L[op].enqueue()))
+    # --- what a step enqueues ---------------------------------------------------------------
 
-    def _read(self, t: DeviceTensor) -> np.ndarray:
-        """A tensor read back once the queued kernels are done (so the host's time below counts
-        NumPy's work only, not the wait for the device)."""
-        self.queue.finish()
-        return t.read()
+    def _forward(self) -> list:
+        ops = []
+        for B in self.blocks:
+            ops += [(B["name"], op, B[op]) for op in ("conv_forward", "batchnorm_forward")]
+            ops += [(B["name"], op, B["launches"][op]) for op in (POOL, "relu") if op in B["launches"]]
+        if self.cfg.head:
+            ops.append(("head", "head_forward", self.head[0]))
+        return ops
+
+    def _backward(self) -> list:
+        ops = [("head", "head_backward", self.head[1])] if self.cfg.head else []
+        for B in reversed(self.blocks):
+            if UNPOOL in B["launches"]:
+                ops.append((B["name"], UNPOOL, B["launches"][UNPOOL]))
+            ops += [(B["name"], op, B[op]) for op in ("batchnorm_backward", WGRAD, "conv_dgrad") if op in B]
+        return ops + [("update", "sgd", self.update)]
+
+    def enqueue_step(self) -> list:
+        """Every launch of one training step (forward, backward, the update) on the queue, from the
+        tensors where they are; returns their events. Nothing waits for the device here."""
+        self._events = [(layer, op, launcher.enqueue()) for layer, op, launcher in self._forward()]
+        self.queue.flush()                 # the device starts on the forward pass while the host goes on
+        self._events += [(layer, op, launcher.enqueue()) for layer, op, launcher in self._backward()]
+        return [e for _, _, events in self._events for e in events]
+
+    def launches_per_step(self) -> int:
+        """Kernel launches in one step: every plan's steps and every train kernel."""
+        return sum(len(x.steps) if not isinstance(x, Launch) else 1 for _, _, x in self._forward() + self._backward())
+
+    # --- the host's side: a batch in, the loss out ---------------------------------------------
+
+    def _write_batch(self, x: np.ndarray, labels=None) -> None:
+        if tuple(np.shape(x)) != self.x.shape:
+            raise ValueError(f"the batch must have shape {self.x.shape}, got {tuple(np.shape(x))}")
+        self.x.write(x)
+        if self.cfg.head:
+            self.labels.write(labels_as_floats(labels, self.cfg.batch))
 
     def load(self, params: dict) -> None:
-        """Upload the current weights (they change on the host after every SGD update)."""
-        for i, L in enumerate(self.layers, 1):
-            for name in ("w", "gamma", "beta"):
-                L[name].write(params[f"{name}{i}" if name != "w" else f"w{i}"])
+        """Upload every parameter (one transfer) and zero SGD's velocities: training starts here."""
+        self.arena.load(params)
 
-    def forward(self, params: dict, x: np.ndarray) -> np.ndarray:
-        """Both convolution blocks on the device; returns the pooled features of the last one (read
-        to the host for the head). Each block's pooling writes the next block's input tensor."""
-        self.layers[0]["x"].write(x)
-        for i, L in enumerate(self.layers):
-            self._run(L, "conv_forward")
-            self._run(L, "batchnorm_forward")
-            pooled = self.layers[i + 1]["x"] if i + 1 < len(self.layers) else self.features
-            self._events.append((L["name"], POOL, [self.pool.relu_pool(L["batchnorm_forward"].tensor("y"), pooled)]))
-        return self._read(self.features)
+    def parameters(self) -> dict:
+        """The parameters as they are on the device now (one read)."""
+        return self.arena.read("params")
+
+    def gradients(self) -> dict:
+        """The last step's gradients (one read)."""
+        return self.arena.read("grads")
+
+    def set_output_gradient(self, g: np.ndarray) -> None:
+        """Without a head: the gradient of the last block's output that every step starts from."""
+        if self.grad_output is None:
+            raise ValueError("this network has a head: its steps start from the loss, not a given gradient")
+        self.grad_output.write(g)
+
+    def train_step(self, x: np.ndarray, labels=None) -> float | None:
+        """One training step: the batch in, every launch, the loss out (its read is the step's one
+        wait for the device). Without a head: the batch in, and a wait for the step to finish."""
+        self._write_batch(x, labels)
+        self.enqueue_step()
+        if not self.cfg.head:
+            self.queue.finish()
+            return None
+        return float(self.loss.read()[0])
 
     def step(self, params: dict, x: np.ndarray, labels: np.ndarray):
-        """One training step: (loss, logits, gradients); the per-op device times are kept."""
-        self._events, self._host = [], 0.0
+        """One training step from the host weights ``params``, everything a check compares read back:
+        (loss, logits, gradients). The weights on the device are updated by it; ``params`` is not."""
         self.load(params)
-        a = self.forward(params, x)
-        t0 = time.perf_counter()
-        loss, logits, g, dw, db = model.head(a, labels, params["fc_w"], params["fc_b"])
-        grads = {"fc_w": dw, "fc_b": db}
-        self._host += time.perf_counter() - t0
-        self.grad_features.write(g)
-        for i in range(len(self.layers), 0, -1):
-            L = self.layers[i - 1]
-            # the gradient after this block's pooling: the head's, or the next block's input gradient
-            g = self.grad_features if i == len(self.layers) else self.layers[i]["conv_dgrad"].tensor("grad_input")
-            self._events.append((L["name"], UNPOOL, [self.pool.backward(g, L["dy"])]))
-            for op in ("batchnorm_backward", WGRAD, "conv_dgrad"):     # conv1 has no conv_dgrad
-                if op in L:
-                    self._run(L, op)
-        for i, L in enumerate(self.layers, 1):      # read once every kernel of the step is queued
-            b = L["batchnorm_backward"]
-            grads[f"w{i}"] = L[WGRAD].tensor("grad_weight").read()
-            grads[f"gamma{i}"] = b.tensor("grad_gamma").read()
-            grads[f"beta{i}"] = b.tensor("grad_beta").read()
-        self.queue.finish()
-        self.record()
-        return loss, logits, grads
+        loss = self.train_step(x, labels)
+        return loss, self.logits.read(), self.gradients()
+
+    def last_step_ms(self) -> float:
+        """The last step's device time: from the start of its first kernel to the end of its last
+        (profiling events; the gaps between launches count, the uploads and the read do not)."""
+        return time_events([e for _, _, events in self._events for e in events])
 
     def record(self) -> None:
+        """Each op's device time in the last step (profiling events), once the step is done."""
         for layer, op, events in self._events:
             self.times[(layer, op)].append(time_events(events))
-        self.times[("host", HOST)].append(self._host * 1e3)
 
-    def evaluate(self, params: dict, x: np.ndarray, labels: np.ndarray) -> float:
+    def evaluate(self, x: np.ndarray, labels: np.ndarray) -> float:
         """Accuracy over the full batches of (x, labels), batch norm with each batch's statistics."""
-        self.load(params)
         b, right, seen = self.cfg.batch, 0, 0
         for s in range(0, len(labels) - b + 1, b):
-            self._events, self._host = [], 0.0
-            a = self.forward(params, x[s:s + b])
-            logits = a.reshape(b, -1) @ params["fc_w"].T + params["fc_b"]
-            right += int((logits.argmax(axis=1) == labels[s:s + b]).sum())
+            self._write_batch(x[s:s + b], labels[s:s + b])
+            for _, _, launcher in self._forward():
+                launcher.enqueue()
+            right += int((self.logits.read().argmax(axis=1) == labels[s:s + b]).sum())
             seen += b
-        self.queue.finish()
         return right / seen

@@ -1,4 +1,4 @@
-"""The network, its initial weights, the parts that run on the host, and the NumPy reference step.
+"""The network, its initial weights, and the NumPy reference of every part of its training step.
 
     input (N, 1, H, W)
     conv1 3x3 pad 1 -> batch norm -> ReLU -> 2x2 average pool
@@ -36,12 +36,18 @@ class Config:
     def side(self) -> int:
         return 8 * self.scale
 
+    # the network's ends: a linear head with the loss (the step reads back the loss); no input
+    # gradient (the first block's input is the image)
+    head = True
+    input_grad = False
+
     def layers(self) -> list[dict]:
-        """The two convolution layers: input shape and weight shape (IOHW)."""
+        """The two convolution blocks: input shape, weight shape (IOHW), stride, and whether a 2x2
+        average pooling follows the ReLU (helpers/train/course.py builds any such list)."""
         c1, c2 = self.channels
         n, h = self.batch, self.side
-        return [{"name": "conv1", "input": (n, 1, h, h), "weight": (1, c1, 3, 3)},
-                {"name": "conv2", "input": (n, c1, h // 2, h // 2), "weight": (c1, c2, 3, 3)}]
+        return [{"name": "conv1", "input": (n, 1, h, h), "weight": (1, c1, 3, 3), "stride": 1, "pool": True},
+                {"name": "conv2", "input": (n, c1, h // 2, h // 2), "weight": (c1, c2, 3, 3), "stride": 1, "pool": True}]
 
     def as_dict(self) -> dict:
         return {**asdict(self), "channels": list(self.channels), "side": self.side}
@@ -55,26 +61,52 @@ SMALL = Config()
 FULL = Config(scale=4, batch=128, channels=(32, 64), epochs=8, lr=0.02)
 
 
-def init_params(cfg: Config) -> dict:
+def block_output(layer: dict) -> tuple:
+    """(N, K, OH, OW) of a block's output: a 3x3 convolution with padding 1, then the pooling's halving."""
+    n, _, h, w = layer["input"]
+    s, k = layer["stride"], layer["weight"][1]
+    oh, ow = (h - 1) // s + 1, (w - 1) // s + 1
+    return (n, k, oh // 2, ow // 2) if layer["pool"] else (n, k, oh, ow)
+
+
+def parameter_shapes(cfg) -> dict:
+    """Every parameter's name and shape: w, gamma, beta per block, then the head's fc_w and fc_b."""
+    shapes = {}
+    for i, layer in enumerate(cfg.layers(), 1):
+        k = layer["weight"][1]
+        shapes.update({f"w{i}": tuple(layer["weight"]), f"gamma{i}": (k,), f"beta{i}": (k,)})
+    if cfg.head:
+        _, k, oh, ow = block_output(cfg.layers()[-1])
+        shapes.update({"fc_w": (CLASSES, k * oh * ow), "fc_b": (CLASSES,)})
+    return shapes
+
+
+def init_params(cfg) -> dict:
     """Seeded initial weights: He-normal convolutions, batch norm gamma=1 beta=0, a uniform head."""
-    if cfg.side % 4:
-        raise ValueError(f"the image side {cfg.side} must be a multiple of 4 (two 2x2 poolings)")
+    for layer in cfg.layers():
+        n, _, h, w = layer["input"]
+        if layer["pool"] and (h % 2 or w % 2):
+            raise ValueError(f"{layer['name']}: its input is {h}x{w}, but a 2x2 pooling follows it: the sides "
+                             f"must be even (chapter 15's image side must be a multiple of 4)")
+    shapes = parameter_shapes(cfg)
     rng = np.random.default_rng(cfg.seed)
     p = {}
-    for i, layer in enumerate(cfg.layers(), 1):
-        c, k, r, s = layer["weight"]
-        p[f"w{i}"] = (rng.standard_normal((c, k, r, s)) * np.sqrt(2.0 / (c * r * s))).astype(np.float32)
-        p[f"gamma{i}"] = np.ones(k, np.float32)
-        p[f"beta{i}"] = np.zeros(k, np.float32)
-    features = cfg.channels[1] * (cfg.side // 4) ** 2
-    bound = 1.0 / np.sqrt(features)
-    p["fc_w"] = rng.uniform(-bound, bound, (CLASSES, features)).astype(np.float32)
-    p["fc_b"] = rng.uniform(-bound, bound, CLASSES).astype(np.float32)
+    for name, shape in shapes.items():
+        if name.startswith("w"):
+            c, k, r, s = shape
+            p[name] = (rng.standard_normal(shape) * np.sqrt(2.0 / (c * r * s))).astype(np.float32)
+        elif name.startswith("gamma"):
+            p[name] = np.ones(shape, np.float32)
+        elif name.startswith("beta"):
+            p[name] = np.zeros(shape, np.float32)
+    if cfg.head:
+        bound = 1.0 / np.sqrt(shapes["fc_w"][1])
+        p["fc_w"] = rng.uniform(-bound, bound, shapes["fc_w"]).astype(np.float32)
+        p["fc_b"] = rng.uniform(-bound, bound, CLASSES).astype(np.float32)
     return p
 
 
-# --- the parts that run on the host (NumPy, float32); ReLU + pooling are the reference of ------
-# --- kernels/train/pool.cl, which the course's step runs instead ---------------------------------
+# --- NumPy (float32): the references of kernels/train/*.cl, which the course's step runs instead --
 
 def relu_pool(y: np.ndarray) -> np.ndarray:
     """ReLU, then 2x2 average pooling with stride 2."""
@@ -113,24 +145,46 @@ def sgd(params: dict, grads: dict, velocity: dict, lr: float, momentum: float) -
 
 # --- the NumPy reference step ----------------------------------------------------------------
 
-def reference_step(params: dict, x: np.ndarray, labels: np.ndarray):
-    """(loss, logits, gradients) of one training step from helpers/ops/reference.py (float64)."""
+def blocks_forward(params: dict, x: np.ndarray, layers: list[dict]):
+    """Convolution (padding 1) -> batch norm -> ReLU (-> 2x2 average pooling) per block, from
+    helpers/ops/reference.py (float64 inside): each block's (input, convolution, y, mean, inv_std),
+    and the last block's output."""
     acts, a = [], x
-    for i in (1, 2):
-        conv = ref.conv2d_forward(a, params[f"w{i}"], 1, 1)
+    for i, layer in enumerate(layers, 1):
+        conv = ref.conv2d_forward(a, params[f"w{i}"], layer["stride"], 1)
         y, mean, inv_std = ref.batchnorm_forward(conv, params[f"gamma{i}"], params[f"beta{i}"], EPS, True)
         acts.append((a, conv, y, mean, inv_std))
-        a = relu_pool(y.astype(np.float32))
-    loss, logits, g, dw, db = head(a, labels, params["fc_w"], params["fc_b"])
-    grads = {"fc_w": dw, "fc_b": db}
-    for i in (2, 1):
+        y = y.astype(np.float32)
+        a = relu_pool(y) if layer["pool"] else np.maximum(y, 0)
+    return acts, a
+
+
+def blocks_backward(params: dict, acts: list, layers: list[dict], g: np.ndarray, input_grad: bool = False):
+    """The gradients of every block's weight, gamma and beta from ``g``, the gradient of the last
+    block's output (after its ReLU and pooling); with ``input_grad``, the first block's input
+    gradient too (else None)."""
+    grads, g_input = {}, None
+    for i in range(len(layers), 0, -1):
+        layer = layers[i - 1]
         inp, conv, y, mean, inv_std = acts[i - 1]
+        dy = pool_backward(g) if layer["pool"] else g
         dconv, grads[f"gamma{i}"], grads[f"beta{i}"] = ref.batchnorm_backward(
-            pool_backward(g), conv, params[f"gamma{i}"], mean, inv_std, "relu", np.maximum(y, 0))
-        grads[f"w{i}"] = ref.conv2d_wgrad(inp, dconv, params[f"w{i}"].shape, 1, 1)
-        if i > 1:
-            g = ref.conv2d_dgrad(dconv, params[f"w{i}"], inp.shape, 1, 1)
-    return loss, logits, {k: np.asarray(v, np.float32) for k, v in grads.items()}
+            dy, conv, params[f"gamma{i}"], mean, inv_std, "relu", np.maximum(y, 0))
+        grads[f"w{i}"] = ref.conv2d_wgrad(inp, dconv, params[f"w{i}"].shape, layer["stride"], 1)
+        if i > 1 or input_grad:
+            g = ref.conv2d_dgrad(dconv, params[f"w{i}"], inp.shape, layer["stride"], 1).astype(np.float32)
+            g_input = g if i == 1 else None
+    return {k: np.asarray(v, np.float32) for k, v in grads.items()}, g_input
+
+
+def reference_step(params: dict, x: np.ndarray, labels: np.ndarray):
+    """(loss, logits, gradients) of one training step of this network from helpers/ops/reference.py
+    (float64 inside)."""
+    layers = [{"stride": 1, "pool": True} for i in (1, 2)]
+    acts, a = blocks_forward(params, x, layers)
+    loss, logits, g, dw, db = head(a, labels, params["fc_w"], params["fc_b"])
+    grads, _ = blocks_backward(params, acts, layers, g)
+    return loss, logits, {**grads, "fc_w": np.asarray(dw, np.float32), "fc_b": np.asarray(db, np.float32)}
 
 
 def compare_gradients(got: dict, expected: dict, rtol: float = 1e-4) -> list[str]:
