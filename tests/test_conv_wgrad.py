@@ -111,7 +111,7 @@ def test_split_limits_are_refused_before_launch(ctx):
 
 def test_inputs_may_be_device_tensors(ctx):
     """A training step chains plans: the input and the gradient can stay on the device."""
-    from helpers.engine.tensor import DeviceTensor
+    from helpers.engine.backends.opencl import DeviceTensor
     args = random_problem_args(2, 3, 7, 6, 4, 3, 1, 1, "relu", seed=4)
     args["input"] = DeviceTensor.from_array(ctx, args["input"])
     args["grad_output"] = DeviceTensor.from_array(ctx, args["grad_output"])

@@ -128,8 +128,9 @@ def test_a_cuda_twin_runs_its_opencl_stage_s_tuned_tile(monkeypatch):
     """Without values of its own in results/tuned.json a twin takes its OpenCL stage's (the same
     kernel in another language: compared at the same tile); its own values win when it has them."""
     from helpers import runner
+    from helpers.engine.backends import cuda
     tuned = {"10_hoisted": {"TY": 8, "XPW": 8, "CPW": 8, "SPLIT": 3}}      # SPLIT: not the twin's
-    monkeypatch.setattr(runner.cuda, "device", lambda: {"name": "Some GPU"})
+    monkeypatch.setattr(cuda, "device", lambda: {"name": "Some GPU"})
     monkeypatch.setattr(runner, "tuned_defines", lambda op, key, dev: dict(tuned.get(key, {})))
     s = helpers.get_stage("conv_dgrad", "hoisted_cuda")
     assert twin_of(s).key == "10_hoisted" and twin_of(twin_of(s)) is None

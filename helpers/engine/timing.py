@@ -7,13 +7,20 @@ Each repetition's time is the device's own (profiling events: end of the last ke
 stage minus start of the first), not the host's wall clock. On GPUs a buffer larger than the
 last-level cache is overwritten between repetitions, so no repetition finds its inputs already
 cached by the previous one (a real network's layer does not either).
+
+time_plan and time_steps serve both backends (a plan times itself with its backend's events);
+the functions below them that take an OpenCL queue import pyopencl when they run, so a CUDA
+plan is timed without it.
 """
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
+from typing import TYPE_CHECKING
 
 import numpy as np
-import pyopencl as cl
+
+if TYPE_CHECKING:
+    import pyopencl as cl
 
 FLOPS_NOTE = "GFLOP/s = useful FLOPs / median time"
 BYTES_NOTE = "GB/s = minimal bytes (each tensor read or written once) / median time"
@@ -57,6 +64,7 @@ _flush_buffers: dict = {}
 
 def default_flush_bytes(ctx: cl.Context) -> int:
     """GPUs: 4x the reported cache, at least 128 MiB. CPUs: 0 (PoCL's timings are long enough)."""
+    import pyopencl as cl
     dev = ctx.devices[0]
     if not dev.type & cl.device_type.GPU:
         return 0
@@ -67,6 +75,7 @@ def flush_cache(queue: cl.CommandQueue, nbytes: int):
     """Overwrite ``nbytes`` of device memory (evicting the cache); returns the event or None."""
     if nbytes <= 0:
         return None
+    import pyopencl as cl
     key = (queue.context.int_ptr, nbytes)
     buf = _flush_buffers.get(key)
     if buf is None:
@@ -84,6 +93,7 @@ def time_enqueue(enqueue, queue: cl.CommandQueue, *, warmup: int = 3, repeats: i
     """Time ``enqueue()`` (which returns the events of one run) ``repeats`` times after warm-up."""
     if repeats < 3:
         raise ValueError("repeats must be >= 3 to report a median and a spread")
+    import pyopencl as cl
     if flush_bytes is None:
         flush_bytes = default_flush_bytes(queue.context)
     for _ in range(warmup):

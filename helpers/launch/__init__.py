@@ -13,51 +13,14 @@ problem), ``requires`` (None, or the unmet need), ``source`` (generated kernel t
 from __future__ import annotations
 
 import importlib
-from dataclasses import dataclass
 
-import numpy as np
+from ..engine.plan import Step, TensorMap, Workspace  # noqa: F401 (what every family builds)
 
 FAMILIES = ("direct", "local", "winograd", "batchnorm", "gemm", "wgrad")
 
 
 def round_up(x: int, m: int) -> int:
     return (x + m - 1) // m * m
-
-
-@dataclass(frozen=True)
-class Step:
-    """One kernel launch: kernel name, grid of work-items (global size), block (work-group) and
-    the arguments: tensor or scalar names of the problem, workspace names, or typed NumPy scalars."""
-    kernel: str
-    global_size: tuple
-    local_size: tuple | None
-    args: tuple
-    shared: int = 0        # CUDA: bytes of dynamic shared memory per block (0: none)
-
-
-@dataclass(frozen=True)
-class TensorMap:
-    """A kernel argument of a CUDA stage that copies by Hopper's Tensor Memory Accelerator: the
-    address of a tensor map made on the host for ``tensor`` (a tensor or workspace name) viewed
-    as a contiguous array of extents ``dims`` (innermost first), read in boxes of ``box``
-    elements, a box written to shared memory with the 128-byte swizzle, or without it (``swizzle``
-    False: the box lies densely, as a TMA store reads it) (helpers/engine/backends/cuda.py:
-    tensor_map)."""
-    tensor: str
-    dims: tuple
-    box: tuple
-    swizzle: bool = True
-
-
-@dataclass(frozen=True)
-class Workspace:
-    """A scratch buffer of a stage: element type and number of elements."""
-    dtype: str
-    count: int
-
-    @property
-    def nbytes(self) -> int:
-        return np.dtype(self.dtype).itemsize * int(self.count)
 
 
 def family(name: str):

@@ -27,7 +27,7 @@ import pyopencl as cl
 
 from ..engine.build import build
 from ..engine.devices import get_context, get_queue
-from ..engine.tensor import DeviceTensor
+from ..engine.backends.opencl import DeviceTensor
 from ..engine.timing import time_events
 from ..runner import choose_stage, plan_stage, prepare
 from ..stages import stage_names
