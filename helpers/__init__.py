@@ -12,7 +12,8 @@ Layers, each importing only from itself and the ones above it in this list (help
     launch/     one launcher per kernel family (direct, local, winograd, batchnorm, gemm): grids,
                 multi-kernel steps and workspaces; unrolled.py generates the 3x3 block of stages
                 07-08; local.py: the tiles of stages 09-10 (geometry, constraints)
-    stages.py   the one registry of stages, data only (REGISTRY, stage_names, get_stage)
+    stages/     the one registry of stages, data only, one module per operation, validated when
+                it loads (REGISTRY, stage_names, get_stage)
     runner.py   run_stage / plan_stage: the one way to run a stage (guard regions for tests);
                 tuning.py: per-device JIT parameters recorded by the benchmark; chooser.py: stage
                 auto (time the registered stages once per device and shape, cache, run)

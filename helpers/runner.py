@@ -27,7 +27,7 @@ from .engine.timing import time_plan
 from .launch import family, hook
 from .ops import op_module
 from .ops.problem import Problem
-from .stages import REGISTRY, Stage, get_stage, twin_of
+from .stages import REGISTRY, Stage, get_stage, stages_of, twin_of
 from .tuning import tuned_defines
 
 
@@ -226,6 +226,7 @@ def Plan(op: str, stage, problem: Problem, ctx, defines: dict | None, guard: boo
 
 def prepare(op: str, **kwargs) -> Problem:
     """Validate an operation's arguments (raises TypeError/ValueError naming the problem)."""
+    stages_of(op)          # an operation of the registry (else: the error lists them)
     return op_module(op).prepare(**kwargs)
 
 

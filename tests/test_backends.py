@@ -104,7 +104,7 @@ def test_one_dispatch_maps_each_backend_to_its_plan_class():
     from helpers.engine.plan import Plan
     assert backends.plan_class("opencl") is ClPlan and backends.plan_class("cuda") is CudaPlan
     assert issubclass(ClPlan, Plan) and issubclass(CudaPlan, Plan)
-    assert backends.BACKENDS == ("opencl", "cuda")
+    assert backends.BACKENDS == ("opencl", "cuda") and set(backends.KERNEL_FILES) == set(backends.BACKENDS)
     with pytest.raises(ValueError, match="unknown backend 'metal'; the backends are opencl, cuda"):
         backends.plan_class("metal")
 

@@ -105,7 +105,7 @@ class Tensor:
     ``_allocate(count)`` (a buffer of ``count`` stored elements), ``_view(parent, offset, count)``
     (the tensor's part of a guarded buffer) and ``_transfer(dest, src)`` (one copy between a
     device buffer and a host array, either way)."""
-    backend = ""            # "opencl" or "cuda": the stages that can read it (helpers/stages.py)
+    backend = ""            # "opencl" or "cuda": the stages that can read it (Stage.backend)
 
     def _lay_out(self, name: str, shape: tuple, host: np.ndarray | None, guard: bool, is_input: bool,
                  dtype: str, layout: str, align: int = 1) -> None:

@@ -1,32 +1,48 @@
 """Launchers, one module per kernel family: how a registered stage becomes kernel launches.
 
-The registry (helpers/stages.py) names a stage's ``family``; the family's module turns a stage,
+The registry (helpers/stages/) names a stage's ``family``; the family's module turns a stage,
 a problem and the stage's JIT parameters into ``Step``s (kernel, grid, block, arguments) and
-declares its workspaces. A family module provides:
+declares its workspaces. A family is a module of this package that provides:
 
+    LAUNCHES                                            its launches by name (the registry's ``launch``)
     steps(stage, problem, defines) -> [Step, ...]       every launch of the stage, in order
     workspace(stage, problem, defines) -> {name: Workspace}   scratch buffers (may be empty)
 
 and any functions the registry names by string: ``jit`` (extra defines derived from the
-problem), ``requires`` (None, or the unmet need), ``source`` (generated kernel text).
+problem), ``requires`` (None, or the unmet need), ``source`` (generated kernel text). The
+families are found, not listed: a new one is a new module here (the registry's validator checks
+each entry against its family when the registry loads).
 """
 from __future__ import annotations
 
+import functools
 import importlib
+import pkgutil
 
 from ..engine.plan import Step, TensorMap, Workspace  # noqa: F401 (what every family builds)
-
-FAMILIES = ("direct", "local", "winograd", "batchnorm", "gemm", "wgrad")
 
 
 def round_up(x: int, m: int) -> int:
     return (x + m - 1) // m * m
 
 
+def families() -> list[str]:
+    """The kernel families: the modules of this package with LAUNCHES, steps and workspace."""
+    return sorted(m.name for m in pkgutil.iter_modules(__path__) if _is_family(m.name))
+
+
+@functools.lru_cache(maxsize=None)
+def _is_family(name: str) -> bool:
+    if name not in {m.name for m in pkgutil.iter_modules(__path__)}:
+        return False
+    module = importlib.import_module(f"{__name__}.{name}")
+    return all(hasattr(module, a) for a in ("LAUNCHES", "steps", "workspace"))
+
+
 def family(name: str):
     """The launcher module of a kernel family."""
-    if name not in FAMILIES:
-        raise ValueError(f"unknown kernel family {name!r}; the families are {', '.join(FAMILIES)}")
+    if not _is_family(name):
+        raise ValueError(f"unknown kernel family {name!r}; the families are {', '.join(families())}")
     return importlib.import_module(f"{__name__}.{name}")
 
 

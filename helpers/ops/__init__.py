@@ -5,21 +5,17 @@ An operation module defines:
 - ``reference(problem) -> (expected, magnitude)``: dicts of float64 arrays keyed by output name;
   ``magnitude`` is what the tolerance scales with (see helpers/engine/check.py);
 - ``rtol(problem) -> float``: the relative tolerance against that magnitude.
+
+The operations are those the registry lists stages for (helpers/stages/: OPS); its validator
+checks, when it loads, that each has its module here. The other modules (problem, reference,
+layers, vendor*) are what the operations share.
 """
 from importlib import import_module
-
-_MODULES = {
-    "conv_dgrad": "helpers.ops.conv_dgrad",
-    "conv_wgrad": "helpers.ops.conv_wgrad",
-    "batchnorm_forward": "helpers.ops.batchnorm_forward",
-    "batchnorm_backward": "helpers.ops.batchnorm_backward",
-    "conv_forward": "helpers.ops.conv_forward",
-    "gemm": "helpers.ops.gemm",
-    "conv3d_dgrad": "helpers.ops.conv3d_dgrad",
-}
+from importlib.util import find_spec
 
 
 def op_module(op: str):
-    if op not in _MODULES:
-        raise ValueError(f"unknown op {op!r}; the course has {', '.join(sorted(_MODULES))}")
-    return import_module(_MODULES[op])
+    """The module of operation ``op``: helpers/ops/<op>.py."""
+    if not isinstance(op, str) or not op.isidentifier() or find_spec(f"{__name__}.{op}") is None:
+        raise ValueError(f"unknown op {op!r}: there is no helpers/ops/{op}.py")
+    return import_module(f"{__name__}.{op}")

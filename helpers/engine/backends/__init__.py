@@ -13,8 +13,10 @@ from __future__ import annotations
 
 import importlib
 
-# backend -> its plan class, as module.class here (both derive from engine/plan.py: Plan)
+# backend -> its plan class, as module.class here (both derive from engine/plan.py: Plan), and
+# the extension of its kernel files (kernels/<op>/NN_name.cl or .cu; the registry checks it)
 PLANS = {"opencl": "opencl.ClPlan", "cuda": "cuda.CudaPlan"}
+KERNEL_FILES = {"opencl": ".cl", "cuda": ".cu"}
 BACKENDS = tuple(PLANS)
 
 
