@@ -1,18 +1,20 @@
 """The course's helpers: every notebook, test and benchmark imports from here.
 
 Layers, each importing only from itself and the ones above it in this list (helpers/LAYOUT.md):
-    engine/     devices (choosing an OpenCL device), build (-D JIT parameters, build errors with
-                source lines), check (the one checker), timing (profiling events, median, spread),
-                tensor (device tensors: dtype, shape, layout, guards; DeviceTensor on OpenCL),
-                fragments (the mma.sync and ldmatrix fragment layouts: one model),
-                backends/ (cuda.py: CUDA stages and CudaTensor, DeviceTensor's twin; nvrtc.py: PTX;
-                emulated.py: CUDA kernels built with g++ and run on the CPU, for the tests)
+    engine/     kernels (kernel files, their -D options), devices (choosing an OpenCL device), build
+                (OpenCL programs, build errors with source lines), check (the one checker), timing
+                (profiling events, median, spread), tensor (device tensors: dtype, shape, layout,
+                guards), fragments (the mma.sync and ldmatrix fragment layouts: one model), plan
+                (what a plan is on either backend), backends/ (opencl.py: DeviceTensor, ClPlan;
+                cuda.py: CudaTensor, CudaPlan; nvrtc.py: PTX; emulated.py: CUDA kernels built with
+                g++ and run on the CPU, for the tests; plan_class: a stage's backend to its plan class)
     ops/        each operation's argument checks (Problem), NumPy references, layer sets,
                 vendor (cuDNN / PyTorch) and vendor_clblast (CLBlast SGEMM) timings
     launch/     one launcher per kernel family (direct, local, winograd, batchnorm, gemm): grids,
                 multi-kernel steps and workspaces; unrolled.py generates the 3x3 block of stages
                 07-08; local.py: the tiles of stages 09-10 (geometry, constraints)
-    stages.py   the one registry of stages, data only (REGISTRY, stage_names, get_stage)
+    stages/     the one registry of stages, data only, one module per operation, validated when
+                it loads (REGISTRY, stage_names, get_stage)
     runner.py   run_stage / plan_stage: the one way to run a stage (guard regions for tests);
                 tuning.py: per-device JIT parameters recorded by the benchmark; chooser.py: stage
                 auto (time the registered stages once per device and shape, cache, run);
@@ -41,10 +43,10 @@ _PUBLIC = {
     "KernelBuildError": "engine.build", "build": "engine.build", "kernel": "engine.build",
     "kernel_source": "engine.build",
     "CheckResult": "engine.check", "MismatchError": "engine.check", "check_close": "engine.check",
-    "DeviceLimitError": "engine.devices", "NoDeviceError": "engine.devices", "device_info": "engine.devices", "get_context": "engine.devices",
+    "DeviceLimitError": "engine.plan", "NoDeviceError": "engine.devices", "device_info": "engine.devices", "get_context": "engine.devices",
     "get_queue": "engine.devices", "list_devices": "engine.devices", "short_name": "engine.devices",
-    "DeviceTensor": "engine.tensor", "CudaTensor": "engine.backends.cuda",
-    "GuardViolation": "runner", "plan_stage": "runner", "prepare": "runner", "run_stage": "runner",
+    "DeviceTensor": "engine.backends.opencl", "CudaTensor": "engine.backends.cuda",
+    "GuardViolation": "engine.plan", "plan_stage": "runner", "prepare": "runner", "run_stage": "runner",
     "REGISTRY": "stages", "get_stage": "stages", "stage_names": "stages",
 }
 
@@ -71,13 +73,11 @@ def check_stage(op: str, stage, *, ctx=None, defines=None, guard=False, workspac
     from .runner import plan_stage
     plan = plan_stage(op, stage, ctx=ctx, defines=defines, guard=guard, workspace_limit=workspace_limit,
                       **kwargs)
-    import pyopencl as cl
     try:
         plan.enqueue()
         plan.queue.finish()
-    except cl.Error as err:      # how a GPU reports a kernel that faulted (not a wrong value: those are checked below)
-        from .engine.devices import fault_report
-        raise RuntimeError(f"{plan.stage.key} {fault_report(plan.ctx, err)}") from err
+    except plan.faults as err:   # how the device reports a kernel that faulted (wrong values are checked below)
+        raise RuntimeError(f"{plan.stage.key} {plan.fault_report(err)}") from err
     if guard:
         plan.check_guards()
     return check_outputs(plan)

@@ -1,12 +1,16 @@
-"""Shared fixtures: every test that runs kernels runs on every available OpenCL device.
+"""Shared fixtures: every test that runs kernels runs on every available device of its backend.
 
-Narrow the devices with COURSE_TEST_DEVICES (comma-separated selectors, e.g. "portable" or
-"nvidia"), as pyopencl's own tests do with PYOPENCL_TEST.
+    ctx       each OpenCL device (a context); narrow them with COURSE_TEST_DEVICES
+              (comma-separated selectors, e.g. "portable" or "nvidia"), as pyopencl's own tests
+              do with PYOPENCL_TEST
+    cuda_ctx  CuPy's current NVIDIA GPU (CUDA_VISIBLE_DEVICES picks it; CUDA stages take no
+              context: the value is None); without one, the test is skipped with the reason
 """
 import os
 
 import pytest
 
+from helpers.engine.backends import cuda_missing
 from helpers.engine.devices import find_device, get_context, list_devices
 
 
@@ -18,11 +22,26 @@ def _test_devices():
 
 
 DEVICES = _test_devices()
+CUDA_MISSING = cuda_missing()
 
 
-@pytest.fixture(params=DEVICES, ids=[d.name.strip()[:24] for d in DEVICES], scope="session")
+def device_params(backend: str) -> list:
+    """The devices a test of ``backend`` runs on, as pytest params: every OpenCL device; the
+    current CUDA GPU, or one param skipped with what is missing."""
+    if backend == "opencl":
+        return [pytest.param(d, id=d.name.strip()[:24]) for d in DEVICES]
+    return [pytest.param(None, id="cuda", marks=pytest.mark.skipif(CUDA_MISSING is not None,
+                                                                    reason=str(CUDA_MISSING)))]
+
+
+@pytest.fixture(params=device_params("opencl"), scope="session")
 def ctx(request):
     return get_context(request.param)
+
+
+@pytest.fixture(params=device_params("cuda"), scope="session")
+def cuda_ctx(request):
+    return request.param
 
 
 @pytest.fixture(autouse=True, scope="session")

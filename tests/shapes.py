@@ -1,12 +1,28 @@
-"""The grid of awkward conv shapes every conv stage is checked on (fixed seed, > 200 cases).
+"""The grids every stage is checked on: each operation's awkward shapes (fixed seeds).
 
-Every kernel size (1, 2, 3, 5) with every stride (1, 2, 3), every padding (0 .. kernel-1) and every
-activation; batch 1-3; channels from {1, 3, 16, 17, 32, 48}; spatial sizes from
-{1, 2, 5, 7, 8, 13, 28}, with H != W in most cases.
+conv_grid (conv_dgrad, conv_wgrad; conv_forward takes every other case): every kernel size (1, 2,
+3, 5) with every stride (1, 2, 3), every padding (0 .. kernel-1) and every activation; batch 1-3;
+channels from {1, 3, 16, 17, 32, 48} (and 64 in the cases aimed at the combining stages'
+requirements); spatial sizes from {1, 2, 5, 7, 8, 13, 28}, with H != W in most cases. More than
+200 cases: every path of a stage is counted on it (MIN_PER_PATH).
+
+Three tiers beside it, run by every stage of the three convolutions (tests/test_stages.py):
+RESIDUES, channel counts (C and K) and widths at every residue 1, 2, 3 mod 4 (each of the nine
+pairs of C % 4 and W % 4 once) and 1-3, 5-7 mod 8, so that a per-work-item block of channels or
+positions (CPW, XPW, float4s) meets every partial last block; WIDE, 3x3 stride-1 layers with
+K % 16 == 0 on rows wide enough for the direct stages' in-kernel fast branch; and LARGE, planes
+larger than a work-group's tile in both directions (37 x 61, 64 x 67 ...), so that tiles repeat
+and the last ones are partial.
 """
 import itertools
+from collections import Counter
 
 import numpy as np
+
+from helpers.ops import conv3d_dgrad, conv_dgrad, conv_forward, conv_wgrad, gemm
+from helpers.ops.batchnorm_backward import random_backward_args
+from helpers.ops.batchnorm_forward import random_args as bn_forward_args
+from helpers.runner import path_of
 
 ACTS = ("none", "relu", "sigmoid", "tanh")
 CHANNELS = (1, 3, 16, 17, 32, 48)
@@ -38,31 +54,187 @@ def conv_grid(per_combo: int = 6, seed: int = 1234):
     return cases
 
 
+def _case(n, c, h, w, k, kernel=3, stride=1, padding=1, i=0):
+    return dict(n=n, c=c, h=h, w=w, k=k, kernel=kernel, stride=stride, padding=padding, activation=ACTS[i % 4])
+
+
+# C % 4 runs 1, 2, 3 three times while W % 4 stays 1, 2, 3 for three cases each: all nine pairs;
+# C % 8 and W % 8 cover 1, 2, 3, 5, 6, 7; K too. 3x3 stride 1 (the fast paths), two strided.
+RESIDUES = [_case(1 + i % 2, c, h, w, k, 3, 1 + (i in (4, 8)), 1, i) for i, (c, w, k, h) in enumerate(
+    [(9, 9, 5, 4), (10, 13, 6, 5), (11, 17, 7, 3), (13, 10, 13, 6), (14, 14, 14, 4), (15, 6, 15, 5),
+     (17, 11, 9, 3), (18, 15, 10, 6), (19, 7, 11, 4)])]
+# 3x3 stride-1 layers with K % 16 == 0 (the direct stages' 16-depth blocks) on rows wider than
+# two of stage 08's groups with their halo: the kernels' own fast branch (a window inside dy) runs
+WIDE = [_case(1 + i % 2, c, h, w, k, 3, 1, p, i) for i, (c, h, w, k, p) in enumerate(
+    [(5, 4, 17, 16, 1), (6, 3, 22, 32, 1), (7, 5, 19, 16, 0), (9, 3, 27, 48, 2), (10, 4, 14, 16, 1),
+     (3, 3, 31, 32, 1), (12, 5, 23, 16, 0), (2, 6, 41, 64, 2)])]
+LARGE = [_case(1, 5, 37, 61, 6, 3, 1, 1, 1), _case(1, 6, 45, 30, 3, 3, 2, 1, 0),
+         _case(2, 3, 33, 35, 10, 5, 1, 2, 3), _case(1, 2, 64, 67, 17, 3, 1, 1, 2)]
+TIERS = RESIDUES + WIDE + LARGE
+
+
 def case_id(c) -> str:
     return (f"n{c['n']}c{c['c']}k{c['k']}_{c['h']}x{c['w']}_r{c['kernel']}s{c['stride']}p{c['padding']}"
             f"_{c['activation']}")
 
 
-# Every path a stage has (fast, general, fallback, ...) must be taken by at least this many
-# cases of the grid: a fast path that silently stops being taken fails the tests.
-MIN_PER_PATH = 12
+def wino_grid(seed: int = 12):
+    """3x3 stride-1 shapes: every padding with sizes 1-13 (H != W), channels off every block."""
+    rng = np.random.default_rng(seed)
+    sizes, chans = (1, 2, 3, 5, 7, 8, 13), (1, 3, 16, 17, 33)
+    cases = []
+    for pad, rep in itertools.product(range(3), range(8)):
+        while True:
+            h, w = (int(v) for v in rng.choice(sizes, 2))
+            if h + 2 * pad >= 3 and w + 2 * pad >= 3:
+                break
+        c, k = (int(v) for v in rng.choice(chans, 2))
+        cases.append(dict(n=int(rng.integers(1, 4)), c=c, h=h, w=w, k=k, padding=pad))
+    # more tiles than one 64-wide block of the register-blocked product, a partial last block
+    # and more channels than one step of it (TK), so the prefetch of the next step runs
+    cases.append(dict(n=3, c=37, h=23, w=21, k=66, padding=1))
+    return cases
 
-# Paths no case of the grid can take, each with the test that takes it instead.
-OFF_GRID = {
-    # the column workspace past 32-bit indexing needs > 8 GiB of columns: tests/test_paths.py
-    # lowers the index limit so grid cases take it, tests/test_conv_gemm.py checks the real size
-    "11_gemm_col2im": {"fallback"},
+
+def forward_cases() -> list:
+    """conv_forward's grid: every other case of conv_grid and the tiers without a bias or an
+    activation (what every stage computes), wino_grid's 3x3 stride-1 shapes and six more whose
+    output width is a multiple of 4 (F(4x4)'s float4 stores) for the Winograd stages, and every
+    sixth case of conv_grid with its activation, and a bias on half of them and on those without
+    an activation (the stages with a fused epilogue; the others refuse them by name)."""
+    bare = [dict(c, activation="none", bias=False) for c in conv_grid()[::2] + TIERS]
+    vec4 = [dict(n=1 + i % 2, c=c, h=h, w=w, k=k, padding=p) for i, (c, k, h, w, p) in enumerate(
+        [(3, 5, 5, 8, 1), (17, 6, 9, 12, 1), (2, 19, 7, 6, 0), (9, 4, 6, 10, 0), (5, 3, 11, 4, 2), (10, 7, 4, 16, 1)])]
+    wino = [dict(c, kernel=3, stride=1, activation="none", bias=False) for c in wino_grid() + vec4]
+    fused = [dict(c, bias=c["activation"] == "none" or i % 2 == 0) for i, c in enumerate(conv_grid()[1::6])]
+    return bare + wino + fused
+
+
+# batch norm (N, C, H, W): N = 1, C = 1, H*W = 1, odd sizes, H*W % 4 in {0, 1, 2, 3}, slabs that
+# start misaligned, more values per channel than one work-group holds; the last six with
+# H*W % 4 == 0 (stages 05-06's float4 path). Each with values offset by 0 or 1000 (the
+# statistics' cancellation).
+BN_SHAPES = [(1, 1, 1, 2), (2, 1, 1, 1), (1, 3, 1, 1), (3, 2, 1, 1), (1, 1, 5, 7), (2, 3, 5, 7),
+             (3, 5, 2, 3), (2, 2, 7, 7), (4, 3, 1, 6), (1, 2, 13, 5), (5, 1, 3, 3), (3, 2, 9, 11),
+             (1, 3, 33, 31), (1, 4, 8, 8), (2, 6, 14, 14), (2, 3, 4, 4), (1, 5, 6, 6), (3, 2, 2, 10),
+             (2, 4, 12, 12)]
+# channels too large for one work-group's registers (stage 06 falls back to 05: more than 256 x 25
+# units), centred values: 26,244 values offset by 1000 are past the naive stage's sequential sums
+# (its mean 1000.21 for 1000.45, 1.6x the tolerance)
+BN_LARGE = [(4, 2, 81, 81), (1, 3, 163, 159), (8, 1, 60, 57), (16, 1, 40, 44), (2, 2, 75, 90), (3, 1, 70, 123)]
+BN_MODES = [dict(), dict(momentum=0.1), dict(training=False)]
+BN_OFFSETS = [(0.0, 1.0), (1000.0, 1.0), (1000.0, 0.05)]
+
+# gemm (M, N, K): 1, primes, non-multiples of the tiles and of 4; twelve with N and K multiples
+# of 4 (the float4 path: the first of them, and the last eleven)
+GEMM_SIZES = [(1, 1, 1), (1, 7, 3), (5, 1, 9), (17, 33, 5), (64, 64, 64), (65, 63, 17), (70, 129, 36),
+              (3, 200, 128), (130, 12, 1), (96, 100, 40), (2, 3, 5), (9, 10, 11), (31, 17, 13), (100, 3, 7),
+              (6, 50, 2), (4, 4, 4), (8, 12, 16), (33, 20, 8), (1, 4, 12), (13, 16, 4), (65, 68, 20),
+              (7, 36, 44), (128, 32, 64), (5, 8, 100), (40, 24, 52)]
+# conv3d_dgrad (N, C, D, H, W, K, kernel, stride, padding)
+VOL_CASES = [(1, 2, 4, 5, 3, 3, 3, 1, 1), (2, 3, 5, 4, 6, 4, 3, 2, 1), (1, 1, 1, 1, 1, 1, 1, 1, 0),
+             (1, 5, 6, 3, 5, 7, 2, 2, 0), (2, 4, 3, 7, 4, 2, 3, 3, 2)]
+
+
+def _conv(make):
+    def cases():
+        return [(case_id(c), lambda i=i, c=c: make(c["n"], c["c"], c["h"], c["w"], c["k"], c["kernel"], c["stride"],
+                                                   c["padding"], c["activation"], seed=i))
+                for i, c in enumerate(conv_grid() + TIERS)]
+    return cases
+
+
+def _forward():
+    return [(case_id(c) + "_bias" * c["bias"],
+             lambda i=i, c=c: conv_forward.random_problem_args(c["n"], c["c"], c["h"], c["w"], c["k"], c["kernel"],
+                                                               c["stride"], c["padding"], i, c["activation"], c["bias"]))
+            for i, c in enumerate(forward_cases())]
+
+
+def _bn_forward():
+    out = []
+    for i, (shape, mode) in enumerate((s, m) for s in BN_SHAPES + BN_LARGE for m in BN_MODES
+                                      if not (m.get("training", True) and s[0] * s[2] * s[3] < 2)):
+        offset, scale = BN_OFFSETS[i % len(BN_OFFSETS)] if shape in BN_SHAPES else (0.0, 1.0)
+        out.append((f"{shape} {mode} offset {offset} scale {scale}",
+                    lambda i=i, shape=shape, mode=mode, o=offset, s=scale: bn_forward_args(*shape, offset=o, scale=s,
+                                                                                            seed=i, **mode)))
+    return out
+
+
+def _bn_backward():
+    out = []
+    for i, shape in enumerate(BN_SHAPES + BN_LARGE):
+        offset, scale = BN_OFFSETS[i % len(BN_OFFSETS)] if shape in BN_SHAPES else (0.0, 1.0)
+        for act in ("none", "relu"):
+            out.append((f"{shape} {act} offset {offset}",
+                        lambda i=i, shape=shape, a=act, o=offset, s=scale: random_backward_args(
+                            *shape, activation=a, offset=o, scale=s, seed=i)))
+    return out
+
+
+# each operation's grid: (label, a function making the case's arguments), in a fixed order
+GRIDS = {
+    "conv_dgrad": _conv(conv_dgrad.random_problem_args),
+    "conv_wgrad": _conv(conv_wgrad.random_problem_args),
+    "conv_forward": _forward,
+    "batchnorm_forward": _bn_forward,
+    "batchnorm_backward": _bn_backward,
+    "gemm": lambda: [(f"M{m}N{n}K{k}", lambda i=i, m=m, n=n, k=k: gemm.random_args(m, n, k, seed=i))
+                     for i, (m, n, k) in enumerate(GEMM_SIZES)],
+    "conv3d_dgrad": lambda: [(f"{c}", lambda i=i, c=c: conv3d_dgrad.random_problem_args(*c, seed=i))
+                             for i, c in enumerate(VOL_CASES)],
 }
 
 
-def require_paths(stage, counts: dict, off_grid: bool = False) -> None:
-    """``counts``: path -> cases of the grid that took it (runner.path_taken). ``off_grid``: the
-    cases were changed so that the paths of OFF_GRID are taken too; require them."""
+# Every path a stage has (fast, general, fallback, ...) must be taken by at least this many
+# cases of its grid: a fast path that silently stops being taken fails the tests.
+MIN_PER_PATH = 12
+
+# Paths no case of the grid can take, with the test that takes it instead.
+OFF_GRID = {
+    # the column workspace past 32-bit indexing needs > 8 GiB of columns: tests/test_paths.py
+    # lowers the index limit so grid cases take it, tests/test_conv_gemm.py checks the real size
+    "conv_dgrad/11_gemm_col2im": {"fallback"},
+    # forward F(4x4) falls back to F(2x2) only past 32-bit scratch indices, where F(2x2), whose
+    # scratch is larger on the same layer, cannot run either: no layer takes it (both refuse
+    # what is not 3x3 stride 1, by name)
+    "conv_forward/06_wino4_blocked": {"fallback"},
+}
+
+
+def expected_paths(stage, off_grid: bool = False) -> set:
+    """The paths a stage's grid must take: fast and general (a stage with ``fast``) or only, and
+    fallback (a stage with one); ``off_grid``: OFF_GRID's too."""
     expected = ({"fast", "general"} if stage.fast else {"only"}) | ({"fallback"} if stage.fallback else set())
     if stage.requires and stage.fallback and not stage.fast:     # its own kernel: "only"
         expected.add("only")
-    if not off_grid:
-        expected -= OFF_GRID.get(stage.key, set())
+    return expected if off_grid else expected - OFF_GRID.get(f"{stage.op}/{stage.key}", set())
+
+
+def require_paths(stage, counts: dict, off_grid: bool = False) -> None:
+    """``counts``: path -> cases of the grid that took it (runner.path_taken; "refused": cases the
+    stage cannot run, refused by name before any launch). ``off_grid``: the cases were changed
+    so that the paths of OFF_GRID are taken too; require them. A stage of one path has none to
+    count (the grid test requires that it ran)."""
+    expected = expected_paths(stage, off_grid)
+    if expected == {"only"}:
+        return
     missing = {p: counts.get(p, 0) for p in expected if counts.get(p, 0) < MIN_PER_PATH}
     assert not missing, (f"stage {stage.key}: paths taken too rarely on the grid {missing} "
                          f"(need >= {MIN_PER_PATH} each; all counts: {counts})")
+
+
+def host_paths(stage, ctx, cases) -> Counter:
+    """The paths a stage takes on (label, make_args) cases, decided on the host without a launch
+    (runner.path_of): what the grid test counts while it checks; "refused" for a case the stage
+    cannot run (refused by name)."""
+    paths = Counter()
+    for _, make in cases:
+        try:
+            paths[path_of(stage.op, stage, ctx=ctx, **make())] += 1
+        except ValueError as err:
+            if "cannot run this problem" not in str(err):
+                raise
+            paths["refused"] += 1
+    return paths

@@ -1,6 +1,7 @@
-"""Batch normalization (chapter 14): every stage of both operations against the NumPy reference,
-with guard regions, over awkward shapes; the reference's backward against finite differences and
-PyTorch's autograd; the tolerance against the E[x^2] - E[x]^2 failure; bad input."""
+"""Batch normalization (chapter 14): the stages chained and against PyTorch's autograd; the
+reference's backward against finite differences; the tolerance against the E[x^2] - E[x]^2
+failure; bad input. (Every stage of both operations against the NumPy reference over the awkward
+shapes of tests/shapes.py, with guard regions and its variants: tests/test_stages.py.)"""
 import numpy as np
 import pytest
 
@@ -10,84 +11,32 @@ from helpers.engine.check import MismatchError, check_close
 from helpers.ops.batchnorm_backward import random_backward_args
 from helpers.ops.batchnorm_forward import random_args
 
-STAGES = helpers.stage_names("batchnorm_forward")
+from shapes import BN_SHAPES
 
-# (N, C, H, W): N = 1, C = 1, H*W = 1, odd sizes, H*W % 4 in {0, 1, 2, 3}, slabs that start
-# misaligned, more values per channel than one work-group holds
-SHAPES = [(1, 1, 1, 2), (2, 1, 1, 1), (1, 3, 1, 1), (3, 2, 1, 1), (1, 1, 5, 7), (2, 3, 5, 7),
-          (1, 4, 8, 8), (3, 5, 2, 3), (2, 2, 7, 7), (4, 3, 1, 6), (1, 2, 13, 5), (5, 1, 3, 3),
-          (2, 6, 14, 14), (3, 2, 9, 11), (1, 3, 33, 31)]
-# small work-groups and blocks so that trees have many levels and stage 05 many blocks
-# (stage 02's COALESCED=0: chunks of one element, of many, and work-items left with none); every
-# switch (stage 02's COALESCED and SPLIT_SUMS, 05's REVERSE and EARLY_LOADS, 06's TWO_PASS_STATS) at
-# both settings
-DEFINES = {"naive": [{}], "local_two_pass": [{}, {"WG": 4}, {"COALESCED": 0}, {"WG": 4, "COALESCED": 0},
-                                             {"SPLIT_SUMS": 0}, {"WG": 4, "COALESCED": 0, "SPLIT_SUMS": 0}],
-           "welford": [{}, {"WG": 8}],
-           "vec4": [{}, {"WG": 4}],
-           "fused": [{}, {"WG": 4, "ITEMS": 1}, {"WG": 16, "ITEMS": 3, "REVERSE": 0},
-                     {"WG": 4, "ITEMS": 3, "EARLY_LOADS": 0}, {"WG": 16, "ITEMS": 1, "REVERSE": 0, "EARLY_LOADS": 0}],
-           # WG 4 holds at most 4 x MAX_ITEMS = 100 units a channel: (2, 6, 14, 14), 98 float4s, fills
-           # 25 a work-item; the larger shapes fall back to stage 05
-           "one_pass": [{}, {"WG": 4}, {"WG": 32}, {"TWO_PASS_STATS": 0}, {"WG": 4, "TWO_PASS_STATS": 0}]}
-MODES = [dict(), dict(momentum=0.1), dict(training=False)]
-OFFSETS = [(0.0, 1.0), (1000.0, 1.0), (1000.0, 0.05)]
+STAGES = helpers.stage_names("batchnorm_forward")
 
 
 def test_the_stage_list_is_shared():
     assert helpers.stage_names("batchnorm_backward") == STAGES
     assert STAGES == ["naive", "local_two_pass", "welford", "vec4", "fused", "one_pass"]
-    assert all(np.prod(s) >= 1 for s in SHAPES)
-    assert {(n * h * w) % 4 for n, c, h, w in SHAPES} == {0, 1, 2, 3}
-    assert {(h * w) % 4 for n, c, h, w in SHAPES} == {0, 1, 2, 3}
+    assert [s.variants for s in helpers.REGISTRY["batchnorm_backward"]] == \
+        [s.variants for s in helpers.REGISTRY["batchnorm_forward"]]
+    assert all(np.prod(s) >= 1 for s in BN_SHAPES)
+    assert {(n * h * w) % 4 for n, c, h, w in BN_SHAPES} == {0, 1, 2, 3}
+    assert {(h * w) % 4 for n, c, h, w in BN_SHAPES} == {0, 1, 2, 3}
 
 
 def test_every_switch_is_tested_at_both_settings():
     """A switch (a 0/1 define of the registry that its kernel reads with `#if NAME`) is run over the
-    grid with its default and with the other setting: a new switch must join DEFINES above."""
-    from helpers.engine.build import kernel_source
+    grid with its default and with the other setting (tests/test_stages.py runs each stage's
+    ``variants``): a new switch must join its stage's variants in helpers/stages/batchnorm.py."""
+    from helpers.engine.kernels import kernel_source
     for stage in STAGES:
         s = helpers.get_stage("batchnorm_forward", stage)
         text = kernel_source(s.kernel)
         for name, value in s.defines.items():
             if value in (0, 1) and f"#if {name}" in text:
-                assert any(d.get(name) == 1 - value for d in DEFINES[stage]), f"{stage}: {name}={1 - value} untested"
-
-
-def _cases():
-    i = 0
-    for shape in SHAPES:
-        for mode in MODES:
-            if mode.get("training", True) and shape[0] * shape[2] * shape[3] < 2:
-                continue          # training needs two values per channel (tested below)
-            offset, scale = OFFSETS[i % len(OFFSETS)]
-            yield i, shape, mode, offset, scale
-            i += 1
-
-
-@pytest.mark.parametrize("stage", STAGES)
-def test_forward_matches_reference_with_guards(ctx, stage):
-    for defines in DEFINES[stage]:
-        for i, shape, mode, offset, scale in _cases():
-            args = random_args(*shape, offset=offset, scale=scale, seed=i, **mode)
-            try:
-                helpers.check_stage("batchnorm_forward", stage, ctx=ctx, guard=True, defines=defines, **args)
-            except (AssertionError, helpers.GuardViolation) as err:
-                raise AssertionError(f"{stage} {defines} failed on {shape} {mode} offset {offset} "
-                                     f"scale {scale}:\n{err}") from None
-
-
-@pytest.mark.parametrize("stage", STAGES)
-def test_backward_matches_reference_with_guards(ctx, stage):
-    for defines in DEFINES[stage]:
-        for i, shape in enumerate(SHAPES):
-            for act in ("none", "relu"):
-                offset, scale = OFFSETS[i % len(OFFSETS)]
-                args = random_backward_args(*shape, activation=act, offset=offset, scale=scale, seed=i)
-                try:
-                    helpers.check_stage("batchnorm_backward", stage, ctx=ctx, guard=True, defines=defines, **args)
-                except (AssertionError, helpers.GuardViolation) as err:
-                    raise AssertionError(f"{stage} {defines} failed on {shape} {act} offset {offset}:\n{err}") from None
+                assert any(d.get(name) == 1 - value for d in s.variants), f"{stage}: {name}={1 - value} untested"
 
 
 def test_outputs_and_return_values(ctx):

@@ -17,7 +17,7 @@ import numpy as np
 import pytest
 
 import helpers
-from helpers.engine.build import kernel_source
+from helpers.engine.kernels import kernel_source
 from helpers.engine.check import MismatchError
 from helpers.ops import batchnorm_backward, batchnorm_forward, conv3d_dgrad, conv_dgrad, conv_forward, conv_wgrad, gemm
 from helpers.runner import check_plan, plan_stage, reference_for, stage_source

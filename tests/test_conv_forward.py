@@ -1,8 +1,8 @@
-"""conv_forward (chapter 12): every stage against the NumPy reference with guard regions.
+"""conv_forward (chapter 12): tune candidates, the F(4x4) launches and layouts, the epilogue,
+refusals by name, PyTorch on random shapes, planted faults in the Winograd stages, bad input.
 
-The Winograd stages get a grid of awkward 3x3 stride-1 shapes (odd sizes, partial 2x2 tiles,
-N > 1, channel counts that miss every blocking, padding 0-2); the direct stage also gets other
-kernel sizes and strides, which the Winograd stages must refuse by name.
+Every stage over the forward grid (tests/shapes.py: forward_cases; the Winograd stages' awkward
+3x3 stride-1 shapes among it) with guard regions and its paths counted: tests/test_stages.py.
 """
 import dataclasses
 import itertools
@@ -16,28 +16,10 @@ from helpers.engine.build import kernel_source
 from helpers.ops.conv_forward import random_problem_args
 from helpers.runner import resolve
 
+from shapes import wino_grid
+
 STAGES = helpers.stage_names("conv_forward")
 WINO = [s for s in STAGES if s.startswith("wino")]
-
-
-def wino_grid(seed: int = 12):
-    """3x3 stride-1 shapes: every padding with sizes 1-13 (H != W), channels off every block."""
-    rng = np.random.default_rng(seed)
-    sizes, chans = (1, 2, 3, 5, 7, 8, 13), (1, 3, 16, 17, 33)
-    cases = []
-    for pad, rep in itertools.product(range(3), range(8)):
-        while True:
-            h, w = (int(v) for v in rng.choice(sizes, 2))
-            if h + 2 * pad >= 3 and w + 2 * pad >= 3:
-                break
-        c, k = (int(v) for v in rng.choice(chans, 2))
-        cases.append(dict(n=int(rng.integers(1, 4)), c=c, h=h, w=w, k=k, padding=pad))
-    # more tiles than one 64-wide block of the register-blocked product, a partial last block
-    # and more channels than one step of it (TK), so the prefetch of the next step runs
-    cases.append(dict(n=3, c=37, h=23, w=21, k=66, padding=1))
-    return cases
-
-
 GRID = wino_grid()
 
 
@@ -54,15 +36,6 @@ def test_grid_is_awkward():
     assert any(c["h"] % 2 and c["w"] % 2 for c in GRID)               # partial tiles both ways
     assert any(c["h"] != c["w"] for c in GRID) and any(c["n"] > 1 for c in GRID)
     assert any(c["k"] % 16 and c["c"] % 8 for c in GRID)              # off every blocking
-
-
-@pytest.mark.parametrize("stage", STAGES)
-def test_stage_matches_reference_with_guards(ctx, stage):
-    for i, c in enumerate(GRID):
-        try:
-            helpers.check_stage("conv_forward", stage, ctx=ctx, guard=True, **_args(c, seed=i))
-        except (AssertionError, helpers.GuardViolation) as err:
-            raise AssertionError(f"stage {stage} failed on {case_id(c)}:\n{err}") from None
 
 
 @pytest.mark.parametrize("stage, defines", [
@@ -136,28 +109,6 @@ def test_a_wrong_split_of_the_joint_launch_is_caught(ctx, monkeypatch, old, new,
     s = planted(monkeypatch, "wino4_blocked", old, new, header="winograd_transforms.h")
     with pytest.raises(error):
         helpers.check_stage("conv_forward", s, ctx=ctx, guard=True, **_f4x4_args("conv_forward", seed=3))
-
-
-@pytest.mark.parametrize("kernel, stride, padding", [(1, 1, 0), (2, 2, 1), (3, 2, 1), (3, 3, 2), (5, 1, 2), (5, 2, 4)])
-def test_direct_on_other_kernels_and_strides(ctx, kernel, stride, padding):
-    c = dict(n=2, c=3, h=11, w=8, k=5, padding=padding)
-    helpers.check_stage("conv_forward", "direct", ctx=ctx, guard=True, **_args(c, 1, kernel, stride))
-
-
-EPILOGUES = [("none", True), ("relu", False), ("relu", True), ("sigmoid", True), ("tanh", True)]
-
-
-@pytest.mark.parametrize("activation, bias", EPILOGUES)
-def test_direct_epilogue_matches_reference_with_guards(ctx, activation, bias):
-    """The direct stage's epilogue, act(convolution + bias), on the grid and on other kernels and
-    strides: the portable reference of chapter 13's forward tensor-core stages."""
-    cases = [(c, 3, 1) for c in GRID[::3]] + [(dict(n=2, c=3, h=11, w=8, k=5, padding=p), r, st)
-                                              for r, st, p in ((1, 1, 0), (3, 2, 1), (5, 2, 4))]
-    for i, (c, kernel, stride) in enumerate(cases):
-        args = random_problem_args(c["n"], c["c"], c["h"], c["w"], c["k"], kernel, stride, c["padding"], i,
-                                   activation, bias)
-        assert ("bias" in args) == bias
-        helpers.check_stage("conv_forward", "direct", ctx=ctx, guard=True, **args)
 
 
 def test_epilogue_is_really_checked(ctx):

@@ -62,7 +62,8 @@ def test_column_workspace_past_32_bit_indexing_falls_back_to_the_implicit_gemm()
     assert launch.cols_size(big) == 512 * 9 * 256 * 56 * 56
 
 
-PHASE_STAGES = ("igemm_phases", "igemm_taps")   # the phase split's switches and split-K: both kernels
+# the phase split's switches and split-K: every stage launched as phases
+PHASE_STAGES = [s.name for s in helpers.REGISTRY["conv_dgrad"] if s.launch == "phases"]
 
 
 def test_tap_major_reduction_runs_itself_where_k_allows_and_falls_back_elsewhere(ctx):

@@ -1,8 +1,9 @@
 """The CUDA stages: every .cu kernel compiles to PTX for sm_80 and sm_90 with each of its
 registered define combinations (NVRTC from pip: no GPU needed), the tensor-core stages' PTX holds
-the instructions each is about (mma.sync, ldmatrix, cp.async), and where CuPy sees an NVIDIA
-GPU, every CUDA stage matches the reference on the grid with guard zones and each twin agrees with
-its OpenCL stage. Without CUDA, asking for a CUDA stage is refused with a clear error."""
+the instructions each is about (its registry entry's ``ptx``: mma.sync, ldmatrix, cp.async...),
+and where CuPy sees an NVIDIA GPU each twin agrees with its OpenCL stage and the chapter 13 stages
+run their special cases (every CUDA stage over its operation's grid with guard zones, its paths
+counted: tests/test_stages.py). Without CUDA, asking for a CUDA stage is refused with a clear error."""
 import itertools
 
 import numpy as np
@@ -15,62 +16,21 @@ from helpers.ops import conv_forward
 from helpers.ops.conv_dgrad import random_problem_args
 from helpers.runner import hook, jit_defines, path_of, prepare, stage_source
 from helpers.stages import LOCAL_TWINNED, REGISTRY, twin_of
+from helpers.stages.conv_dgrad import TENSOR_COPY_4D
 
 from shapes import case_id, conv_grid
 
 CUDA_STAGES = [s for stages in REGISTRY.values() for s in stages if s.backend == "cuda"]
 TWINS = [s for s in CUDA_STAGES if s.name.endswith("_cuda")]        # of an OpenCL stage
 TENSOR_CORES = [s for s in CUDA_STAGES if s.tensor_cores]          # chapter 13
-TENSOR_COPY_4D = "cp.async.bulk.tensor.4d.shared::cluster.global.tile.mbarrier::complete_tx::bytes"
-TENSOR_COPY_3D = "cp.async.bulk.tensor.3d.shared::cluster.global.tile.mbarrier::complete_tx::bytes"
+# chapter 13's channel-last kernel (13_tc_nhwc.cu) by its switches: on mma.sync (dy' channel-last or
+# interleaved), on Hopper's wgmma, with the Tensor Memory Accelerator's copies
+CHANNEL_LAST = [s.name for s in TENSOR_CORES if s.op == "conv_dgrad" and s.launch.startswith("mma_nhwc")]
+NHWC_STAGES = [n for n in CHANNEL_LAST if not {"WGMMA", "ILV"} & set(helpers.get_stage("conv_dgrad", n).defines)]
+NCHW32_STAGES = [n for n in CHANNEL_LAST if "ILV" in helpers.get_stage("conv_dgrad", n).defines]
+TMA_STAGES = [n for n in CHANNEL_LAST if helpers.get_stage("conv_dgrad", n).defines.get("TMA")]
+WGMMA_STAGES = [n for n in CHANNEL_LAST if helpers.get_stage("conv_dgrad", n).defines.get("WGMMA") and n not in TMA_STAGES]
 TENSOR_STORE_4D = "cp.async.bulk.tensor.4d.global.shared::cta.bulk_group"
-# what each tensor-core stage's PTX must hold: its fast path, which must not silently disappear
-PTX_HOLDS = {
-    "tc_tf32": ["mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32", "cvt.rna.tf32.f32"],
-    "tc_fp16": ["mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32"],
-    "tc_bf16": ["mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32"],
-    "tc_fp16_ldm": ["mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32", "ldmatrix.sync.aligned.m8n8.x4"],
-    "tc_fp16_pipe": ["mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32", "ldmatrix.sync.aligned.m8n8.x4",
-                     "cp.async.cg.shared.global", "cp.async.wait_group"],
-    "tc_fp16_nhwc": ["mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32", "ldmatrix.sync.aligned.m8n8.x4",
-                     "cp.async.cg.shared.global", "cp.async.wait_group"],
-    "tc_bf16_nhwc": ["mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32", "ldmatrix.sync.aligned.m8n8.x4",
-                     "cp.async.cg.shared.global"],
-    "tc_tf32_nhwc": ["mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32", "ldmatrix.sync.aligned.m8n8.x4",
-                     "cp.async.cg.shared.global", "cvt.rna.tf32.f32", ".entry dy_to_nhwc("],
-    # the interleaved layout: its own copy kernel, the same product
-    "tc_fp16_nchw32": ["mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32", "ldmatrix.sync.aligned.m8n8.x4",
-                       "cp.async.cg.shared.global", ".entry dy_to_nchw32("],
-    "tc_bf16_nchw32": ["mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32", ".entry dy_to_nchw32("],
-    "tc_tf32_nchw32": ["mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32", "cvt.rna.tf32.f32",
-                       ".entry dy_to_nchw32("],
-    # Hopper's warpgroup MMA (WGMMA = 1, sm_90a only): wgmma reads both tiles from shared memory
-    # (m64n64: the test problem has 2 channels, so the blocks narrow to 64, gemm.wgmma_fit)
-    "tc_tf32_wgmma": ["wgmma.mma_async.sync.aligned.m64n64k8.f32.tf32.tf32", "wgmma.fence.sync.aligned",
-                      "wgmma.wait_group.sync.aligned", "fence.proxy.async.shared::cta", "cp.async.cg.shared.global",
-                      "cvt.rna.tf32.f32"],
-    "tc_fp16_wgmma": ["wgmma.mma_async.sync.aligned.m64n64k16.f32.f16.f16", "wgmma.commit_group.sync.aligned",
-                      "fence.proxy.async.shared::cta", "cp.async.cg.shared.global"],
-    "tc_bf16_wgmma": ["wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16", "fence.proxy.async.shared::cta"],
-    # step 8 (TMA = 1): both operands by the Tensor Memory Accelerator, one box per operand and chunk
-    # (4-d for dy', 3-d for w), paced by mbarriers; the product's copies are no longer cp.async
-    "tc_tf32_tma": ["wgmma.mma_async.sync.aligned.m64n64k8.f32.tf32.tf32", TENSOR_COPY_4D, TENSOR_COPY_3D,
-                    "mbarrier.try_wait.parity.shared::cta.b64", "mbarrier.arrive.expect_tx.shared::cta.b64",
-                    "mbarrier.arrive.shared::cta.b64", "cvt.rna.tf32.f32"],
-    "tc_fp16_tma": ["wgmma.mma_async.sync.aligned.m64n64k16.f32.f16.f16", TENSOR_COPY_4D, TENSOR_COPY_3D],
-    "tc_bf16_tma": ["wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16", TENSOR_COPY_4D, TENSOR_COPY_3D],
-    # the forward pass on the same kernel (FWD = 1): one transpose for both copies, its own product
-    "conv_forward/tc_fp16_nhwc": ["mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32", "ldmatrix.sync.aligned.m8n8.x4",
-                                  "cp.async.cg.shared.global", ".entry to_channel_last(", ".entry conv_forward("],
-    "conv_forward/tc_bf16_nhwc": ["mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32", ".entry to_channel_last("],
-    "conv_forward/tc_tf32_nhwc": ["mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32", "cvt.rna.tf32.f32",
-                                  ".entry to_channel_last(", ".entry conv_forward("],
-}
-
-
-def holds_key(s) -> str:
-    """PTX_HOLDS's key of a stage: its name (conv_dgrad) or op/name."""
-    return s.name if s.op == "conv_dgrad" else f"{s.op}/{s.name}"
 
 
 ARCHS = ("compute_80", "compute_90")
@@ -112,24 +72,20 @@ def _args(c, seed=0, op="conv_dgrad"):
 
 
 def test_there_are_cuda_twins():
-    assert len(TWINS) >= 2
-    for s in CUDA_STAGES:
-        assert s.kernel.endswith(".cu") and s.precision in ("fp32", "tf32", "fp16", "bf16")
-        assert s in TWINS or s in TENSOR_CORES, f"{s.key}: a CUDA stage is a twin (<name>_cuda) or chapter 13's"
-    for s in TWINS:
-        assert s.kernel.endswith(".cu") and s.precision in ("fp32", "tf32", "fp16", "bf16")
-        twin = twin_of(s)
-        assert twin.number == s.number and twin.family == s.family and twin.defines == s.defines
-        assert s.fallback is None or helpers.get_stage(s.op, s.fallback).backend == "cuda"
-        assert twin.backend == "opencl" and twin.kernel.rsplit(".", 1)[0] == s.kernel.rsplit(".", 1)[0]
+    """The rules of a CUDA stage (a twin of an OpenCL stage, or chapter 13's on tensor cores;
+    a twin's number, family, defines, tune lists and file; its fallback a CUDA stage) are the
+    registry's validator's (tests/test_registry.py plants each mistake)."""
+    assert len(TWINS) >= 2 and len(TWINS) + len(TENSOR_CORES) == len(CUDA_STAGES)
+    assert all(twin_of(s).backend == "opencl" for s in TWINS)
 
 
 def test_a_cuda_twin_runs_its_opencl_stage_s_tuned_tile(monkeypatch):
     """Without values of its own in results/tuned.json a twin takes its OpenCL stage's (the same
     kernel in another language: compared at the same tile); its own values win when it has them."""
     from helpers import runner
+    from helpers.engine.backends import cuda
     tuned = {"10_hoisted": {"TY": 8, "XPW": 8, "CPW": 8, "SPLIT": 3}}      # SPLIT: not the twin's
-    monkeypatch.setattr(runner.cuda, "describe", lambda: {"name": "Some GPU"})
+    monkeypatch.setattr(cuda, "describe", lambda: {"name": "Some GPU"})
     monkeypatch.setattr(runner, "tuned_for", lambda op, key, dev: runner.Tuned(dict(tuned.get(key, {})), "test"))
     s = helpers.get_stage("conv_dgrad", "hoisted_cuda")
     assert twin_of(s).key == "10_hoisted" and twin_of(twin_of(s)) is None
@@ -157,14 +113,15 @@ def test_cuda_kernel_compiles_to_ptx(stage):
 
 
 @pytest.mark.skipif(NO_NVRTC is not None, reason=f"{NO_NVRTC}")
-@pytest.mark.parametrize("stage", TENSOR_CORES, ids=holds_key)
+@pytest.mark.parametrize("stage", TENSOR_CORES, ids=lambda s: f"{s.op}-{s.name}")
 def test_tensor_core_ptx_holds_its_instructions(stage):
-    assert set(PTX_HOLDS) == {holds_key(s) for s in TENSOR_CORES}, "declare each tensor-core stage's PTX"
+    """What each tensor-core stage's PTX must hold (its registry entry's ``ptx``, which the
+    validator requires of every such stage): its fast path, which must not silently disappear."""
     problem = prepare(stage.op, **_args(PROBLEMS[1], op=stage.op))   # K*KH*KW = 400: the pipelined path
     jit = jit_defines(stage, problem, stage.defines)
     for arch in archs(stage):
         ptx = nvrtc.compile_ptx(stage.kernel, jit, arch, source=stage_source(stage, jit))
-        for instruction in PTX_HOLDS[holds_key(stage)]:
+        for instruction in stage.ptx:
             assert instruction in ptx, f"{stage.name} ({arch}): no {instruction} in its PTX"
 
 
@@ -181,25 +138,7 @@ def test_cuda_stage_refused_without_cuda():
         helpers.run_stage("conv_dgrad", CUDA_STAGES[0].name, **_args(PROBLEMS[0]))
 
 
-@pytest.mark.skipif(NO_CUDA is not None, reason=f"{NO_CUDA}")
-@pytest.mark.parametrize("stage", [s.name for s in CUDA_STAGES if s.op == "conv_dgrad"])
-def test_cuda_stage_matches_reference_with_guards(stage):
-    for i, c in enumerate(conv_grid()):
-        try:
-            helpers.check_stage("conv_dgrad", stage, guard=True, **_args(c, seed=i))
-        except (AssertionError, helpers.GuardViolation) as err:
-            raise AssertionError(f"stage {stage} failed on {case_id(c)}:\n{err}") from None
-
-
-@pytest.mark.skipif(NO_CUDA is not None, reason=f"{NO_CUDA}")
-def test_pipelined_stage_takes_both_paths():
-    """tc_fp16_pipe runs its own kernel where K*KH*KW % 8 == 0 and tc_fp16_ldm elsewhere: both
-    paths are taken by the grid (the guarded run above checked them)."""
-    paths = [path_of("conv_dgrad", "tc_fp16_pipe", **_args(c)) for c in conv_grid()]
-    assert paths.count("only") >= 12 and paths.count("fallback") >= 12, paths
-
-
-@pytest.mark.parametrize("stage", ["tc_fp16_nhwc", "tc_bf16_nhwc", "tc_tf32_nhwc"])
+@pytest.mark.parametrize("stage", NHWC_STAGES)
 def test_channel_last_stages_take_both_paths(stage):
     """The channel-last stages run their own kernels where K is a multiple of a 16-byte copy and
     fall back elsewhere: both cases are in the grid (decided on the host by the stage's
@@ -219,7 +158,7 @@ def test_channel_last_stages_take_both_paths(stage):
     assert needs.count(None) >= 4 and all("bytes of shared memory" in n for n in needs if n), needs
 
 
-@pytest.mark.parametrize("stage", ["tc_fp16_nchw32", "tc_bf16_nchw32", "tc_tf32_nchw32"])
+@pytest.mark.parametrize("stage", NCHW32_STAGES)
 def test_interleaved_stages_pad_k_and_refuse_nothing(stage):
     """The interleaved stages pad K with zeros to a multiple of 32 instead of refusing it: every
     grid problem runs their own kernels, the copies are sized for the padded K, and the launch of
@@ -402,7 +341,7 @@ def test_wgmma_rate_kernel_builds_for_sm_90a_only():
 
 
 @pytest.mark.skipif(NO_CUDA is not None, reason=f"{NO_CUDA}")
-@pytest.mark.parametrize("stage", ["tc_tf32_wgmma", "tc_fp16_wgmma", "tc_bf16_wgmma"])
+@pytest.mark.parametrize("stage", WGMMA_STAGES)
 def test_wgmma_block_widths_match_reference_with_guards(stage):
     """BN = 64, 128 and 256 (the grid's few channels narrow every block to 64): layers of 300 and
     260 channels, so each width runs with a partial last block, stride 1 and 2, an activation,
@@ -414,9 +353,6 @@ def test_wgmma_block_widths_match_reference_with_guards(stage):
             plan = helpers.plan_stage("conv_dgrad", stage, defines=d, **args)
             assert plan.stage.name == stage and plan.jit_defines["BN"] == bn    # its own kernel, this width
             helpers.check_stage("conv_dgrad", stage, guard=True, defines=d, **args)
-
-
-TMA_STAGES = ["tc_tf32_tma", "tc_fp16_tma", "tc_bf16_tma"]
 
 
 @pytest.mark.skipif(NO_NVRTC is not None, reason=f"{NO_NVRTC}")
@@ -602,22 +538,3 @@ def test_forward_tensor_core_requirements(stage):
     x_copy, w_copy, product = gemm.mma_fwd_steps(p, s.defines)
     assert x_copy.kernel == w_copy.kernel == "to_channel_last" and product.kernel == "conv_forward"
     assert product.args[3] == "bias" and product.args[4:11] == ("N", "K", "OH", "OW", "C", "H", "W")
-
-
-@pytest.mark.skipif(NO_CUDA is not None, reason=f"{NO_CUDA}")
-@pytest.mark.parametrize("stage", FORWARD_TC)
-def test_forward_tensor_core_stage_matches_reference_with_guards(stage):
-    """Every grid case as a forward problem (bias on half of those without an activation, on all
-    with one): the stage's own kernel where C suits it, checked with guard zones; a clear refusal
-    elsewhere."""
-    ran = 0
-    for i, c in enumerate(conv_grid()):
-        args = _args(c, seed=i, op="conv_forward")
-        try:
-            helpers.check_stage("conv_forward", stage, guard=True, **args)
-            ran += 1
-        except ValueError as err:
-            assert "is not a multiple of" in str(err), err
-        except (AssertionError, helpers.GuardViolation) as err:
-            raise AssertionError(f"stage {stage} failed on {case_id(c)} (bias {'bias' in args}):\n{err}") from None
-    assert ran >= 60, ran

@@ -22,10 +22,14 @@ from helpers import runner
 from helpers.engine import tensor as tensors
 from helpers.engine.backends import BackendUnavailable, cuda, cuda_missing
 from helpers.engine.backends.cuda import CudaTensor
-from helpers.engine.tensor import DeviceTensor, from_bfloat16, to_bfloat16
+from helpers.engine.backends.opencl import DeviceTensor
+from helpers.engine.tensor import from_bfloat16, to_bfloat16
 from helpers.engine.timing import time_plan
 from helpers.ops.conv_dgrad import random_problem_args
-from helpers.runner import ClPlan, CudaPlan, plan_stage
+from helpers.engine.backends import opencl
+from helpers.engine.backends.opencl import ClPlan
+from helpers.engine.backends.cuda import CudaPlan
+from helpers.runner import plan_stage
 
 NO_CUDA = cuda_missing()
 gpu = pytest.mark.skipif(NO_CUDA is not None, reason=f"{NO_CUDA}")
@@ -126,7 +130,7 @@ def test_cuda_guards_are_the_opencl_guards(ctx, host_cuda, dtype, is_input):
 
 def test_an_opencl_stage_refuses_a_cuda_tensor_before_building(ctx, host_cuda, monkeypatch):
     a = random_problem_args(1, 4, 5, 5, 3, seed=2)
-    monkeypatch.setattr(runner, "build", lambda *args, **kw: pytest.fail("built before the refusal"))
+    monkeypatch.setattr(opencl, "build", lambda *args, **kw: pytest.fail("built before the refusal"))
     t = CudaTensor.from_array(a["grad_output"])
     with pytest.raises(TypeError, match=r"^grad_output: stage 02_naive runs on OpenCL, but the CudaTensor "
                                         r"given lives on CUDA; pass a NumPy array or a DeviceTensor$"):

@@ -21,7 +21,7 @@ import numpy as np
 import pytest
 
 import helpers
-from helpers.emulation import EmulatedPlan, check_emulated, emulate_stage
+from helpers.emulation import check_emulated, emulate_stage
 from helpers.engine import fragments
 from helpers.engine.backends import emulated
 from helpers.engine.check import MismatchError
@@ -292,4 +292,4 @@ def test_emulated_tma_store_matches_reference(stage):
 
 def test_an_opencl_stage_is_sent_to_pocl():
     with pytest.raises(ValueError, match="OpenCL stage"):
-        EmulatedPlan("conv_dgrad", "naive", prepare("conv_dgrad", **_args(DIRECT[0])))
+        emulate_stage("conv_dgrad", "naive", **_args(DIRECT[0]))

@@ -8,6 +8,7 @@ import pytest
 from helpers.chapters import exercises as ex
 from helpers.chapters.direct import valid_table
 from helpers.chapters.kernel_exercises import GAPS, kernel_gap
+from helpers.engine.backends.opencl import ClPlan
 from helpers.ops.reference import output_size
 
 
@@ -367,7 +368,7 @@ def test_a_kernel_that_faults_is_named_and_the_context_is_not_reused(own_ctx, ca
     def fault(self):
         raise cl.LogicError("clFinish failed: INVALID_COMMAND_QUEUE")
     with monkeypatch.context() as m:
-        m.setattr(helpers.runner.ClPlan, "enqueue", fault)
+        m.setattr(ClPlan, "enqueue", fault)
         assert not gap.check(right, ctx=own_ctx)
     out = capsys.readouterr().out
     assert out.startswith("Not yet") and "fault on the device" in out and "INVALID_COMMAND_QUEUE" in out, out
@@ -527,7 +528,7 @@ def test_check_stage_names_a_fault_on_the_device(own_ctx, monkeypatch):
 
     def fault(self):
         raise cl.LogicError("clFinish failed: INVALID_COMMAND_QUEUE")
-    monkeypatch.setattr(helpers.runner.ClPlan, "enqueue", fault)
+    monkeypatch.setattr(ClPlan, "enqueue", fault)
     with pytest.raises(RuntimeError, match="02_naive stopped with a fault on the device.*Restart Kernel"):
         helpers.check_stage("conv_dgrad", "naive", ctx=own_ctx, **random_problem_args(1, 3, 5, 4, 2, 3, 1, 1, "none"))
     assert faulted(own_ctx)

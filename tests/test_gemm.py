@@ -1,24 +1,10 @@
-"""Op gemm: every registered stage against NumPy over awkward sizes with guard regions; bad input."""
+"""Op gemm: other tiles, the float4 path, tile constraints, bad input (every registered stage over
+the awkward sizes of tests/shapes.py with guard regions: tests/test_stages.py)."""
 import numpy as np
 import pytest
 
 import helpers
 from helpers.ops.gemm import random_args, tile_requires
-
-STAGES = helpers.stage_names("gemm")
-# sizes of 1, primes, non-multiples of the tiles and of 4, multiples of 4 (the float4 path)
-SIZES = [(1, 1, 1), (1, 7, 3), (5, 1, 9), (17, 33, 5), (64, 64, 64), (65, 63, 17), (70, 129, 36),
-         (3, 200, 128), (130, 12, 1), (96, 100, 40)]
-
-
-@pytest.mark.parametrize("stage", STAGES)
-def test_stage_matches_reference_with_guards(ctx, stage):
-    for i, (m, n, k) in enumerate(SIZES):
-        try:
-            helpers.check_stage("gemm", stage, ctx=ctx, guard=True, **random_args(m, n, k, seed=i))
-        except (AssertionError, helpers.GuardViolation) as err:
-            raise AssertionError(f"gemm stage {stage} failed on M={m} N={n} K={k}:\n{err}") from None
-
 
 def test_register_blocked_other_tiles(ctx):
     for tiles in ({"TM": 32, "TN": 64, "TK": 8, "WM": 4, "WN": 4}, {"TM": 128, "TN": 128, "TK": 16, "WM": 8, "WN": 8}):

@@ -11,14 +11,11 @@ import pytest
 
 import helpers
 from helpers import stages as registry
-from helpers.engine.build import kernel_source
+from helpers.engine.kernels import kernel_source
 from helpers.ops import conv3d_dgrad, conv_dgrad, conv_forward, conv_wgrad, gemm
 from helpers.runner import path_of
 
-from shapes import case_id, conv_grid
-from test_conv3d import CASES as VOL_CASES
-from test_conv_forward import wino_grid
-from test_gemm import SIZES as GEMM_SIZES
+from shapes import GEMM_SIZES, VOL_CASES, case_id, conv_grid, wino_grid
 
 PREFETCH = {"GEMM_PREFETCH": 1}
 BIG = {"TM": 128, "TN": 128, "TK": 16, "WM": 8, "WN": 8}       # the largest tune tiles
@@ -27,7 +24,7 @@ BIG = {"TM": 128, "TN": 128, "TK": 16, "WM": 8, "WN": 8}       # the largest tun
 UNEVEN = {"TM": 48, "TN": 24, "TK": 16, "WM": 4, "WN": 4}
 TILES = {"default": {}, "big": BIG, "uneven": UNEVEN}
 
-# every stage built on gemm_core.h declares the switch (helpers/stages.py: TILES)
+# every stage built on gemm_core.h declares the switch (helpers/stages/params.py: TILES)
 STAGES = [(op, s.name) for op, stages in registry.REGISTRY.items() for s in stages
           if "GEMM_PREFETCH" in s.defines]
 

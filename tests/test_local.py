@@ -10,7 +10,7 @@ from helpers.stages import REGISTRY
 
 from shapes import case_id, conv_grid, require_paths
 
-TILED = ("local_tile", "register_block", "prefetch", "transposed", "padded", "swizzle", "hoisted")
+TILED = [s.name for s in REGISTRY["conv_dgrad"] if s.family == "local" and s.backend == "opencl"]
 # the tiled stages' switches (a define whose candidates are 0 and 1), each away from its default:
 # test_conv_dgrad grids the defaults, this the other setting, over the same grid with guards
 SWITCHES = [(s.name, {k: v}) for s in REGISTRY["conv_dgrad"] if s.family == "local" and s.backend == "opencl"

@@ -1,7 +1,7 @@
 """Which path each problem takes (fast, general, fallback), decided on the host without a launch:
-every path of every conv_dgrad stage is taken by enough cases of the grid, and a fast path
-disabled by a changed threshold fails that requirement. Needs no PyTorch and no kernel run
-(the grid tests in test_conv_dgrad.py count the same paths on the cases they run)."""
+a fast path disabled by a changed threshold fails the grid's path count, a path off the grid is
+taken when the limit that guards it is lowered, and a plan reports the path it took. (Every path
+of every stage counted on its grid: tests/test_stages.py.)"""
 import pytest
 
 import helpers
@@ -9,27 +9,11 @@ from helpers.launch import direct, gemm
 from helpers.ops.conv_dgrad import random_problem_args
 from helpers.runner import path_of
 
-from shapes import conv_grid, require_paths
-
-GRID = conv_grid()
+from shapes import GRIDS, host_paths, require_paths
 
 
-def grid_paths(stage, ctx) -> dict:
-    counts = {}
-    for i, c in enumerate(GRID):
-        args = random_problem_args(c["n"], c["c"], c["h"], c["w"], c["k"], c["kernel"], c["stride"],
-                                   c["padding"], c["activation"], seed=i)
-        p = path_of("conv_dgrad", stage, ctx=ctx, **args)
-        counts[p] = counts.get(p, 0) + 1
-    return counts
-
-
-# stage auto reports the path of the stage it chose (tests/test_chooser.py); deciding it times
-# every candidate, so auto is not walked over the whole grid here
-@pytest.mark.parametrize("stage", [s for s in helpers.stage_names("conv_dgrad")
-                                   if not helpers.get_stage("conv_dgrad", s).choose])
-def test_every_path_is_taken_on_the_grid(ctx, stage):
-    require_paths(helpers.get_stage("conv_dgrad", stage), grid_paths(stage, ctx))
+def grid_paths(name, ctx) -> dict:
+    return host_paths(helpers.get_stage("conv_dgrad", name), ctx, GRIDS["conv_dgrad"]())
 
 
 @pytest.mark.parametrize("stage", ["output_depth", "input_depth", "width"])

@@ -11,7 +11,8 @@ from helpers import stages as registry
 from helpers.engine import tensor as tensors
 from helpers.engine.build import kernel_source
 from helpers.engine.check import MismatchError, tolerance_stored
-from helpers.engine.tensor import DeviceTensor, from_bfloat16, to_bfloat16
+from helpers.engine.backends.opencl import DeviceTensor
+from helpers.engine.tensor import from_bfloat16, to_bfloat16
 from helpers.ops import batchnorm_forward as bn
 from helpers.ops import conv_forward as fwd
 from helpers.ops.conv_dgrad import random_problem_args

@@ -73,7 +73,7 @@ def test_pooling_kernels_match_numpy_with_guards(shape):
     """kernels/train/pool.cl against model.py's NumPy pooling (the reference step's), inside guard
     zones, on shapes whose element counts are not multiples of the work-group."""
     from helpers.engine.devices import get_context, get_queue
-    from helpers.engine.tensor import DeviceTensor
+    from helpers.engine.backends.opencl import DeviceTensor
     from helpers.train.kernels import TrainKernels
     from tests.conftest import DEVICES
     ctx = get_context(DEVICES[0])

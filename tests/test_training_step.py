@@ -8,10 +8,10 @@ import numpy as np
 import pytest
 
 from helpers.engine import tensor as tensors
-from helpers.engine.build import kernel_source
+from helpers.engine.kernels import kernel_source
 from helpers.engine.check import MismatchError, check_close, rtol_for_sum
 from helpers.engine.devices import get_context, get_queue
-from helpers.engine.tensor import DeviceTensor
+from helpers.engine.backends.opencl import DeviceTensor
 from helpers.runner import GuardViolation
 from helpers.train import data, model, resnet_stage, run
 from helpers.train.course import CourseNet

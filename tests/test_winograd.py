@@ -7,7 +7,7 @@ import pytest
 
 from helpers.ops import reference as ref
 from helpers.chapters import winograd as wg
-from helpers.engine.build import COMMON
+from helpers.engine.kernels import COMMON
 
 
 @pytest.mark.parametrize("m, r, points", [(2, 3, None), (4, 3, None), (3, 2, (0, 1, -1)),

@@ -6,7 +6,7 @@ import pytest
 
 import helpers
 from helpers import stages as registry
-from helpers.engine.build import kernel_source
+from helpers.engine.kernels import kernel_source
 from helpers.launch import Workspace, family
 from helpers.ops.conv_forward import random_problem_args
 from helpers.runner import prepare, workspace_bytes

@@ -20,7 +20,8 @@ import re
 import numpy as np
 import pyopencl as cl
 
-from ..engine.build import KernelBuildError, kernel_source
+from ..engine.build import KernelBuildError
+from ..engine.kernels import kernel_source
 from ..engine.devices import FAULT_HINT, fault_report, faulted, get_context
 from ..engine.check import MismatchError
 from ..runner import GuardViolation, check_plan, plan_stage

@@ -19,7 +19,7 @@ import os
 import re
 from dataclasses import dataclass
 
-from ..engine.build import kernel_source
+from ..engine.kernels import kernel_source
 from ..engine.devices import device_info, get_context, short_name
 from ..stages import get_stage
 

@@ -281,7 +281,7 @@ def forward_blocks(kernel: str = "conv_dgrad/13_tc_nhwc.cu") -> list[tuple[int, 
 def switch_blocks(switch: str, kernel: str = "conv_dgrad/13_tc_nhwc.cu") -> list[tuple[int, list[str]]]:
     """The kernel's lines that only a build with ``switch`` = 1 compiles: each ``#if <switch>``
     block up to its ``#else``, ``#elif`` or ``#endif``, as (first line number, lines)."""
-    from ..engine.build import kernel_source
+    from ..engine.kernels import kernel_source
     lines = kernel_source(kernel).splitlines()
     out, i = [], 0
     while i < len(lines):

@@ -299,7 +299,7 @@ def _wgrad_header(at, g, bt, points) -> str:
 
 def write_headers() -> list[str]:
     """Regenerate every header of HEADERS; returns their paths."""
-    from ..engine.build import COMMON
+    from ..engine.kernels import COMMON
     paths = []
     for (m, r), name in HEADERS.items():
         (COMMON / name).write_text(header_source(m, r))

@@ -1,48 +1,24 @@
-"""Building kernels from kernels/ with -D JIT parameters; each program built once per device.
+"""Building OpenCL programs from kernels/ with -D JIT parameters; each built once per context.
 
     prg = build(ctx, "conv_dgrad/02_naive.cl", {"KH": 3, "KW": 3, "STRIDE": 1, "ACT": "ACT_RELU"})
     k = kernel(prg, "conv_dgrad")
 
-``#include "course.h"`` resolves to kernels/common/. A failed build raises KernelBuildError with
-the compiler's log and the source lines it points at.
+``#include "course.h"`` resolves to kernels/common/ (the kernel files and their options:
+engine/kernels.py). A failed build raises KernelBuildError with the compiler's log and the
+source lines it points at.
 """
 from __future__ import annotations
 
 import re
 import warnings
-from pathlib import Path
 
 import pyopencl as cl
 
-ROOT = Path(__file__).resolve().parents[2]
-KERNELS = ROOT / "kernels"
-COMMON = KERNELS / "common"
+from .kernels import kernel_source, options
 
 
 class KernelBuildError(RuntimeError):
     """The OpenCL compiler rejected a kernel; the message holds the log and the offending lines."""
-
-
-def kernel_path(relpath: str) -> Path:
-    path = KERNELS / relpath
-    if not path.is_file():
-        raise FileNotFoundError(f"No kernel file kernels/{relpath}")
-    return path
-
-
-def kernel_source(relpath: str) -> str:
-    """The text of a kernel file (what notebooks show)."""
-    return kernel_path(relpath).read_text()
-
-
-def options(defines: dict | None) -> list[str]:
-    """Compiler options: the include path for kernels/common and one -DNAME=VALUE per define."""
-    opts = [f"-I{COMMON}"]
-    for name, value in sorted((defines or {}).items()):
-        if isinstance(value, bool):
-            value = int(value)
-        opts.append(f"-D{name}={value}")
-    return opts
 
 
 def _offending_lines(log: str, source: str, context: int = 1) -> str:

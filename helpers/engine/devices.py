@@ -30,11 +30,6 @@ class NoDeviceError(RuntimeError):
     """No OpenCL platform or no device matching the request."""
 
 
-class DeviceLimitError(ValueError):
-    """A configuration this device cannot launch (more work-items per group than the compiled
-    kernel allows here); raised before any launch. Another device, or other JIT parameters, may run it."""
-
-
 # A kernel that faults on a GPU (an address outside the memory it may use: a local-memory index
 # past its tile, say) leaves its OpenCL context unusable: every later build or launch on it fails
 # (NVIDIA: INVALID_COMMAND_QUEUE, then error -9999 at each build). Only learners' code can fault

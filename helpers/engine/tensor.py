@@ -1,6 +1,6 @@
 """Device tensors: dtype, shape, layout, optional guard zones; one interface on both backends.
 
-    t = DeviceTensor.from_array(ctx, x, dtype="float16")    # OpenCL: one upload
+    t = DeviceTensor.from_array(ctx, x, dtype="float16")    # OpenCL (backends/opencl.py): one upload
     t = CudaTensor.from_array(x, dtype="float16")           # CUDA (backends/cuda.py): the same
     first = plan_stage(op, stage, ctx=ctx, grad_output=t, ...)
     second = plan_stage(op2, stage2, ctx=ctx, x=first.tensor("grad_input"), ...)   # no copy
@@ -25,7 +25,6 @@ import re
 from collections import Counter
 
 import numpy as np
-import pyopencl as cl
 
 CANARY = np.uint32(0xDEADBEEF)   # a float32 no kernel computes by chance (-6.26e18)
 GUARD_BYTES = 4096
@@ -37,7 +36,7 @@ DTYPES = {"float32": (np.dtype(np.float32), CANARY),
 STORAGE = {"fp32": "float32", "tf32": "float32", "fp16": "float16", "bf16": "bfloat16"}
 LAYOUTS = ("NCHW", "NHWC")
 INTERLEAVED = re.compile(r"^NC/(\d+)HW(\d+)$")   # "NC/32HW32": C in blocks of 32, innermost
-TRANSFERS = Counter()   # "upload" and "read": host <-> device copies made through DeviceTensor
+TRANSFERS = Counter()   # "upload" and "read": host <-> device copies made through a Tensor
 
 
 def to_bfloat16(x) -> np.ndarray:
@@ -123,13 +122,13 @@ def default_dtype(array: np.ndarray) -> str:
 
 
 class Tensor:
-    """What a device tensor is on either backend (DeviceTensor: OpenCL; CudaTensor in
+    """What a device tensor is on either backend (DeviceTensor in backends/opencl.py; CudaTensor in
     backends/cuda.py): dtype, shape, layout, optional guard zones (NaN around and, for outputs, in
     it; canaries around outputs), counted transfers. A backend supplies where the values live:
     ``_allocate(count)`` (a buffer of ``count`` stored elements), ``_view(parent, offset, count)``
     (the tensor's part of a guarded buffer) and ``_transfer(dest, src)`` (one copy between a
     device buffer and a host array, either way)."""
-    backend = ""            # "opencl" or "cuda": the stages that can read it (helpers/stages.py)
+    backend = ""            # "opencl" or "cuda": the stages that can read it (Stage.backend)
 
     def _lay_out(self, name: str, shape: tuple, host: np.ndarray | None, guard: bool, is_input: bool,
                  dtype: str, layout: str, align: int = 1) -> None:
@@ -209,33 +208,3 @@ class Tensor:
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}({self.name!r}, {self.dtype}, {self.shape}, {self.layout})"
-
-
-class DeviceTensor(Tensor):
-    """A tensor on an OpenCL device, on one context and the in-order queue its launches use."""
-    backend = "opencl"
-
-    def __init__(self, ctx, queue, name: str, shape: tuple, host: np.ndarray | None = None,
-                 guard: bool = False, is_input: bool = False, dtype: str = "float32", layout: str = "NCHW"):
-        self.ctx, self.queue = ctx, queue
-        self._lay_out(name, shape, host, guard, is_input, dtype, layout,
-                      align=ctx.devices[0].mem_base_addr_align // 8)
-
-    @classmethod
-    def from_array(cls, ctx, array: np.ndarray, dtype: str | None = None, layout: str = "NCHW",
-                   guard: bool = False, name: str = "tensor", queue=None) -> "DeviceTensor":
-        """Upload ``array`` (a float32 or float16 NumPy array, converted to ``dtype``; default: its
-        own): the rule of run_stage's arguments (check_host)."""
-        from .devices import get_queue
-        check_host("array", array, dtype, "DeviceTensor.from_array")
-        return cls(ctx, queue or get_queue(ctx), name, array.shape, array, guard, True,
-                   dtype or default_dtype(array), layout)
-
-    def _allocate(self, count: int):
-        return cl.Buffer(self.ctx, cl.mem_flags.READ_WRITE, count * self.storage.itemsize)
-
-    def _view(self, parent, offset: int, count: int):
-        return parent.get_sub_region(offset * self.storage.itemsize, count * self.storage.itemsize)
-
-    def _transfer(self, dest, src) -> None:
-        cl.enqueue_copy(self.queue, dest, src)

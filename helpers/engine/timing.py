@@ -7,15 +7,20 @@ Each repetition's time is the device's own (profiling events: end of the last ke
 stage minus start of the first), not the host's wall clock. On GPUs a buffer larger than the
 last-level cache is overwritten between repetitions, so no repetition finds its inputs already
 cached by the previous one (a real network's layer does not either).
+
+time_plan and time_steps serve both backends (a plan times itself with its backend's events);
+the functions below them that take an OpenCL queue import pyopencl when they run, so a CUDA
+plan is timed without it.
 """
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
+from typing import TYPE_CHECKING
 
 import numpy as np
-import pyopencl as cl
 
-from .devices import is_gpu
+if TYPE_CHECKING:
+    import pyopencl as cl
 
 
 @dataclass
@@ -56,6 +61,7 @@ _flush_buffers: dict = {}
 
 def default_flush_bytes(ctx: cl.Context) -> int:
     """GPUs: 4x the reported cache, at least 128 MiB. CPUs: 0 (PoCL's timings are long enough)."""
+    from .devices import is_gpu
     dev = ctx.devices[0]
     if not is_gpu(dev):
         return 0
@@ -66,6 +72,7 @@ def flush_cache(queue: cl.CommandQueue, nbytes: int):
     """Overwrite ``nbytes`` of device memory (evicting the cache); returns the event or None."""
     if nbytes <= 0:
         return None
+    import pyopencl as cl
     key = (queue.context.int_ptr, nbytes)
     buf = _flush_buffers.get(key)
     if buf is None:
@@ -83,6 +90,7 @@ def time_enqueue(enqueue, queue: cl.CommandQueue, *, warmup: int = 3, repeats: i
     """Time ``enqueue()`` (which returns the events of one run) ``repeats`` times after warm-up."""
     if repeats < 3:
         raise ValueError("repeats must be >= 3 to report a median and a spread")
+    import pyopencl as cl
     if flush_bytes is None:
         flush_bytes = default_flush_bytes(queue.context)
     for _ in range(warmup):

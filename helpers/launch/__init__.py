@@ -1,69 +1,48 @@
 """Launchers, one module per kernel family: how a registered stage becomes kernel launches.
 
-The registry (helpers/stages.py) names a stage's ``family``; the family's module turns a stage,
+The registry (helpers/stages/) names a stage's ``family``; the family's module turns a stage,
 a problem and the stage's JIT parameters into ``Step``s (kernel, grid, block, arguments) and
-declares its workspaces. A family module provides:
+declares its workspaces. A family is a module of this package that provides:
 
+    LAUNCHES                                            its launches by name (the registry's ``launch``)
     steps(stage, problem, defines) -> [Step, ...]       every launch of the stage, in order
     workspace(stage, problem, defines) -> {name: Workspace}   scratch buffers (may be empty)
 
 and any functions the registry names by string: ``jit`` (extra defines derived from the
-problem), ``requires`` (None, or the unmet need), ``source`` (generated kernel text).
+problem), ``requires`` (None, or the unmet need), ``source`` (generated kernel text). The
+families are found, not listed: a new one is a new module here (the registry's validator checks
+each entry against its family when the registry loads).
 """
 from __future__ import annotations
 
+import functools
 import importlib
-from dataclasses import dataclass
+import pkgutil
 
-import numpy as np
-
-FAMILIES = ("direct", "local", "winograd", "batchnorm", "gemm", "wgrad")
+from ..engine.plan import Step, TensorMap, Workspace  # noqa: F401 (what every family builds)
 
 
 def round_up(x: int, m: int) -> int:
     return (x + m - 1) // m * m
 
 
-@dataclass(frozen=True)
-class Step:
-    """One kernel launch: kernel name, grid of work-items (global size), block (work-group) and
-    the arguments: tensor or scalar names of the problem, workspace names, or typed NumPy scalars."""
-    kernel: str
-    global_size: tuple
-    local_size: tuple | None
-    args: tuple
-    shared: int = 0        # CUDA: bytes of dynamic shared memory per block (0: none)
+def families() -> list[str]:
+    """The kernel families: the modules of this package with LAUNCHES, steps and workspace."""
+    return sorted(m.name for m in pkgutil.iter_modules(__path__) if _is_family(m.name))
 
 
-@dataclass(frozen=True)
-class TensorMap:
-    """A kernel argument of a CUDA stage that copies by Hopper's Tensor Memory Accelerator: the
-    address of a tensor map made on the host for ``tensor`` (a tensor or workspace name) viewed
-    as a contiguous array of extents ``dims`` (innermost first), read in boxes of ``box``
-    elements, a box written to shared memory with the 128-byte swizzle, or without it (``swizzle``
-    False: the box lies densely, as a TMA store reads it) (helpers/engine/backends/cuda.py:
-    tensor_map)."""
-    tensor: str
-    dims: tuple
-    box: tuple
-    swizzle: bool = True
-
-
-@dataclass(frozen=True)
-class Workspace:
-    """A scratch buffer of a stage: element type and number of elements."""
-    dtype: str
-    count: int
-
-    @property
-    def nbytes(self) -> int:
-        return np.dtype(self.dtype).itemsize * int(self.count)
+@functools.lru_cache(maxsize=None)
+def _is_family(name: str) -> bool:
+    if name not in {m.name for m in pkgutil.iter_modules(__path__)}:
+        return False
+    module = importlib.import_module(f"{__name__}.{name}")
+    return all(hasattr(module, a) for a in ("LAUNCHES", "steps", "workspace"))
 
 
 def family(name: str):
     """The launcher module of a kernel family."""
-    if name not in FAMILIES:
-        raise ValueError(f"unknown kernel family {name!r}; the families are {', '.join(FAMILIES)}")
+    if not _is_family(name):
+        raise ValueError(f"unknown kernel family {name!r}; the families are {', '.join(families())}")
     return importlib.import_module(f"{__name__}.{name}")
 
 

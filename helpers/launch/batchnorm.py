@@ -38,19 +38,28 @@ def blocks(p: Problem, d: dict) -> int:
     return -(-units(p) // (d["WG"] * d["ITEMS"]))
 
 
-def geometry(kind: str, p: Problem, d: dict):
-    c, wg = p.dims["C"], d["WG"]
-    if kind == "per_channel":          # one work-item per channel
-        return (round_up(c, wg),), (wg,)
-    if kind == "group_per_channel":    # one work-group per channel
-        return (wg * c,), (wg,)
-    return (wg * blocks(p, d), c), (wg, 1)   # blocks of a channel x channels
+def per_channel(p: Problem, d: dict):
+    """One work-item per channel."""
+    return (round_up(p.dims["C"], d["WG"]),), (d["WG"],)
+
+
+def group_per_channel(p: Problem, d: dict):
+    """One work-group per channel."""
+    return (d["WG"] * p.dims["C"],), (d["WG"],)
+
+
+def channel_blocks(p: Problem, d: dict):
+    """Blocks of a channel x channels."""
+    return (d["WG"] * blocks(p, d), p.dims["C"]), (d["WG"], 1)
+
+
+# the family's launches, by name (the registry's ``launch``): their grids
+LAUNCHES = {"per_channel": per_channel, "group_per_channel": group_per_channel, "blocks": channel_blocks}
 
 
 def steps(stage, p: Problem, d: dict) -> list:
-    kind = stage.launch
-    fused = kind == "blocks"
-    g, l = geometry(kind, p, d)
+    fused = stage.launch == "blocks"
+    g, l = LAUNCHES[stage.launch](p, d)
     if p.op == "batchnorm_backward":
         if fused:
             return [Step("bn_sums_partial", g, l, ("grad_output", "output", "x", "mean", "partials",

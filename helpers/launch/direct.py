@@ -17,9 +17,6 @@ from ..ops.problem import Problem
 from . import Step, round_up
 from .unrolled import BLOCK, check_params, kernel_text
 
-LAUNCHES = ("per_input_element", "channel_tiles", "channel_width_tiles", "per_output_element", "per_weight")
-
-
 def positive_wg(d: dict) -> None:
     wg = d["WG"]
     if not isinstance(wg, int) or isinstance(wg, bool) or wg < 1:
@@ -79,11 +76,13 @@ def unrolled(stage, defines: dict) -> str:
     return kernel_text(stage.kernel, defines)
 
 
+# the family's launches: its grids, by name (the registry's ``launch``)
+LAUNCHES = {grid.__name__: grid for grid in (per_input_element, channel_tiles, channel_width_tiles,
+                                             per_output_element, per_weight)}
+
+
 def steps(stage, p: Problem, d: dict) -> list:
-    if stage.launch not in LAUNCHES:
-        raise RuntimeError(f"registry bug: stage {stage.key} has launch={stage.launch!r}; "
-                           f"the direct family has {', '.join(LAUNCHES)}")
-    grid, block = globals()[stage.launch](p, d)
+    grid, block = LAUNCHES[stage.launch](p, d)
     args = tuple(p.inputs) + tuple(p.outputs) + tuple(p.scalars)
     return [Step(stage.entry or stage.op, grid, block, args)]
 

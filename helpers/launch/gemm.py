@@ -608,16 +608,14 @@ SEVERAL = {"phases": (phases_steps, phases_scratch), "delta": (delta_steps, delt
            "mma_nhwc": (mma_nhwc_steps, mma_nhwc_scratch), "mma_nhwc_tf32": (mma_nhwc_tf32_steps, mma_nhwc_tf32_scratch),
            "mma_fwd": (mma_fwd_steps, mma_fwd_scratch), "mma_fwd_tf32": (mma_fwd_steps, mma_fwd_tf32_scratch),
            "vol2col": (vol2col_steps, vol_scratch)}
+LAUNCHES = {**ONE_KERNEL, **SEVERAL}      # the family's launches (the registry's ``launch``)
 
 
 def steps(stage, p: Problem, d: dict) -> list:
     if stage.launch in ONE_KERNEL:
         g, l = ONE_KERNEL[stage.launch](p, d)
         return [Step(stage.entry or stage.op, g, l, tuple(p.inputs) + tuple(p.outputs) + tuple(p.scalars))]
-    if stage.launch in SEVERAL:
-        return SEVERAL[stage.launch][0](p, d)
-    raise RuntimeError(f"registry bug: stage {stage.key} has launch={stage.launch!r}; the gemm family "
-                       f"has {', '.join([*ONE_KERNEL, *SEVERAL])}")
+    return SEVERAL[stage.launch][0](p, d)
 
 
 def workspace(stage, p: Problem, d: dict) -> dict:

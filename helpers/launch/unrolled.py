@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import re
 
-from ..engine.build import kernel_source
+from ..engine.kernels import kernel_source
 
 MARKER = "// @generated"
 BLOCK = 16                 # output depths per iteration of the k loop (K % 16 == 0 on the fast path)

@@ -142,19 +142,28 @@ def wino_steps(p: Problem, d: dict) -> list:
     ]
 
 
+def partial_step(p: Problem, d: dict, count: int) -> Step:
+    """Stage 02: one work-group per (weight, slice), reducing in local memory."""
+    return Step("wgrad_partial", (weights(p) * d["WG"], count), (d["WG"], 1), ARGS)
+
+
+def igemm_step(p: Problem, d: dict, count: int) -> Step:
+    """Stage 03: the implicit GEMM, one slice of the reduction per grid layer."""
+    q = p.dims
+    return Step("wgrad_igemm", *blocked(q["K"], q["C"] * q["KH"] * q["KW"], d, depth=count), ARGS)
+
+
+# the family's launches (the registry's ``launch``): the first kernel of the two split stages
+# (wgrad_sum adds their partials), and stage 04's Winograd steps
+SPLIT_LAUNCHES = {"split_reduction": partial_step, "igemm_split": igemm_step}
+LAUNCHES = {**SPLIT_LAUNCHES, "winograd": wino_steps}
+
+
 def steps(stage, p: Problem, d: dict) -> list:
     if stage.launch == "winograd":
         return wino_steps(p, d)
-    q, n, count = p.dims, weights(p), splits(p, slice_size(stage, d))
-    if stage.launch == "split_reduction":
-        wg = d["WG"]
-        first = Step("wgrad_partial", (n * wg, count), (wg, 1), ARGS)
-    elif stage.launch == "igemm_split":
-        g, l = blocked(q["K"], q["C"] * q["KH"] * q["KW"], d, depth=count)
-        first = Step("wgrad_igemm", g, l, ARGS)
-    else:
-        raise RuntimeError(f"registry bug: stage {stage.key} has launch={stage.launch!r}; "
-                           f"the wgrad family has split_reduction, igemm_split, winograd")
+    n, count = weights(p), splits(p, slice_size(stage, d))
+    first = SPLIT_LAUNCHES[stage.launch](p, d, count)
     return [first, Step("wgrad_sum", (round_up(n, SUM_WG),), (SUM_WG,),
                         ("partials", "grad_weight", "C", "K", np.int32(count)))]
 

@@ -20,11 +20,14 @@ from . import Step, Workspace, round_up
 from .gemm import blocked, cdiv
 
 
-TILE = {"blocked_f4x4": 4}   # output tile side m of a launch; every other launch: F(2x2), m = 2
+# the family's launches (the registry's ``launch``), each with its output tile side m: F(2x2)
+# (per_element: one work-item per element of each step; tiles: per tile; local, blocked: the
+# products through local memory, register-blocked), F(4x4) through the course GEMM
+LAUNCHES = {"per_element": 2, "tiles": 2, "local": 2, "blocked": 2, "blocked_f4x4": 4}
 
 
 def output_tile(stage) -> int:
-    return TILE.get(stage.launch, 2)
+    return LAUNCHES[stage.launch]
 
 
 def wino_view(p: Problem, m: int = 2) -> dict:
@@ -153,7 +156,10 @@ def steps(stage, p: Problem, d: dict) -> list:
                           (d["TN"] // d["REG"], d["TM"] // d["REG"], 1), gemm))
     elif stage.launch == "local":
         steps.append(Step("wino_gemm", (int(pp), int(cop), 16), (d["TS"], d["TS"], 1), gemm))
-    else:  # tiles: one work-item per element of the products
+    elif stage.launch == "tiles":   # one work-item per element of the products
         steps.append(Step("wino_gemm", (round_up(16 * int(cop) * int(pp), wg),), (wg,), gemm))
+    else:
+        raise RuntimeError(f"registry bug: stage {stage.key} has launch={stage.launch!r}; "
+                           f"the winograd family has {', '.join(LAUNCHES)}")
     steps.append(Step("wino_output", (round_up(v["P"], wg), int(v["CO"])), (wg, 1), out))
     return steps

@@ -11,28 +11,24 @@ An operation module defines:
   ``CONDITIONED``: the outputs computed from statistics, checked as a whole against their
   magnitude (helpers/engine/check.py).
 ``tolerance(op, problem, stage)`` puts these together: the one place they are composed.
+
+The operations are those the registry lists stages for (helpers/stages/: OPS); its validator
+checks, when it loads, that each has its module here. The other modules (problem, reference,
+layers, vendor*) are what the operations share.
 """
 from __future__ import annotations
 
 from importlib import import_module
+from importlib.util import find_spec
 
 from ..engine import check
 
-_MODULES = {
-    "conv_dgrad": "helpers.ops.conv_dgrad",
-    "conv_wgrad": "helpers.ops.conv_wgrad",
-    "batchnorm_forward": "helpers.ops.batchnorm_forward",
-    "batchnorm_backward": "helpers.ops.batchnorm_backward",
-    "conv_forward": "helpers.ops.conv_forward",
-    "gemm": "helpers.ops.gemm",
-    "conv3d_dgrad": "helpers.ops.conv3d_dgrad",
-}
-
 
 def op_module(op: str):
-    if op not in _MODULES:
-        raise ValueError(f"unknown op {op!r}; the course has {', '.join(sorted(_MODULES))}")
-    return import_module(_MODULES[op])
+    """The module of operation ``op``: helpers/ops/<op>.py."""
+    if not isinstance(op, str) or not op.isidentifier() or find_spec(f"{__name__}.{op}") is None:
+        raise ValueError(f"unknown op {op!r}: there is no helpers/ops/{op}.py")
+    return import_module(f"{__name__}.{op}")
 
 
 def tolerance(op: str, problem, stage=None) -> dict:

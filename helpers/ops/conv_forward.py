@@ -6,9 +6,9 @@ run_stage("conv_forward", stage, input=(N,C,H,W), weight=(C,K,R,S) IOHW, stride=
 Single-kernel stages take ``(x, w, bias, y, N, C, H, W, K, OH, OW, PAD)`` and are built with
 -DKH, -DKW, -DSTRIDE, -DBIAS, -DACT; without a bias the ``bias`` argument shares the weight's
 buffer and is not read (BIAS = 0). Only stages with a fused epilogue (``epilogue=True`` in
-helpers/stages.py: the direct baseline and chapter 13's tensor-core stages) add a bias or apply
-an activation; the others refuse such a problem before any launch. The Winograd stages (chapter
-12) are several kernels each; their launches are described in helpers/stages.py (steps=).
+helpers/stages/conv_forward.py: the direct baseline and chapter 13's tensor-core stages) add a
+bias or apply an activation; the others refuse such a problem before any launch. The Winograd
+stages (chapter 12) are several kernels each; their launches are helpers/launch/winograd.py's.
 """
 from __future__ import annotations
 

@@ -34,7 +34,7 @@ from collections import defaultdict
 import numpy as np
 
 from ..engine.devices import get_context, get_queue
-from ..engine.tensor import DeviceTensor
+from ..engine.backends.opencl import DeviceTensor
 from ..engine.timing import time_events
 from ..runner import choose_stage, plan_stage, prepare
 from ..stages import stage_names

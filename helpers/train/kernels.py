@@ -18,8 +18,8 @@ import numpy as np
 import pyopencl as cl
 
 from ..engine.build import build
-from ..engine.devices import DeviceLimitError
-from ..engine.tensor import DeviceTensor
+from ..engine.plan import DeviceLimitError
+from ..engine.backends.opencl import DeviceTensor
 
 WG = 256            # the work-group of every launch here (head_forward's tree needs a power of two)
 CLASSES = 10        # model.CLASSES

@@ -1,12 +1,32 @@
-"""Backends: where a stage's kernels are built and run.
+"""Backends: where a stage's kernels are built and run, each in its module here.
 
-    opencl  pyopencl on any OpenCL device (helpers/engine/devices.py chooses it)
-    cuda    CuPy's RawModule with NVRTC on an NVIDIA GPU (cuda.py)
+    opencl  pyopencl on any OpenCL device (opencl.py: DeviceTensor, ClPlan; helpers/engine/devices.py
+            chooses the device)
+    cuda    CuPy's RawModule with NVRTC on an NVIDIA GPU (cuda.py: CudaTensor, CudaPlan)
 
-nvrtc.py compiles CUDA kernels to PTX with no GPU at all (the NVRTC wheel), so the tests check
-every CUDA kernel on any machine.
+``plan_class`` is the one place a stage's backend becomes the class that plans it; a backend's
+module is imported only when one of its stages is planned, so pyopencl is never needed on the
+CUDA path, nor CuPy on the OpenCL one. nvrtc.py compiles CUDA kernels to PTX with no GPU at all
+(the NVRTC wheel), so the tests check every CUDA kernel on any machine.
 """
 from __future__ import annotations
+
+import importlib
+
+# backend -> its plan class, as module.class here (both derive from engine/plan.py: Plan), and
+# the extension of its kernel files (kernels/<op>/NN_name.cl or .cu; the registry checks it)
+PLANS = {"opencl": "opencl.ClPlan", "cuda": "cuda.CudaPlan"}
+KERNEL_FILES = {"opencl": ".cl", "cuda": ".cu"}
+BACKENDS = tuple(PLANS)
+
+
+def plan_class(backend: str) -> type:
+    """The plan class of a backend (``context(ctx, inputs)`` and ``describe(ctx)`` are its
+    static methods: what the running layer asks of a backend before it plans)."""
+    if backend not in PLANS:
+        raise ValueError(f"unknown backend {backend!r}; the backends are {', '.join(BACKENDS)}")
+    module, name = PLANS[backend].split(".")
+    return getattr(importlib.import_module(f"{__name__}.{module}"), name)
 
 
 class BackendUnavailable(RuntimeError):

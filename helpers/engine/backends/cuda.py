@@ -1,9 +1,10 @@
 """The CUDA backend: CuPy's RawModule with NVRTC on an NVIDIA GPU.
 
-The same services as the OpenCL path (helpers/engine/build.py, devices.py, timing.py): build a
-kernel file with -D defines and the kernels/common include path, device tensors (CudaTensor:
-DeviceTensor's interface, guard zones included), launch on a grid of blocks, time with CUDA
-events after overwriting a buffer larger than the L2 cache.
+The same services as the OpenCL backend (backends/opencl.py with engine/build.py, devices.py,
+timing.py): build a kernel file with the -D options of engine/kernels.py, device tensors
+(CudaTensor: DeviceTensor's interface, guard zones included), plans (CudaPlan: ClPlan's),
+launch on a grid of blocks, time with CUDA events after overwriting a buffer larger than the L2
+cache. Nothing here or in what it imports needs pyopencl; CuPy is imported where a GPU is used.
 """
 from __future__ import annotations
 
@@ -11,7 +12,8 @@ import functools
 
 import numpy as np
 
-from ..build import KERNELS, kernel_source
+from ..kernels import kernel_source, options
+from ..plan import DeviceLimitError, Plan, PlanSpec, Step
 from ..tensor import Tensor, check_host, default_dtype
 from . import require
 
@@ -32,16 +34,10 @@ def device():
 
 def describe() -> dict:
     """The current CUDA device as tuned values are matched (helpers/engine/devices.py: describe)."""
-    from ..devices import architecture
     dev = device()
-    cc = str(dev["compute_capability"])
-    return {"name": dev["name"], "type": "GPU", "vendor": "nvidia",
-            "arch": architecture("nvidia", "gpu", dev["name"], (cc[:-1], cc[-1]))}
-
-
-def options(defines: dict) -> tuple:
-    return (f"-I{KERNELS / 'common'}",
-            *(f"-D{k}={int(v) if isinstance(v, bool) else v}" for k, v in sorted(defines.items())))
+    # CuPy's compute capability ("90") is the architecture, as devices.architecture names an
+    # NVIDIA GPU's from its OpenCL driver (sm_90); that module needs pyopencl, this one does not
+    return {"name": dev["name"], "type": "GPU", "vendor": "nvidia", "arch": f"sm_{dev['compute_capability']}"}
 
 
 @functools.lru_cache(maxsize=256)
@@ -81,7 +77,7 @@ def build(relpath: str, defines: dict, source: str | None = None, arch: str = ""
     """A compiled module of kernels/<relpath> (cached per source text and options); ``arch``: a
     target other than the device's own (a stage's Stage.arch)."""
     text = source if source is not None else kernel_source(relpath)
-    return _module(text, options(defines), arch)
+    return _module(text, tuple(options(defines)), arch)
 
 
 class CudaTensor(Tensor):
@@ -222,3 +218,91 @@ def time_launches(launches: list, *, warmup: int = 3, repeats: int = 20, flush_b
         else:
             times.append(float(cupy.cuda.get_elapsed_time(events[0], events[-1])))
     return times
+
+
+class CudaPlan(Plan):
+    """A CUDA stage bound to a problem on CuPy's current device: the same contract as ClPlan
+    (enqueue, tensor, bind, outputs, check_guards, result, queue.finish); launches go to CuPy's
+    current stream, in order, so plans chain as on one OpenCL queue. CuPy raises its own errors
+    for a kernel that faulted (``faults`` is empty: they pass through check_stage as they are)."""
+    backend, tensor_class = "cuda", CudaTensor
+
+    class _Queue:
+        finish = staticmethod(synchronize)
+
+    @staticmethod
+    def context(ctx, inputs: dict) -> None:
+        """CUDA stages run on CuPy's current device (CUDA_VISIBLE_DEVICES picks it): no context."""
+        return None
+
+    @staticmethod
+    def describe(ctx) -> dict:
+        """The device as tuned values are matched (helpers/tuning.py)."""
+        return describe()
+
+    def __init__(self, spec: PlanSpec, ctx, guard: bool):
+        self.queue = self._Queue()
+        super().__init__(spec, ctx, guard)
+        s, p = self.stage, self.problem
+        dev = device()
+        item = 2 if self.dtype != "float32" else 4
+        need = sum(item * a.size for n, a in p.inputs.items() if n not in p.aliases and not isinstance(a, Tensor))
+        need += sum(item * int(np.prod(shape)) for shape in p.outputs.values())
+        need += sum(w.nbytes for w in self.workspace.values())
+        if need > dev["total_memory"]:
+            raise ValueError(f"the tensors need {need / 2**30:.2f} GiB, more than the "
+                             f"{dev['total_memory'] / 2**30:.2f} GiB of {dev['name']}; use a smaller batch")
+        if s.arch and f"sm_{dev['compute_capability']}a" != s.arch:
+            raise DeviceLimitError(f"stage {s.key} is built for {s.arch} (its instructions exist on no other "
+                                   f"GPU), but {dev['name']} is sm_{dev['compute_capability']}; run a stage "
+                                   f"built for any GPU instead (chapter 13's tc_*_nhwc: the same product on mma.sync)")
+        self.module = build(s.kernel, self.jit_defines, source=self.source, arch=s.arch)
+        self._make_tensors()
+        self._bound = [self._bind(step, dev) for step in self.steps]
+
+    def _new(self, name: str, shape: tuple, host, is_input: bool, dtype: str) -> CudaTensor:
+        return CudaTensor(name, shape, host, self.guard, is_input, dtype)
+
+    def _check_device(self, name: str, t: CudaTensor) -> None:
+        if t.device != device()["id"]:
+            raise ValueError(f"{name}: the device tensor lives on CUDA device {t.device}, the stage "
+                             f"runs on device {device()['id']}")
+
+    def _bind(self, step: Step, dev: dict) -> tuple:
+        k = self.module.get_function(step.kernel)
+        threads = int(np.prod(step.local_size))
+        limit = min(k.max_threads_per_block, dev["max_threads_per_block"])
+        if threads > limit:
+            raise DeviceLimitError(f"stage {self.stage.key}: blocks of {threads} threads, but kernel {step.kernel} "
+                                   f"allows at most {limit} on {dev['name']}; lower WG")
+        self._check_grid(step, "block")
+        if step.shared:
+            if step.shared > dev["max_shared_per_block"]:
+                raise DeviceLimitError(f"stage {self.stage.key}: {step.shared:,} bytes of shared memory per block, "
+                                       f"but {dev['name']} allows {dev['max_shared_per_block']:,}; lower STAGES")
+            k.max_dynamic_shared_size_bytes = step.shared    # beyond 48 KiB a kernel must opt in
+        return k, step.global_size, step.local_size, self._values(step, tensor_map), step.shared
+
+    def _rebind(self, names: set, t: CudaTensor) -> None:
+        """A launch's arguments are a tuple of this plan's: rebuilt from the tensors now bound."""
+        self._bound = [(k, g, l, self._values(step, tensor_map), sh)
+                       for (k, g, l, _, sh), step in zip(self._bound, self.steps)]
+
+    def enqueue(self) -> list:
+        """Launch every kernel of the stage once (asynchronously)."""
+        for k, g, l, args, shared in self._bound:
+            launch(k, g, l, args, shared)
+        return []
+
+    def _launches(self) -> list:
+        return [functools.partial(launch, k, g, l, args, shared) for k, g, l, args, shared in self._bound]
+
+    def time(self, **kwargs) -> list:
+        """Milliseconds per repetition, by CUDA events (time_launches); use time_plan, which
+        checks the plan first."""
+        return time_launches(self._launches(), **kwargs)
+
+    def time_steps(self, **kwargs) -> list:
+        """Milliseconds per repetition of each launch alone (a list per step); use
+        engine/timing.py: time_steps, which checks the plan first."""
+        return time_launches(self._launches(), each=True, **kwargs)

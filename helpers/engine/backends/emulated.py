@@ -35,7 +35,7 @@ from pathlib import Path
 import numpy as np
 
 from .. import fragments
-from ..build import COMMON, kernel_source
+from ..kernels import COMMON, kernel_source
 from ..tensor import Tensor
 
 EMULATOR = Path(__file__).resolve().parent / "emulator"

@@ -7,7 +7,7 @@ bindings find the library of the wheel by themselves.
 """
 from __future__ import annotations
 
-from ..build import KERNELS, kernel_source
+from ..kernels import kernel_source, options as kernel_options
 
 
 class CudaCompileError(RuntimeError):
@@ -27,8 +27,7 @@ def missing() -> str | None:
 
 
 def options(defines: dict, arch: str) -> list[str]:
-    return [f"--gpu-architecture={arch}", f"-I{KERNELS / 'common'}", "-default-device",
-            *(f"-D{k}={int(v) if isinstance(v, bool) else v}" for k, v in sorted(defines.items()))]
+    return [f"--gpu-architecture={arch}", "-default-device", *kernel_options(defines)]
 
 
 def compile_ptx(relpath: str, defines: dict, arch: str = "compute_80", source: str | None = None) -> str:

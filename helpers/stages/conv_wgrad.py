@@ -1,0 +1,32 @@
+"""conv_wgrad: the weight gradient, a long sum (N*OH*OW terms) behind each of few outputs
+(C*K*R*S), chapter 15; kernels/conv_wgrad/README.md explains the ladder."""
+from .params import GEMM_TUNE, TILES, WG, WG_TUNE
+from .stage import Stage
+
+STAGES = [
+    Stage("conv_wgrad", 1, "naive", "conv_wgrad/01_naive.cl",
+          "one work-item per weight (c, k, r, s) walks the whole sum over (n, oh, ow) alone",
+          family="direct", launch="per_weight", defines=WG, tune=WG_TUNE),
+    # the split stages also run with short slices, so that every case of the grid sums several
+    # (the defaults' slices are longer than most of the grid's sums)
+    Stage("conv_wgrad", 2, "split_reduction", "conv_wgrad/02_split_reduction.cl",
+          "the sum split into slices of WG*ITEMS positions, one work-group per (weight, slice) "
+          "reducing in local memory; a second kernel adds the slices' partials in a fixed order",
+          family="wgrad", launch="split_reduction", defines={"WG": 128, "ITEMS": 16},
+          tune={"WG": [64, 128, 256], "ITEMS": [4, 16, 64]}, requires="split_requires",
+          variants=({"WG": 8, "ITEMS": 2},)),
+    Stage("conv_wgrad", 3, "igemm", "conv_wgrad/03_igemm.cl",
+          "implicit GEMM dw^T (K x C*R*S) = dy'^T . cols^T on the course GEMM's tiles, x gathered "
+          "into the B tiles, float4 loads of dy' when OH*OW % 4 == 0; the deep reduction split "
+          "into slices of SLICE positions, summed in order by stage 02's second kernel",
+          family="wgrad", launch="igemm_split", defines={**TILES, "SLICE": 4096},
+          tune={**GEMM_TUNE, "SLICE": [1024, 4096, 16384]}, jit="vectors", requires="igemm_requires",
+          fast={"GEMM_VEC_A": 1}, variants=({"SLICE": 32},)),
+    Stage("conv_wgrad", 4, "winograd", "conv_wgrad/04_winograd.cl",
+          "Winograd F(3x3,4x4): 4x4 tiles of dy' and 6x6 patches of x transformed, 36 products "
+          "over the tiles on the course GEMM (a quarter of stage 03's multiplications), split into "
+          "slices of SLICE tiles, summed in order and transformed back; other layers run stage 03",
+          family="wgrad", launch="winograd", defines={**TILES, "SLICE": 512, "WG": 64},
+          tune={**GEMM_TUNE, "TK": [16], "SLICE": [128, 512, 2048]}, requires="winograd_requires",
+          fallback="igemm", variants=({"SLICE": 4, "TK": 4},)),
+]

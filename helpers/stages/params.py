@@ -1,0 +1,38 @@
+"""JIT parameter sets that stages of several operations share (named once, used by value).
+
+A stage's entry names one of these where its defaults or its search are exactly the set; the
+validator checks every value of every set like any other entry's (helpers/stages/validate.py).
+"""
+
+WG = {"WG": 64}
+WG_TUNE = {"WG": [32, 64, 128, 256]}
+
+# The course GEMM's tiles (kernels/common/gemm_core.h, helpers/launch/gemm.py), shared by every
+# stage built on it, and its switches GEMM_PREFETCH and GEMM_LDS4 (default 0: a device nobody
+# tuned for builds the plain core; tuned per device, e.g. python -m helpers.bench --tune-only
+# GEMM_LDS4,GEMM_PREFETCH on top of the tiles)
+TILES = {"TM": 64, "TN": 64, "TK": 16, "WM": 4, "WN": 4, "GEMM_PREFETCH": 0, "GEMM_LDS4": 0}
+GEMM_TUNE = {"TM": [64, 128], "TN": [64, 128], "TK": [8, 16], "WM": [4, 8], "WN": [4, 8],
+             "GEMM_LDS4": [0, 1], "GEMM_PREFETCH": [0, 1]}
+TILES_WG = {**TILES, "WG": 64}           # with the work-group of the copy kernels beside the GEMM
+
+# Winograd F(2x2,3x3)'s register-blocked products (chapter 12: conv_forward 05, conv_dgrad 12):
+# the launch, its tiles and what it needs, the same for both operations
+WINO_BLOCKED = {"WG": 64, "TM": 64, "TN": 64, "REG": 4, "TK": 8, "PREFETCH": 1}
+WINO_BLOCKED_TUNE = {"TM": [64, 128], "TN": [64, 128], "REG": [4, 8], "TK": [8, 16]}
+WINO_F23 = dict(family="winograd", launch="blocked", defines=WINO_BLOCKED, tune=WINO_BLOCKED_TUNE,
+                requires="winograd_f23")
+
+# Winograd F(4x4,3x3) (chapter 12a): 6x6 tiles, the 36 products as a batch through the course
+# GEMM (its tiles and tune lists). JOINT_TRANSFORMS = 1: the filter and input transforms in one
+# launch (0: two); WINO_CHANNEL_MAJOR = 1: V and M stored channel-major (0: product-major); both
+# are chapter 12a's recorded pairs
+WINO4 = {**TILES, "WG": 64, "JOINT_TRANSFORMS": 1, "WINO_CHANNEL_MAJOR": 1}
+# its launch and what it needs (conv_forward 06, conv_dgrad 12), its float4 stores where the
+# output's width allows (WINO_VEC_OUT)
+WINO_F43 = dict(family="winograd", launch="blocked_f4x4", defines=WINO4, jit="wino_vectors",
+                requires="winograd_f43", fast={"WINO_VEC_OUT": 1})
+
+# Chapter 13's channel-last tensor-core kernel (13_tc_nhwc.cu), both directions: its tiles
+TC_TILES = {"BN": 64, "STAGES": 3, "CH": 4}
+TC_TILES_TUNE = {"BN": [64, 128], "STAGES": [2, 3], "CH": [4, 8]}

@@ -1,0 +1,194 @@
+"""Every stage of every operation, from the registry, over its operation's grid with guard regions.
+
+What is covered, per stage (one test each, the whole grid inside it):
+- every case of its operation's grid (tests/shapes.py: GRIDS; the convolutions' grid with its two
+  tiers, RESIDUES and LARGE), checked against the NumPy reference with guard zones around every
+  tensor and workspace; a case the stage cannot run must be refused by name before any launch
+  (conv_forward: Winograd off 3x3 stride 1, a bias or an activation without a fused epilogue);
+- the paths it took (runner.path_taken: fast, general, fallback, only), each at least
+  MIN_PER_PATH times (shapes.require_paths), for every stage that has paths, of every operation;
+- its ``variants`` (registry: the define sets beside its defaults) over every third case;
+- a fast path its kernel decides for itself (``branches``, e.g. stage 08's ``inside``), probed:
+  a copy of the kernel marks the guard zone before its output where the branch is taken, and
+  enough fast-path cases of the grid must show the mark.
+CUDA stages run where CuPy sees an NVIDIA GPU (the cuda_ctx fixture skips them elsewhere, saying
+why; tests/test_cuda.py compiles them to PTX on any machine). Stage auto times every candidate
+per shape: tests/test_conv_dgrad.py runs it on a subset.
+
+The planted faults at the end prove the grid's power at its size: each is planted in a
+temporary copy of a stage or launcher and must be caught by the same code the grid test runs.
+"""
+import dataclasses
+import re
+from collections import Counter
+
+import pytest
+
+import helpers
+from helpers.launch import gemm
+from helpers.runner import path_of, stage_source
+from helpers.stages import REGISTRY
+
+from shapes import GRIDS, MIN_PER_PATH, RESIDUES, TIERS, case_id, expected_paths, host_paths, require_paths
+
+STAGES = [s for ss in REGISTRY.values() for s in ss if not s.choose]
+OPENCL = [s for s in STAGES if s.backend == "opencl"]
+CUDA = [s for s in STAGES if s.backend == "cuda"]
+
+
+def key(s) -> str:
+    return f"{s.op}-{s.name}"
+
+
+def run_grid(stage, ctx, cases, defines=None) -> Counter:
+    """Check ``stage`` on each (label, make_args) case with guards; the paths taken, and
+    "refused" for a case refused by name before any launch."""
+    paths = Counter()
+    for label, make in cases:
+        try:
+            res = helpers.check_stage(stage.op, stage, ctx=ctx, guard=True, defines=defines, **make())
+        except ValueError as err:
+            if "cannot run this problem" not in str(err):
+                raise
+            paths["refused"] += 1
+            continue
+        except (AssertionError, helpers.GuardViolation) as err:
+            raise AssertionError(f"stage {stage.key} of {stage.op} {defines or ''} failed on {label}:\n{err}") from None
+        paths[res.path] += 1
+    return paths
+
+
+def check_over_grid(stage, ctx) -> None:
+    cases = GRIDS[stage.op]()
+    paths = run_grid(stage, ctx, cases)
+    ran = sum(paths.values()) - paths["refused"]
+    assert ran >= min(MIN_PER_PATH, len(cases)), f"stage {stage.key} ran {ran} of {len(cases)} grid cases: {dict(paths)}"
+    require_paths(stage, paths)
+    for variant in stage.variants:
+        run_grid(stage, ctx, cases[::3], variant)
+
+
+@pytest.mark.parametrize("stage", OPENCL, ids=key)
+def test_opencl_stage_over_its_grid(ctx, stage):
+    check_over_grid(stage, ctx)
+
+
+@pytest.mark.parametrize("stage", CUDA, ids=key)
+def test_cuda_stage_over_its_grid(cuda_ctx, stage):
+    check_over_grid(stage, cuda_ctx)
+
+
+def test_every_operation_has_a_grid():
+    assert set(GRIDS) == set(REGISTRY), "a new operation needs its grid in tests/shapes.py (GRIDS)"
+
+
+def test_the_tiers_cover_every_residue():
+    """RESIDUES: channels (C, K) and widths at 1, 2, 3 mod 4 (every pair of C % 4 and W % 4) and
+    at 1-3 and 5-7 mod 8."""
+    assert {(c["c"] % 4, c["w"] % 4) for c in RESIDUES} == {(a, b) for a in (1, 2, 3) for b in (1, 2, 3)}
+    for dim in ("c", "k", "w"):
+        assert {c[dim] % 8 for c in RESIDUES} >= {1, 2, 3, 5, 6, 7}, dim
+
+
+# ---- paths, decided on the host (no kernel runs): every OpenCL stage with paths -------------------
+
+@pytest.mark.parametrize("stage", [s for s in OPENCL if expected_paths(s) != {"only"}], ids=key)
+def test_every_path_is_taken_on_the_grid(ctx, stage):
+    """Cheap and on every device: the grid test above counts the same paths while it checks."""
+    require_paths(stage, host_paths(stage, ctx, GRIDS[stage.op]()))
+
+
+# ---- fast paths the kernel decides for itself ---------------------------------------------------
+
+OUTPUT = re.compile(r"__global\s+float\s*\*\s*(?:restrict\s+)?(\w+)")
+
+
+def probed(stage, branch: str):
+    """A copy of ``stage`` whose kernel writes 0 just before its output tensor wherever a work-item
+    takes ``branch`` (``const bool branch = ...;``): the guard zone before the output shows it."""
+    def source(jit):
+        text = stage_source(stage, jit) or helpers.kernel_source(stage.kernel)
+        out = OUTPUT.search(text).group(1)           # the first non-const float pointer: the output
+        marked, n = re.subn(rf"(const bool {branch} = [^;]*;)", rf"\1 if ({branch}) {out}[-1] = 0.0f;", text)
+        assert n, f"{stage.key}: no 'const bool {branch} = ...;' in its kernel"
+        return marked
+    return dataclasses.replace(stage, source=source)
+
+
+def branch_taken(stage, branch: str, ctx, cases) -> int:
+    """On how many of ``cases`` some work-item of ``stage`` took ``branch``."""
+    copy, taken = probed(stage, branch), 0
+    for _, make in cases:
+        plan = helpers.plan_stage(stage.op, copy, ctx=ctx, guard=True, **make())
+        plan.enqueue()
+        plan.queue.finish()
+        out = plan.tensor(next(iter(plan.problem.outputs))).check_guards()
+        taken += bool(out and "before the tensor" in out)
+    return taken
+
+
+def fast_cases(stage, ctx) -> list:
+    """The cases of the grid on which ``stage`` takes its fast path at stride 1 (where the
+    kernels decide their own branches; with a stride they take the plain loads)."""
+    return [(label, make) for label, make in GRIDS[stage.op]()
+            if helpers.prepare(stage.op, **make()).dims["stride"] == 1
+            and path_of(stage.op, stage, ctx=ctx, **make()) in ("fast", "only")]
+
+
+def require_branch(stage, branch: str, ctx) -> None:
+    taken = branch_taken(stage, branch, ctx, fast_cases(stage, ctx))
+    assert taken >= MIN_PER_PATH, (f"stage {stage.key}: its kernel took its fast branch {branch!r} on "
+                                   f"{taken} grid cases (need >= {MIN_PER_PATH})")
+
+
+@pytest.mark.parametrize("stage, branch", [(s, b) for s in OPENCL for b in s.branches],
+                         ids=lambda v: v if isinstance(v, str) else key(v))
+def test_kernel_branches_are_taken_on_the_grid(ctx, stage, branch):
+    require_branch(stage, branch, ctx)
+
+
+# ---- planted faults: each must be caught by what the grid test runs ----------------------------
+
+def planted(stage, old: str, new: str):
+    """A copy of ``stage`` whose kernel (generated text included) has ``old`` replaced by ``new``."""
+    def source(jit):
+        text = stage_source(stage, jit) or helpers.kernel_source(stage.kernel)
+        assert old in text, f"the planted fault no longer applies to {stage.key}; update this test"
+        return text.replace(old, new)
+    return dataclasses.replace(stage, source=source)
+
+
+WIDTH = helpers.get_stage("conv_dgrad", "width")
+STORE = "if (c0 + j < C && x0 + p < W) dx[((n * C + c0 + j) * H + h) * W + x0 + p] = acc[j][p];"
+
+
+def test_a_store_past_dx_on_a_partial_block_is_caught(ctx):
+    """Stage 08 writing its last element one past dx, leaving the last unwritten, only where
+    C % CPW == 2 and W % XPW == 3: the residue tier has such a case (the main grid's channels
+    are 1, 3, 16, 17, 32, 48, 64) and the grid test's run over the tier fails on it."""
+    last = "(C % CPW == 2 && W % XPW == 3 && n == N - 1 && c0 + j == C - 1 && h == H - 1 && x0 + p == W - 1)"
+    bad = planted(WIDTH, STORE, STORE.replace("x0 + p] = acc", f"x0 + p + {last}] = acc"))
+    cases = GRIDS["conv_dgrad"]()
+    tier = cases[len(cases) - len(TIERS):len(cases) - len(TIERS) + len(RESIDUES)]
+    assert [label for label, _ in tier] == [case_id(c) for c in RESIDUES]
+    with pytest.raises(AssertionError, match=r"failed on n2c18k10_6x15_.*\n.*grad_input.*after the tensor"):
+        run_grid(bad, ctx, tier)
+    assert run_grid(WIDTH, ctx, tier)          # the stage itself passes the same cases
+
+
+def test_the_im2col_vector_path_switched_off_is_caught(ctx, monkeypatch):
+    """The im2col forward's float4 path switched off in its launcher: every case runs the general
+    path, and the grid's path count refuses it."""
+    im2col = helpers.get_stage("conv_forward", "im2col")
+    require_paths(im2col, host_paths(im2col, ctx, GRIDS["conv_forward"]()))
+    monkeypatch.setattr(gemm, "im2col_vectors", lambda p, d: {"GEMM_VEC_B": 0})
+    with pytest.raises(AssertionError, match=r"11_im2col: paths taken too rarely on the grid \{'fast': 0\}"):
+        require_paths(im2col, host_paths(im2col, ctx, GRIDS["conv_forward"]()))
+
+
+def test_a_fast_branch_forced_off_inside_the_kernel_is_caught(ctx):
+    """Stage 08's ``inside`` (4-wide row loads where the whole window lies inside dy) forced to
+    false in the kernel: every answer is still right, so only the probe sees it."""
+    bad = planted(WIDTH, "const bool inside = colok[0] && colok[NCOL - 1];", "const bool inside = false;")
+    with pytest.raises(AssertionError, match=r"08_width: its kernel took its fast branch 'inside' on 0 grid cases"):
+        require_branch(bad, "inside", ctx)
