@@ -367,16 +367,57 @@ def test_a_kernel_that_faults_is_named_and_the_context_is_not_reused(own_ctx, ca
 
     def fault(self):
         raise cl.LogicError("clFinish failed: INVALID_COMMAND_QUEUE")
-    with monkeypatch.context() as m:
+    with monkeypatch.context() as m:          # in this process (isolated=False): what a child reports
         m.setattr(ClPlan, "enqueue", fault)
-        assert not gap.check(right, ctx=own_ctx)
+        assert not gap.check(right, ctx=own_ctx, isolated=False)
     out = capsys.readouterr().out
     assert out.startswith("Not yet") and "fault on the device" in out and "INVALID_COMMAND_QUEUE" in out, out
     assert "parentheses" in out and "Restart Kernel" in out, out
-    assert not gap.check(right, ctx=own_ctx)          # the launch works again, but the context is marked
+    assert not gap.check(right, ctx=own_ctx, isolated=False)   # the launch works again, but the context is marked
     assert "an earlier check stopped with a fault" in capsys.readouterr().out
     with pytest.raises(KernelBuildError, match="A kernel faulted on this context earlier"):
         build(own_ctx, "conv_dgrad/02_naive.cl", source="this is not C")
+
+
+WILD_WRITE = "*(volatile __global float *)0 = 1.0f;   /* a write through a null pointer */\n"
+
+
+@pytest.mark.parametrize("name", ["naive_checks", "tile_copy"])
+def test_a_learners_kernel_that_faults_leaves_the_session_running(name, ctx, capsys):
+    """A learner's kernel that writes through a wild pointer (a segmentation fault in PoCL's
+    threads on a CPU, a fault that spoils the process's OpenCL on an NVIDIA GPU) runs in a child
+    process: the verdict says how it stopped, and this process's context still builds and runs
+    the right answer afterwards, in this process."""
+    gap = kernel_gap(name)
+    assert not gap.check(WILD_WRITE + _right(name), ctx=ctx)
+    out = capsys.readouterr().out
+    assert out.startswith("Not yet") and ("process of its own" in out or "fault on the device" in out), out
+    assert gap.check(_right(name), ctx=ctx, isolated=False), capsys.readouterr().out
+
+
+def test_a_device_s_selector_names_it_in_another_process(ctx):
+    from helpers.engine.devices import device_info, find_device, selector_of
+    from helpers.engine.child import in_child
+    index = selector_of(ctx.devices[0])
+    assert find_device(index) == ctx.devices[0]
+    assert in_child(device_info, index)["name"] == ctx.devices[0].name.strip()
+
+
+def test_a_child_process_returns_prints_raises_and_reports_its_death(capsys):
+    """helpers/engine/child.py: a value and the child's prints come back; an exception is raised
+    again as itself; a child killed by a signal, or stopped at its timeout, is ChildDied saying how."""
+    import os
+    import time
+    from helpers.engine.child import ChildDied, in_child
+    assert in_child(divmod, 7, 2) == (3, 1)
+    assert in_child(print, "from the child") is None and capsys.readouterr().out == "from the child\n"
+    with pytest.raises(ValueError, match="invalid literal"):
+        in_child(int, "seven")
+    with pytest.raises(ChildDied, match="killed by SIGABRT"):
+        in_child(os.abort)
+    with pytest.raises(ChildDied, match="did not finish within 1 s") as err:
+        in_child(time.sleep, 30, timeout=1)
+    assert err.value.timed_out
 
 
 def test_a_stage_copy_runs_through_plan_stage_without_touching_the_registry(ctx):

@@ -22,7 +22,8 @@ import pyopencl as cl
 
 from ..engine.build import KernelBuildError
 from ..engine.kernels import kernel_source
-from ..engine.devices import FAULT_HINT, fault_report, faulted, get_context
+from ..engine.child import ChildDied, in_child
+from ..engine.devices import FAULT_HINT, fault_report, faulted, get_context, selector_of
 from ..engine.check import MismatchError
 from ..runner import GuardViolation, check_plan, plan_stage
 from ..stages import get_stage
@@ -31,6 +32,7 @@ from .exercises.verdict import NOT_ANSWERED, _verdict
 from .notebook import Source
 
 
+CHILD_TIMEOUT = 900   # seconds a check may take (full sizes on a CPU are slow; an endless loop is stopped)
 NOT_ANSWERED_KERNEL = ("Not answered yet: replace the two stub lines inside the string with your OpenCL C "
                        "lines, then run this cell again.")
 
@@ -100,8 +102,12 @@ class Gap:
         """The stage as a temporary registry entry whose kernel is ``text`` (no fallback)."""
         return dataclasses.replace(_stage(self.op, self.stage), source=lambda jit: text, fallback=None)
 
-    def check(self, code: str, ctx=None) -> bool:
-        """Run the kernel with ``code`` in the gap over every case, guarded; print one verdict."""
+    def check(self, code: str, ctx=None, isolated: bool = True) -> bool:
+        """Run the kernel with ``code`` in the gap over every case, guarded; print one verdict.
+
+        ``isolated``: in a child process (helpers/engine/child.py) on ``ctx``'s device, so that a
+        kernel that faults takes the child down, not the notebook: the verdict then says how it
+        stopped. ``False`` runs it here, on ``ctx`` itself."""
         if "NotImplementedError" in code or "YOUR CODE HERE" in code:
             print(NOT_ANSWERED_KERNEL)
             return False
@@ -110,6 +116,19 @@ class Gap:
             if not ok:
                 return _verdict(False, "", message)
         ctx = get_context(ctx)
+        if not isolated:
+            return self._check_here(code, ctx)
+        try:
+            return in_child(_check_in_child, self.name, code, selector_of(ctx.devices[0]), timeout=CHILD_TIMEOUT)
+        except ChildDied as err:
+            why = ("a loop whose end your code moved, or a barrier that some work-items never reach" if err.timed_out
+                   else "it used an address outside the memory it may use: most likely a local-memory index runs "
+                        "past its tile, or an index past a tensor's end")
+            return _verdict(False, "", f"the kernel {err.how}: {why}. The check ran it in a process of its own, "
+                            f"so this notebook and its device are unaffected: fix the code and run the cell again.")
+
+    def _check_here(self, code: str, ctx) -> bool:
+        """``check``'s cases run in this process, on ``ctx``."""
         if faulted(ctx):
             return _verdict(False, "", f"an earlier check stopped with a fault on the device. {FAULT_HINT}")
         trial = self.trial(self.source(code))
@@ -402,6 +421,11 @@ GAPS = {
          "is as small as eps: where does eps enter the formula of section 1?"},
         diagnose=_bn_variance_mistake),
 }
+
+
+def _check_in_child(name: str, code: str, selector: str) -> bool:
+    """What a child process runs for Gap.check: the gap's cases on the device ``selector`` names."""
+    return kernel_gap(name)._check_here(code, get_context(selector))
 
 
 def kernel_gap(name: str) -> Gap:

@@ -81,6 +81,14 @@ def list_devices() -> list[tuple[str, cl.Device]]:
     return out
 
 
+def selector_of(dev: cl.Device) -> str:
+    """The ``"P:D"`` index of a device (what another process passes to get_context for it)."""
+    for index, d in list_devices():
+        if d == dev:
+            return index
+    raise NoDeviceError(f"{dev.name.strip()} is not among the devices this process lists")
+
+
 def is_gpu(dev: cl.Device) -> bool:
     """Whether an OpenCL device is a GPU (the one place the course classifies a device's kind)."""
     return bool(dev.type & cl.device_type.GPU)
