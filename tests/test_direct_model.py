@@ -133,8 +133,12 @@ def test_ladder_helpers_without_recorded_runs(capsys):
 
 
 def test_exercise_checks_accept_the_right_answer_and_reject_a_wrong_one(capsys):
-    def table(h, x, k, s, p, hh, ww):
-        return direct.valid_table(h, x, k, k, s, p, output_size(hh, k, s, p), output_size(ww, k, s, p))
+    def table(h, x, k, s, p, hh, ww):          # written out, as a learner would (the check refuses
+        oh_n, ow_n = output_size(hh, k, s, p), output_size(ww, k, s, p)    # a call to valid_table)
+
+        def meets(i, off, n):
+            return i + p - off >= 0 and (i + p - off) % s == 0 and (i + p - off) // s < n
+        return np.array([[meets(h, r, oh_n) and meets(x, c, ow_n) for c in range(k)] for r in range(k)])
     assert exercises.check_valid_table(table)
     assert not exercises.check_valid_table(lambda h, x, k, s, p, hh, ww: np.ones((k, k), bool))
 

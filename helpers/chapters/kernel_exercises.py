@@ -68,7 +68,12 @@ class Gap:
 
     @property
     def name(self) -> str:
-        return next(n for n, g in GAPS.items() if g is self)
+        """Its key in GAPS (how a child process finds it again)."""
+        for n, g in GAPS.items():
+            if g is self:
+                return n
+        raise ValueError("this gap is not one of GAPS (a variant made with dataclasses.replace?): a child "
+                         "process cannot rebuild it; check it with isolated=False")
 
     def _concealed(self, line: str) -> bool:
         return any(text in line for text in self.conceal)
