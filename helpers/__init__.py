@@ -1,6 +1,7 @@
 """The course's helpers: every notebook, test and benchmark imports from here.
 
-Layers, each importing only from itself and the ones above it in this list (helpers/LAYOUT.md):
+Layers, each importing only from itself and the ones above it, in the order of ``LAYERS`` below
+(the one statement of it: tests/test_layout.py checks every import against it, and this list):
     engine/     kernels (kernel files, their -D options), devices (choosing an OpenCL device), build
                 (OpenCL programs, build errors with source lines), check (the one checker), timing
                 (profiling events, median, spread), tensor (device tensors: dtype, shape, layout,
@@ -15,20 +16,25 @@ Layers, each importing only from itself and the ones above it in this list (help
                 07-08; local.py: the tiles of stages 09-10 (geometry, constraints)
     stages/     the one registry of stages, data only, one module per operation, validated when
                 it loads (REGISTRY, stage_names, get_stage)
+    tuning.py   per-device JIT parameters (results/tuned.json, a user's own search), inherited by
+                vendor and architecture; chooser.py: stage auto (time the registered stages once
+                per device and shape, cache, run)
     runner.py   run_stage / plan_stage: the one way to run a stage (guard regions for tests);
-                tuning.py: per-device JIT parameters recorded by the benchmark; chooser.py: stage
-                auto (time the registered stages once per device and shape, cache, run);
                 emulation.py: a CUDA stage's plan run on the CPU by the emulator and checked (tests)
     analysis/   reading recorded results, summaries, the ladder and roofline plots, compare (the
                 best course stage per op, layer and GPU against the vendor), pairs (a recorded
                 switch off and on; two stages of one run beside the vendor) (no OpenCL)
+    peak.py     the measured roofline (copy bandwidth, FMA rate)
     bench.py    `python -m helpers.bench`: stages x layers on a device, JSON into results/
-    peak.py, registers.py   measured roofline; NVIDIA register counts into results/ (chapters 07, 14)
+    tune.py     `./course tune`: a search of the stages' JIT parameters on this device
+    registers.py, floor.py  NVIDIA register counts (chapters 07, 14); what each timer says of an
+                            empty kernel (chapter 14)
     profile_stage.py        `python -m helpers.profile_stage`: one stage once on one layer (ncu)
-    ncu_banks.py            `python -m helpers.ncu_banks`: chapter 10's ncu bank-conflict record
+    ncu_banks.py, tc_peak.py    chapter 10's ncu bank-conflict record; Hopper's bare wgmma rate
     train/      chapter 15: a small CNN trained on the course's stages (data, model, the train
                 kernels, the step on the device, the PyTorch twin, the loop, a ResNet stage's step);
                 `python -m helpers.train` records a run
+    record.py   `./course record`: the recording plan for a GPU, task by task
     chapters/   what notebooks call: notebook (first cell, source display, step_times), pictures*,
                 exercises and kernel_exercises (checks), direct (models of chapters 03-05), local
                 (reuse and bank models of chapters 09-10), winograd (Toom-Cook), winograd_accuracy (the
@@ -37,6 +43,13 @@ Layers, each importing only from itself and the ones above it in this list (help
                 notebooks: execute, editions (student edition), site
 """
 import importlib
+
+# The layers, lowest first: a module may import from its own layer or the ones before it.
+LAYERS = ("helpers.engine", "helpers.ops", "helpers.launch", "helpers.stages", "helpers.tuning",
+          "helpers.chooser", "helpers.runner", "helpers.emulation", "helpers.analysis", "helpers.peak",
+          "helpers.bench", "helpers.tune", "helpers.registers", "helpers.floor", "helpers.profile_stage",
+          "helpers.ncu_banks", "helpers.tc_peak", "helpers.train", "helpers.record", "helpers.chapters",
+          "helpers.__init__", "helpers.__main__")
 
 # The public names, loaded on first use (so that helpers.analysis runs without OpenCL or CUDA).
 _PUBLIC = {

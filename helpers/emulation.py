@@ -21,7 +21,7 @@ from .stages import get_stage
 
 class EmulatedPlan(Plan):
     """A CUDA stage bound to a problem, its kernels built for the CPU: enqueue runs them to the end."""
-    backend, tensor_class = "cuda", emulated.HostTensor
+    backend, label, tensor_class = "cuda", "CUDA (emulated on the CPU)", emulated.HostTensor
 
     class _Queue:
         @staticmethod

@@ -6,11 +6,8 @@ import subprocess
 import sys
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
-# lower layers first; a module may import from its own layer or the ones before it
-LAYERS = ["helpers.engine", "helpers.ops", "helpers.launch", "helpers.stages", "helpers.tuning",
-          "helpers.chooser", "helpers.runner", "helpers.emulation", "helpers.analysis", "helpers.peak", "helpers.bench", "helpers.tune", "helpers.registers", "helpers.floor",
-          "helpers.profile_stage", "helpers.ncu_banks", "helpers.tc_peak", "helpers.train", "helpers.record",
-          "helpers.chapters", "helpers.__init__", "helpers.__main__"]
+import helpers
+from helpers import LAYERS      # the one statement of the layers (helpers/__init__.py)
 
 
 def modules() -> dict:
@@ -52,3 +49,18 @@ def test_analysis_imports_no_opencl_or_cuda():
             "bad = [m for m in ('pyopencl', 'cupy', 'cuda') if m in sys.modules]; print(bad); sys.exit(bool(bad))")
     res = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True)
     assert res.returncode == 0, res.stdout + res.stderr
+
+
+def test_the_package_docstring_names_the_layers_in_their_order():
+    """helpers/__init__.py's docstring walks the layers for a reader: every layer of LAYERS that is
+    a module or package of its own appears there, in LAYERS' order."""
+    doc = helpers.__doc__
+    names = [n.removeprefix("helpers.") for n in LAYERS if n not in ("helpers.__init__", "helpers.__main__")]
+    where = {}
+    for n in names:
+        spelled = [f"{n}/", f"{n}.py"]
+        found = [doc.find(w) for w in spelled if doc.find(w) >= 0]
+        assert found, f"the package docstring does not name layer {n} ({' or '.join(spelled)})"
+        where[n] = min(found)
+    order = sorted(names, key=where.get)
+    assert order == names, f"the docstring names the layers in another order than LAYERS: {order}"

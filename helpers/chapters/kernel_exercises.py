@@ -59,7 +59,7 @@ class Gap:
     #                         chapter's listings keep them; the answer is the notebook's solution
 
     def _lines(self):
-        src = kernel_source(_stage(self.op, self.stage).kernel).splitlines()
+        src = kernel_source(get_stage(self.op, self.stage).kernel).splitlines()
         starts = [i for i, ln in enumerate(src) if self.first in ln]
         if len(starts) != 1:
             raise RuntimeError(f"gap start {self.first!r} found {len(starts)} times in the kernel")
@@ -105,7 +105,7 @@ class Gap:
 
     def trial(self, text: str):
         """The stage as a temporary registry entry whose kernel is ``text`` (no fallback)."""
-        return dataclasses.replace(_stage(self.op, self.stage), source=lambda jit: text, fallback=None)
+        return dataclasses.replace(get_stage(self.op, self.stage), source=lambda jit: text, fallback=None)
 
     def check(self, code: str, ctx=None, isolated: bool = True) -> bool:
         """Run the kernel with ``code`` in the gap over every case, guarded; print one verdict.
@@ -179,10 +179,6 @@ class Gap:
                 return _verdict(False, "", f"{done}, but {message}")
             done += f"; {message}"
         return _verdict(True, done, "")
-
-
-def _stage(op, name):
-    return get_stage(op, name)
 
 
 def _dgrad(*shape):

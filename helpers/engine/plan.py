@@ -84,9 +84,6 @@ class PlanSpec:
     tuned_source: str = ""     # where its JIT parameters come from, in words (helpers/tuning.py)
 
 
-BACKEND_NAMES = {"opencl": "OpenCL", "cuda": "CUDA"}
-
-
 def out_dtype(inputs: dict, dtype: str):
     """NumPy out in the inputs' precision: float16 when the caller gave float16 to a float16
     stage, else float32 (bfloat16 is returned as float32, exactly)."""
@@ -98,6 +95,7 @@ class Plan:
     """The plan of a stage on either backend: the spec's fields as attributes (``stage``,
     ``jit_defines``, ``steps``, ``path``...), the device tensors, and what a caller does with them."""
     backend = ""
+    label = ""              # the backend as messages name it ("OpenCL", "CUDA")
     tensor_class = Tensor
     checked = False
     faults: tuple = ()      # the errors by which the backend reports a kernel that faulted (check_stage)
@@ -117,8 +115,8 @@ class Plan:
         """Refuse, before anything is resolved or built, a device tensor of another backend."""
         for name, t in inputs.items():
             if isinstance(t, Tensor) and t.backend != cls.backend:
-                raise TypeError(f"{name}: stage {key} runs on {BACKEND_NAMES[cls.backend]}, but the "
-                                f"{type(t).__name__} given lives on {BACKEND_NAMES.get(t.backend, t.backend)}; "
+                raise TypeError(f"{name}: stage {key} runs on {cls.label}, but the {type(t).__name__} given "
+                                f"lives on {t.backend_label}; "
                                 f"pass a NumPy array or a {cls.tensor_class.__name__}")
 
     def _make_tensors(self) -> None:

@@ -129,6 +129,7 @@ class Tensor:
     (the tensor's part of a guarded buffer) and ``_transfer(dest, src)`` (one copy between a
     device buffer and a host array, either way)."""
     backend = ""            # "opencl" or "cuda": the stages that can read it (Stage.backend)
+    backend_label = ""      # the backend as messages name it ("OpenCL", "CUDA")
 
     def _lay_out(self, name: str, shape: tuple, host: np.ndarray | None, guard: bool, is_input: bool,
                  dtype: str, layout: str, align: int = 1) -> None:

@@ -11,15 +11,11 @@
 #define GLOBAL_ID(d) ((int)((d) == 0 ? blockIdx.x * blockDim.x + threadIdx.x \
                           : (d) == 1 ? blockIdx.y * blockDim.y + threadIdx.y \
                                      : blockIdx.z * blockDim.z + threadIdx.z))
-#define LOCAL_ID(d) ((int)((d) == 0 ? threadIdx.x : (d) == 1 ? threadIdx.y : threadIdx.z))
-#define BARRIER() __syncthreads()
 #else                                      // OpenCL C
 #define KERNEL __kernel
 #define GLOBAL __global
 #define DEVICE_FN inline
 #define GLOBAL_ID(d) ((int)get_global_id(d))
-#define LOCAL_ID(d) ((int)get_local_id(d))
-#define BARRIER() barrier(CLK_LOCAL_MEM_FENCE)
 #endif
 
 #define CEIL_DIV(a, b) (((a) + (b) - 1) / (b))

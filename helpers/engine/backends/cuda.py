@@ -84,7 +84,7 @@ class CudaTensor(Tensor):
     """A tensor on the current CUDA device (CuPy's), with DeviceTensor's interface and guard zones
     (helpers/engine/tensor.py): ``buffer`` is a flat CuPy array of the stored values, a view into
     the guarded allocation when there are guards (a kernel gets its address)."""
-    backend = "cuda"
+    backend, backend_label = "cuda", "CUDA"
 
     def __init__(self, name: str, shape: tuple, host: np.ndarray | None = None, guard: bool = False,
                  is_input: bool = False, dtype: str = "float32", layout: str = "NCHW"):
@@ -225,7 +225,7 @@ class CudaPlan(Plan):
     (enqueue, tensor, bind, outputs, check_guards, result, queue.finish); launches go to CuPy's
     current stream, in order, so plans chain as on one OpenCL queue. CuPy raises its own errors
     for a kernel that faulted (``faults`` is empty: they pass through check_stage as they are)."""
-    backend, tensor_class = "cuda", CudaTensor
+    backend, label, tensor_class = "cuda", "CUDA", CudaTensor
 
     class _Queue:
         finish = staticmethod(synchronize)

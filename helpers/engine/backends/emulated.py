@@ -248,7 +248,7 @@ def tensor_map(t: "HostTensor", dims: tuple, box: tuple, swizzle: bool = True) -
 class HostTensor(Tensor):
     """A tensor of an emulated CUDA stage: DeviceTensor's interface (guard zones included) on host
     memory, a kernel getting the address of ``buffer`` (a NumPy view into the guarded allocation)."""
-    backend = "cuda"
+    backend, backend_label = "cuda", "CUDA (emulated on the CPU)"
 
     def __init__(self, name: str, shape: tuple, host: np.ndarray | None = None, guard: bool = False,
                  is_input: bool = False, dtype: str = "float32", layout: str = "NCHW"):

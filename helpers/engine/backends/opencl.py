@@ -21,7 +21,7 @@ from ..timing import time_enqueue, time_enqueue_steps
 
 class DeviceTensor(Tensor):
     """A tensor on an OpenCL device, on one context and the in-order queue its launches use."""
-    backend = "opencl"
+    backend, backend_label = "opencl", "OpenCL"
 
     def __init__(self, ctx, queue, name: str, shape: tuple, host: np.ndarray | None = None,
                  guard: bool = False, is_input: bool = False, dtype: str = "float32", layout: str = "NCHW"):
@@ -50,7 +50,7 @@ class DeviceTensor(Tensor):
 
 class ClPlan(Plan):
     """A stage bound to a problem on an OpenCL device: buffers uploaded, program built, ready to enqueue."""
-    backend, tensor_class = "opencl", DeviceTensor
+    backend, label, tensor_class = "opencl", "OpenCL", DeviceTensor
     faults = (cl.Error,)     # how a GPU reports a kernel that faulted (wrong values are the checker's)
 
     @staticmethod
