@@ -9,7 +9,7 @@ from helpers import bench
 from helpers.chapters import tensor_cores as tc
 from helpers.engine.check import EPS32, OPERAND_ROUNDING, STORAGE_ROUNDING, rtol_for_sum, rtol_mma
 from helpers.engine.tensor import to_tf32
-from helpers.launch.gemm import mma_pipe_requires
+from helpers.launch.tensor_cores import mma_pipe_requires
 from helpers.ops import conv_dgrad
 from helpers.ops.vendor import cudnn_conv_dgrad
 from helpers.runner import prepare
