@@ -8,7 +8,7 @@ import sys
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 # lower layers first; a module may import from its own layer or the ones before it
 LAYERS = ["helpers.engine", "helpers.ops", "helpers.launch", "helpers.stages", "helpers.tuning",
-          "helpers.chooser", "helpers.runner", "helpers.emulation", "helpers.analysis", "helpers.peak", "helpers.bench", "helpers.tune", "helpers.registers", "helpers.floor",
+          "helpers.chooser", "helpers.runner", "helpers.emulation", "helpers.analysis", "helpers.peak", "helpers.trials", "helpers.bench", "helpers.tune", "helpers.registers", "helpers.floor",
           "helpers.profile_stage", "helpers.ncu_banks", "helpers.tc_peak", "helpers.train", "helpers.record",
           "helpers.chapters", "helpers.__init__", "helpers.__main__"]
 
