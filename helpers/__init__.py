@@ -10,9 +10,9 @@ Layers, each importing only from itself and the ones above it in this list (help
                 g++ and run on the CPU, for the tests; plan_class: a stage's backend to its plan class)
     ops/        each operation's argument checks (Problem), NumPy references, layer sets,
                 vendor (cuDNN / PyTorch) and vendor_clblast (CLBlast SGEMM) timings
-    launch/     one launcher per kernel family (direct, local, winograd, batchnorm, gemm): grids,
-                multi-kernel steps and workspaces; unrolled.py generates the 3x3 block of stages
-                07-08; local.py: the tiles of stages 09-10 (geometry, constraints)
+    launch/     one launcher per kernel family (direct, local, winograd, batchnorm, wgrad, gemm,
+                tensor_cores): grids, multi-kernel steps and workspaces; unrolled.py generates the
+                3x3 block of stages 07-08; local.py: the tiles of stages 09-10 (geometry, constraints)
     stages/     the one registry of stages, data only, one module per operation, validated when
                 it loads (REGISTRY, stage_names, get_stage)
     runner.py   run_stage / plan_stage: the one way to run a stage (guard regions for tests);
@@ -22,6 +22,7 @@ Layers, each importing only from itself and the ones above it in this list (help
     analysis/   reading recorded results, summaries, the ladder and roofline plots, compare (the
                 best course stage per op, layer and GPU against the vendor), pairs (a recorded
                 switch off and on; two stages of one run beside the vendor) (no OpenCL)
+    trials.py   tuning candidates checked, then timed (Trial, search: bench --tune, ./course tune)
     bench.py    `python -m helpers.bench`: stages x layers on a device, JSON into results/
     peak.py, registers.py   measured roofline; NVIDIA register counts into results/ (chapters 07, 14)
     profile_stage.py        `python -m helpers.profile_stage`: one stage once on one layer (ncu)
@@ -31,9 +32,10 @@ Layers, each importing only from itself and the ones above it in this list (help
                 `python -m helpers.train` records a run
     chapters/   what notebooks call: notebook (first cell, source display, step_times), pictures*,
                 exercises and kernel_exercises (checks), direct (models of chapters 03-05), local
-                (reuse and bank models of chapters 09-10), winograd (Toom-Cook), winograd_accuracy (the
-                kernels' error per layer, chapter 12a), tensor_cores (chapter 13: fragments, ldmatrix
-                banks, PTX, accuracy); tools over the
+                (reuse and bank accesses of chapters 09-10), banks (the bank model of chapters 10, 12,
+                13), bank_evidence (ncu's counts beside it), winograd (Toom-Cook), winograd_accuracy
+                (the kernels' error per layer, chapter 12a), tensor_cores (chapter 13: stages,
+                recorded runs, accuracy), tensor_core_layouts, ptx, ncu_reports; tools over the
                 notebooks: execute, editions (student edition), site
 """
 import importlib
