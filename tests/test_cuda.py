@@ -264,7 +264,8 @@ def test_split_k_where_the_product_has_few_blocks(stage):
     assert tensor_cores.mma_nhwc_scratch(p, d)["dx_split"].count == q["N"] * q["C"] * q["H"] * q["W"]
     assert tensor_cores.nhwc_splits(p, {**d, "SPLIT_TARGET": 1}) == 1
     assert len(tensor_cores.mma_nhwc_steps(p, {**d, "SPLIT_TARGET": 1})) == 3
-    on_grid = [tensor_cores.nhwc_splits(prepare("conv_dgrad", **_args(c)), {**d, "SPLIT_MIN": 128}) for c in conv_grid()]
+    on_grid = [tensor_cores.nhwc_splits(prepare("conv_dgrad", **_args(c)), {**d, "SPLIT_MIN": 128})
+               for c in conv_grid()]
     assert sum(k > 1 for k in on_grid) >= 12 and on_grid.count(1) >= 12, on_grid
     if NO_NVRTC is None:
         jit = jit_defines(s, p, d)
@@ -305,7 +306,8 @@ def test_wgmma_blocks_fit_the_layer_and_the_build_needs_sm_90a():
     big = {**s.defines, "STAGES": 10, "SPLIT_TARGET": 1}       # not even 64-wide blocks fit
     p = prepare("conv_dgrad", **op.layer_args(layers["res512@7"]))
     why = hook(s, "requires")(p, big)
-    assert f"{tensor_cores.mma_ring_bytes(tensor_cores.wgmma_fit(p, big)):,} bytes" in why and f"{tensor_cores.WGMMA_SHARED:,}" in why
+    assert f"{tensor_cores.mma_ring_bytes(tensor_cores.wgmma_fit(p, big)):,} bytes" in why
+    assert f"{tensor_cores.WGMMA_SHARED:,}" in why
     assert hook(s, "requires")(p, dict(s.defines)) is None
     if NO_NVRTC is None:
         jit = jit_defines(s, p, s.defines)

@@ -451,7 +451,8 @@ def test_c_fragment_check_accepts_the_layout_and_names_each_mistake(capsys):
     }
     _names_each_mistake(check_c_fragment, wrong, capsys, hidden=str(right(5)))
     # the layout read off the course's own model instead of derived: refused however the model is reached
-    for looked_up in (lambda l: [next((r, c) for r in range(16) for c in range(8) if fragments.fragment_owner("C", r, c) == (l, reg))
+    for looked_up in (lambda l: [next((r, c) for r in range(16) for c in range(8)
+                                      if fragments.fragment_owner("C", r, c) == (l, reg))
                                  for reg in range(4)],
                       lambda l: [next((r, c) for r in range(16) for c in range(8) if owner("C", r, c) == (l, reg))
                                  for reg in range(4)]):

@@ -346,6 +346,7 @@ def mma_fwd_steps(p: Problem, d: dict) -> list:
 # -- the family's interface (helpers/launch/__init__.py) -----------------------------------
 
 ONE_KERNEL = {"mma": mma_geometry}
-SEVERAL = {"mma_nhwc": (mma_nhwc_steps, mma_nhwc_scratch), "mma_nhwc_tf32": (mma_nhwc_tf32_steps, mma_nhwc_tf32_scratch),
+SEVERAL = {"mma_nhwc": (mma_nhwc_steps, mma_nhwc_scratch),
+           "mma_nhwc_tf32": (mma_nhwc_tf32_steps, mma_nhwc_tf32_scratch),
            "mma_fwd": (mma_fwd_steps, mma_fwd_scratch), "mma_fwd_tf32": (mma_fwd_steps, mma_fwd_tf32_scratch)}
 LAUNCHES, steps, workspace = dispatch(ONE_KERNEL, SEVERAL)   # the family's launches (the registry's ``launch``)
