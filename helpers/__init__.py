@@ -11,9 +11,9 @@ Layers, each importing only from itself and the ones above it, in the order of `
                 g++ and run on the CPU, for the tests; plan_class: a stage's backend to its plan class)
     ops/        each operation's argument checks (Problem), NumPy references, layer sets,
                 vendor (cuDNN / PyTorch) and vendor_clblast (CLBlast SGEMM) timings
-    launch/     one launcher per kernel family (direct, local, winograd, batchnorm, gemm): grids,
-                multi-kernel steps and workspaces; unrolled.py generates the 3x3 block of stages
-                07-08; local.py: the tiles of stages 09-10 (geometry, constraints)
+    launch/     one launcher per kernel family (direct, local, winograd, batchnorm, wgrad, gemm,
+                tensor_cores): grids, multi-kernel steps and workspaces; unrolled.py generates the
+                3x3 block of stages 07-08; local.py: the tiles of stages 09-10 (geometry, constraints)
     stages/     the one registry of stages, data only, one module per operation, validated when
                 it loads (REGISTRY, stage_names, get_stage)
     tuning.py   per-device JIT parameters (results/tuned.json, a user's own search), inherited by
@@ -25,6 +25,7 @@ Layers, each importing only from itself and the ones above it, in the order of `
                 best course stage per op, layer and GPU against the vendor), pairs (a recorded
                 switch off and on; two stages of one run beside the vendor) (no OpenCL)
     peak.py     the measured roofline (copy bandwidth, FMA rate)
+    trials.py   tuning candidates checked, then timed (Trial, search: bench --tune, ./course tune)
     bench.py    `python -m helpers.bench`: stages x layers on a device, JSON into results/
     tune.py     `./course tune`: a search of the stages' JIT parameters on this device
     registers.py, floor.py  NVIDIA register counts (chapters 07, 14); what each timer says of an
@@ -37,9 +38,10 @@ Layers, each importing only from itself and the ones above it, in the order of `
     record.py   `./course record`: the recording plan for a GPU, task by task
     chapters/   what notebooks call: notebook (first cell, source display, step_times), pictures*,
                 exercises and kernel_exercises (checks), direct (models of chapters 03-05), local
-                (reuse and bank models of chapters 09-10), winograd (Toom-Cook), winograd_accuracy (the
-                kernels' error per layer, chapter 12a), tensor_cores (chapter 13: fragments, ldmatrix
-                banks, PTX, accuracy); tools over the
+                (reuse and bank accesses of chapters 09-10), banks (the bank model of chapters 10, 12,
+                13), bank_evidence (ncu's counts beside it), winograd (Toom-Cook), winograd_accuracy
+                (the kernels' error per layer, chapter 12a), tensor_cores (chapter 13: stages,
+                recorded runs, accuracy), tensor_core_layouts, ptx, ncu_reports; tools over the
                 notebooks: execute, editions (student edition), site
 """
 import importlib
@@ -47,7 +49,7 @@ import importlib
 # The layers, lowest first: a module may import from its own layer or the ones before it.
 LAYERS = ("helpers.engine", "helpers.ops", "helpers.launch", "helpers.stages", "helpers.tuning",
           "helpers.chooser", "helpers.runner", "helpers.emulation", "helpers.analysis", "helpers.peak",
-          "helpers.bench", "helpers.tune", "helpers.registers", "helpers.floor", "helpers.profile_stage",
+          "helpers.trials", "helpers.bench", "helpers.tune", "helpers.registers", "helpers.floor", "helpers.profile_stage",
           "helpers.ncu_banks", "helpers.tc_peak", "helpers.train", "helpers.record", "helpers.chapters",
           "helpers.__init__", "helpers.__main__")
 

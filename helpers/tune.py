@@ -31,7 +31,7 @@ import time
 from pathlib import Path
 
 from . import tuning
-from .bench import Trial
+from .trials import Trial
 from .engine.devices import NoDeviceError, describe, get_context
 from .engine.progress import progress as progress_bar
 from .ops import op_module

@@ -11,7 +11,7 @@ import pytest
 
 import helpers
 from helpers.engine.backends import BackendUnavailable, cuda_missing, nvrtc
-from helpers.launch import gemm
+from helpers.launch import gemm, tensor_cores
 from helpers.ops import conv_forward
 from helpers.ops.conv_dgrad import random_problem_args
 from helpers.runner import hook, jit_defines, path_of, prepare, stage_source
@@ -163,18 +163,17 @@ def test_interleaved_stages_pad_k_and_refuse_nothing(stage):
     """The interleaved stages pad K with zeros to a multiple of 32 instead of refusing it: every
     grid problem runs their own kernels, the copies are sized for the padded K, and the launch of
     the dy' copy covers the padding channels; only a ring beyond the shared memory is refused."""
-    from helpers.launch import gemm
     s = helpers.get_stage("conv_dgrad", stage)
     requires = hook(s, "requires")
     assert all(requires(prepare("conv_dgrad", **_args(c)), s.defines) is None for c in conv_grid())
     p = prepare("conv_dgrad", **_args(dict(PROBLEMS[0], k=20)))
     q = p.dims
-    assert requires(p, s.defines) is None and gemm.padded_k(p, s.defines) == 32
+    assert requires(p, s.defines) is None and tensor_cores.padded_k(p, s.defines) == 32
     size = 4 if s.precision == "tf32" else 2
-    scratch = gemm.mma_nhwc_scratch(p, s.defines, "float32" if size == 4 else "float16")
+    scratch = tensor_cores.mma_nhwc_scratch(p, s.defines, "float32" if size == 4 else "float16")
     assert scratch["dyp_copy"].count == q["N"] * q["OH"] * q["OW"] * 32
     assert scratch["w_crsk"].count == q["C"] * q["KH"] * q["KW"] * 32
-    copy = next(st for st in gemm.mma_nhwc_steps(p, s.defines) if st.kernel.startswith("dy_to"))
+    copy = next(st for st in tensor_cores.mma_nhwc_steps(p, s.defines) if st.kernel.startswith("dy_to"))
     assert copy.kernel == "dy_to_nchw32" and copy.global_size[1] == 8      # one block of 64 channels
     assert "65,536 bytes" in requires(p, {**s.defines, "BN": 128, "STAGES": 4})
 
@@ -216,7 +215,7 @@ def test_cuda_tune_candidates_match_with_guards(op, stage):
     that does not (the forward stages: two that run it, strides 1 and 2), with guard zones; a
     candidate whose ring does not fit is refused by the search (it would fall back and be timed
     under the stage's name), as is one the device cannot launch."""
-    from helpers.bench import search
+    from helpers.trials import search
     s = helpers.get_stage(op, stage)
     shapes = [dict(n=2, c=16 if op == "conv_forward" else 17, h=7, w=5, k=16, kernel=3, stride=1, padding=1,
                    activation="relu"),
@@ -248,25 +247,25 @@ def test_split_k_where_the_product_has_few_blocks(stage):
     the steps zero a float32 dx, run the product over the runs (grid z) into it, then round it
     into dx, and the PTX holds the atomic adds and both kernels. SPLIT_TARGET = 1 never splits,
     nor does the forward pass; with SPLIT_MIN lowered the grid takes both ways."""
-    from helpers.launch import gemm
     from helpers.ops import conv_dgrad as op
     from helpers.ops.layers import layer_set
     s = helpers.get_stage("conv_dgrad", stage)
-    splits = {lay["name"]: gemm.nhwc_splits(prepare("conv_dgrad", **op.layer_args(lay)), s.defines)
+    splits = {lay["name"]: tensor_cores.nhwc_splits(prepare("conv_dgrad", **op.layer_args(lay)), s.defines)
               for lay in layer_set("edge") + layer_set("resnet50")}
     assert splits["res512@7/n1"] == gemm.SPLIT_MAX and splits["res256@14/n8"] > 1, splits
     assert splits["res128@28/n1"] == splits["res64@56/n1"] == 1, splits        # short reductions
     assert all(splits[lay["name"]] == 1 for lay in layer_set("resnet50")), splits
     p = prepare("conv_dgrad", **op.layer_args(next(l for l in layer_set("edge") if l["name"] == "res512@7/n1")))
     q, d = p.dims, s.defines
-    steps = gemm.mma_nhwc_steps(p, d)
+    steps = tensor_cores.mma_nhwc_steps(p, d)
     assert [st.kernel for st in steps][0] == "splitk_zero" and steps[-1].kernel == "splitk_store"
     product = next(st for st in steps if st.kernel == "conv_dgrad")
     assert product.global_size[2] == gemm.SPLIT_MAX and product.args[2] == "dx_split"
-    assert gemm.mma_nhwc_scratch(p, d)["dx_split"].count == q["N"] * q["C"] * q["H"] * q["W"]
-    assert gemm.nhwc_splits(p, {**d, "SPLIT_TARGET": 1}) == 1
-    assert len(gemm.mma_nhwc_steps(p, {**d, "SPLIT_TARGET": 1})) == 3
-    on_grid = [gemm.nhwc_splits(prepare("conv_dgrad", **_args(c)), {**d, "SPLIT_MIN": 128}) for c in conv_grid()]
+    assert tensor_cores.mma_nhwc_scratch(p, d)["dx_split"].count == q["N"] * q["C"] * q["H"] * q["W"]
+    assert tensor_cores.nhwc_splits(p, {**d, "SPLIT_TARGET": 1}) == 1
+    assert len(tensor_cores.mma_nhwc_steps(p, {**d, "SPLIT_TARGET": 1})) == 3
+    on_grid = [tensor_cores.nhwc_splits(prepare("conv_dgrad", **_args(c)), {**d, "SPLIT_MIN": 128})
+               for c in conv_grid()]
     assert sum(k > 1 for k in on_grid) >= 12 and on_grid.count(1) >= 12, on_grid
     if NO_NVRTC is None:
         jit = jit_defines(s, p, d)
@@ -283,7 +282,6 @@ def test_wgmma_blocks_fit_the_layer_and_the_build_needs_sm_90a():
     channels need, to the device's fill and to the shared memory, in the kernel's build and the
     grid alike; a ring past Hopper's 227 KiB even at BN = 64 refused;
     a build for any target but sm_90a stops at the kernel's #error."""
-    from helpers.launch import gemm
     from helpers.ops import conv_dgrad as op
     from helpers.ops.layers import layer_set
     s = helpers.get_stage("conv_dgrad", "tc_tf32_wgmma")
@@ -301,14 +299,15 @@ def test_wgmma_blocks_fit_the_layer_and_the_build_needs_sm_90a():
         p = prepare("conv_dgrad", **op.layer_args(layers[name]))
         d = {**s.defines, "SPLIT_TARGET": target, "STAGES": stages[0] if stages else s.defines["STAGES"]}
         assert p.dims["C"] == c
-        product = next(st for st in gemm.mma_nhwc_steps(p, d) if st.kernel == "conv_dgrad")
+        product = next(st for st in tensor_cores.mma_nhwc_steps(p, d) if st.kernel == "conv_dgrad")
         assert jit_defines(s, p, d)["BN"] == bn, name
         assert product.global_size[1] == -(-c // bn) and product.local_size == (256, 1, 1), name
         assert product.shared == d["STAGES"] * (128 + bn) * 128 + 1024, name
     big = {**s.defines, "STAGES": 10, "SPLIT_TARGET": 1}       # not even 64-wide blocks fit
     p = prepare("conv_dgrad", **op.layer_args(layers["res512@7"]))
     why = hook(s, "requires")(p, big)
-    assert f"{gemm.mma_ring_bytes(gemm.wgmma_fit(p, big)):,} bytes" in why and f"{gemm.WGMMA_SHARED:,}" in why
+    assert f"{tensor_cores.mma_ring_bytes(tensor_cores.wgmma_fit(p, big)):,} bytes" in why
+    assert f"{tensor_cores.WGMMA_SHARED:,}" in why
     assert hook(s, "requires")(p, dict(s.defines)) is None
     if NO_NVRTC is None:
         jit = jit_defines(s, p, s.defines)
@@ -422,7 +421,7 @@ def test_tma_patches_cover_the_layer_with_least_padding():
     28 and 14 at batch 64); on 7 x 7 images patches of 16 images x 1 row x 8 columns, one column in
     eight padding."""
     def patch(n, h, w):
-        return gemm.tma_patch(prepare("conv_dgrad", **random_problem_args(n, 4, h, w, 4, 3, 1, 1, "none")))
+        return tensor_cores.tma_patch(prepare("conv_dgrad", **random_problem_args(n, 4, h, w, 4, 3, 1, 1, "none")))
     for n, h, w in ((64, 56, 56), (64, 28, 28), (64, 14, 14), (8, 224, 224)):
         pn, ph, pw = patch(n, h, w)
         assert pn * ph * pw == 128 and n % pn == 0 and h % ph == 0 and w % pw == 0, (n, h, w, pn, ph, pw)
@@ -441,7 +440,7 @@ def test_tma_stage_takes_every_stride_and_refuses_unaligned_rows(stage):
     for c in PROBLEMS:
         assert requires(prepare("conv_dgrad", **_args(dict(c, k=8))), s.defines) is None, c
     for c, blocks in ((PROBLEMS[1], 4), (PROBLEMS[2], 9)):
-        assert gemm.position_blocks(prepare("conv_dgrad", **_args(dict(c, k=8))), s.defines) == blocks, c
+        assert tensor_cores.position_blocks(prepare("conv_dgrad", **_args(dict(c, k=8))), s.defines) == blocks, c
     k20 = requires(prepare("conv_dgrad", **_args(dict(PROBLEMS[0], k=20))), s.defines)
     assert (k20 is None) == (stage == "tc_tf32_tma"), k20
 
@@ -522,7 +521,6 @@ def test_forward_tensor_core_requirements(stage):
     """Decided on the host: the forward stages run where C (the channels they sum over) is a
     multiple of a 16-byte copy (8 values; TF32 4) and refuse elsewhere with the number, no
     fallback; both cases are in the grid; the copies are sized x (N, H, W, C), w (K, KH, KW, C)."""
-    from helpers.launch import gemm
     s = helpers.get_stage("conv_forward", stage)
     requires = hook(s, "requires")
     needs = [requires(prepare("conv_forward", **_args(c, op="conv_forward")), s.defines) for c in conv_grid()]
@@ -532,9 +530,9 @@ def test_forward_tensor_core_requirements(stage):
     assert (requires(c20, s.defines) is None) == (stage == "tc_tf32_nhwc")
     p = prepare("conv_forward", **_args(dict(PROBLEMS[1], c=16), op="conv_forward"))
     q = p.dims
-    scratch = gemm.mma_fwd_scratch(p, s.defines)
+    scratch = tensor_cores.mma_fwd_scratch(p, s.defines)
     assert scratch["x_copy"].count == q["N"] * q["H"] * q["W"] * 16
     assert scratch["w_krsc"].count == q["K"] * q["KH"] * q["KW"] * 16
-    x_copy, w_copy, product = gemm.mma_fwd_steps(p, s.defines)
+    x_copy, w_copy, product = tensor_cores.mma_fwd_steps(p, s.defines)
     assert x_copy.kernel == w_copy.kernel == "to_channel_last" and product.kernel == "conv_forward"
     assert product.args[3] == "bias" and product.args[4:11] == ("N", "K", "OH", "OW", "C", "H", "W")

@@ -438,9 +438,9 @@ def test_a_stage_copy_runs_through_plan_stage_without_touching_the_registry(ctx)
 
 
 def test_c_fragment_check_accepts_the_layout_and_names_each_mistake(capsys):
-    from helpers.chapters import tensor_cores as tc
     from helpers.chapters.exercises import check_c_fragment
-    from helpers.chapters.tensor_cores import fragment_owner as owner
+    from helpers.engine import fragments
+    from helpers.engine.fragments import fragment_owner as owner
     right = lambda l: [(l // 4, 2 * (l % 4)), (l // 4, 2 * (l % 4) + 1), (l // 4 + 8, 2 * (l % 4)), (l // 4 + 8, 2 * (l % 4) + 1)]
     assert check_c_fragment(right)
     wrong = {
@@ -452,7 +452,8 @@ def test_c_fragment_check_accepts_the_layout_and_names_each_mistake(capsys):
     }
     _names_each_mistake(check_c_fragment, wrong, capsys, hidden=str(right(5)))
     # the layout read off the course's own model instead of derived: refused however the model is reached
-    for looked_up in (lambda l: [next((r, c) for r in range(16) for c in range(8) if tc.fragment_owner("C", r, c) == (l, reg))
+    for looked_up in (lambda l: [next((r, c) for r in range(16) for c in range(8)
+                                      if fragments.fragment_owner("C", r, c) == (l, reg))
                                  for reg in range(4)],
                       lambda l: [next((r, c) for r in range(16) for c in range(8) if owner("C", r, c) == (l, reg))
                                  for reg in range(4)]):
@@ -684,7 +685,7 @@ def test_chapters_10_to_12a_refuse_an_answer_that_calls_the_course_s_own_count(c
     against, and is refused by name (the answers are defined as a notebook cell defines them)."""
     cell = """
 from helpers.chapters import winograd as wg
-from helpers.chapters.pictures_winograd import passes
+from helpers.chapters.banks import passes
 from helpers.launch.gemm import phase_taps
 
 def stride_passes(s):

@@ -6,7 +6,7 @@ register, the lower half first), where the model maps (lane, register, half). A 
 the model fails here, and in the emulated kernels that run on it (tests/test_emulated.py)."""
 import pytest
 
-from helpers.chapters import tensor_cores
+from helpers.chapters import pictures_tensor_cores
 from helpers.engine import fragments
 
 
@@ -132,7 +132,7 @@ def test_128_byte_swizzle_follows_the_isa():
 
 def test_one_model_for_the_chapter_and_the_emulator():
     """Chapter 13's picture and exercise read the same model the emulator's tables come from."""
-    assert tensor_cores.fragment_owner is fragments.fragment_owner
+    assert pictures_tensor_cores.fragment_owner is fragments.fragment_owner
     assert fragments.fragment_owner("C", 9, 5) == (4 * 1 + 2, 3)        # row g + 8, column 2t + 1
     t = fragments.tables()
     assert (t["a_16"] == fragments.fragment("m16n8k16", "A")).all() and (t["c"] == fragments.fragment("m16n8k8", "C")).all()

@@ -88,7 +88,7 @@ def test_fitted_tile_keeps_small_planes_busy():
 
 
 def test_bank_model_of_the_stages():
-    from helpers.chapters.pictures_winograd import passes
+    from helpers.chapters.banks import passes
     tile = {"TX": 32, "TY": 4, "CB": 32, "KC": 4, "XPW": 8, "CPW": 4}
     p = {lay: passes(local.warp_lanes(lay, "weight store", tile)) for lay in local.LAYOUTS}
     assert p == {"prefetch": 1, "transposed": 32, "padded": 4, "swizzle": 1}
@@ -135,7 +135,7 @@ def test_simulator_reproduces_the_recorded_ncu_load_counts():
 
 
 def test_dy_read_is_as_wide_as_the_words_used():
-    from helpers.chapters.pictures_winograd import passes
+    from helpers.chapters.banks import passes
     tile = {"TX": 32, "TY": 4, "CB": 32, "KC": 4, "XPW": 8, "CPW": 4}           # 10 words: 4 + 4 + 2
     widths = [len(local.warp_lanes("swizzle", "dy read", tile, u=u)[0]) for u in range(3)]
     assert widths == [4, 4, 2]
@@ -157,7 +157,7 @@ def test_row_copy_removes_the_dy_store_conflicts():
 
 
 def test_passes_ignores_idle_lanes():
-    from helpers.chapters.pictures_winograd import passes
+    from helpers.chapters.banks import passes
     assert passes([[0]] + [None] * 31) == 1
     assert passes([[4 * i, 4 * i + 1, 4 * i + 2, 4 * i + 3] for i in range(8)] + [None] * 24) == 1
 
@@ -217,7 +217,7 @@ def test_recorded_ffma_counts_are_the_tile_models():
     multiply-adds (idle positions of the last tile in a row included): chapter 10 quotes both."""
     import json
     from helpers.analysis.results import RESULTS
-    from helpers.chapters.pictures_local import RES64
+    from helpers.chapters.bank_evidence import RES64
     paths = sorted((RESULTS / "local").glob("ncu_limits_conv_dgrad_*.json"))
     assert paths, "chapter 10 reads an ncu limits record; none is in results/local/"
     for path in paths:

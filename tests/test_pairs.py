@@ -56,7 +56,7 @@ def test_recorded_stage_pair():
 
 
 def test_rowcopy_counts_against_the_model_and_the_target():
-    from helpers.chapters.pictures_local import rowcopy_copies, rowcopy_counts
+    from helpers.chapters.bank_evidence import rowcopy_copies, rowcopy_counts
     text = "\n".join(rowcopy_counts())
     assert "10_swizzle ROWCOPY=1    32x4       28,672     28,672     1.000    99.1%" in text
     assert "32x4: 99.1% -> met" in text

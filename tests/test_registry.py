@@ -161,7 +161,7 @@ def test_a_chapter_number_naming_one_stage_picks_it():
 
 
 def test_families_and_launches_are_found_where_they_are_defined():
-    assert families() == ["batchnorm", "direct", "gemm", "local", "wgrad", "winograd"]
+    assert families() == ["batchnorm", "direct", "gemm", "local", "tensor_cores", "wgrad", "winograd"]
     used = {(s.family, s.launch) for ss in REGISTRY.values() for s in ss if not s.choose}
     for name in families():
         assert {launch for fam, launch in used if fam == name} == set(family(name).LAUNCHES), name

@@ -6,10 +6,11 @@ import numpy as np
 import pytest
 
 from helpers import bench
-from helpers.chapters import tensor_cores as tc
+from helpers.chapters import ncu_reports, tensor_core_layouts
 from helpers.engine.check import EPS32, OPERAND_ROUNDING, STORAGE_ROUNDING, rtol_for_sum, rtol_mma
+from helpers.engine.fragments import fragment_owner
 from helpers.engine.tensor import to_tf32
-from helpers.launch.gemm import mma_pipe_requires
+from helpers.launch.tensor_cores import mma_pipe_requires
 from helpers.ops import conv_dgrad
 from helpers.ops.vendor import cudnn_conv_dgrad
 from helpers.runner import prepare
@@ -60,7 +61,7 @@ def test_pipelined_stage_requirement():
 
 
 def test_bank_model_of_the_shared_layouts():
-    table = {(access, layout): n for access, layout, n, _ in tc.bank_table()}
+    table = {(access, layout): n for access, layout, n, _ in tensor_core_layouts.bank_table()}
     for access in ("ldmatrix.x4 of A", "16-byte row stores"):
         assert table[(access, "plain")] == 16                    # 4-way conflicts
         assert table[(access, "swizzled")] == table[(access, "padded")] == 4
@@ -68,7 +69,7 @@ def test_bank_model_of_the_shared_layouts():
 
 def test_fragment_map_is_a_bijection():
     for op, (rows, cols, per_lane) in {"A": (16, 8, 4), "B": (8, 8, 2), "C": (16, 8, 4)}.items():
-        owners = [tc.fragment_owner(op, r, c) for r in range(rows) for c in range(cols)]
+        owners = [fragment_owner(op, r, c) for r in range(rows) for c in range(cols)]
         assert len(set(owners)) == len(owners)
         assert {lane for lane, _ in owners} == set(range(32))
         assert {reg for _, reg in owners} == set(range(per_lane))
@@ -88,13 +89,12 @@ def test_each_row_is_compared_with_cudnn_in_its_precision():
 def test_recorded_profiles_read_back():
     """Chapter 13 prints Nsight Compute's reports from results/tc: each run of the report is read
     back with the metrics the prose quotes (a report recorded with other sections would lose them)."""
-    from helpers.chapters import tensor_cores as tc
-    step5 = tc.ncu_summary()
+    step5 = ncu_reports.ncu_summary()
     assert set(step5) == {"tc_fp16_nhwc res64@56", "tc_tf32_nhwc res64@56", "tc_fp16_nhwc res128@56/s2"}
-    step7 = tc.ncu_summary("tc/ncu_wgmma_nvidia-h200.txt", tc.NCU_METRICS + tc.NCU_MEMORY)
+    step7 = ncu_reports.ncu_summary("tc/ncu_wgmma_nvidia-h200.txt", ncu_reports.NCU_METRICS + ncu_reports.NCU_MEMORY)
     assert len(step7) == 4
     for run, m in step7.items():
-        assert set(tc.NCU_METRICS + tc.NCU_MEMORY) <= set(m) and "top pipeline" in m, run
+        assert set(ncu_reports.NCU_METRICS + ncu_reports.NCU_MEMORY) <= set(m) and "top pipeline" in m, run
         assert {"wait", "barrier", "selected"} <= set(m["stalls"]) and 1 < sum(m["stalls"].values()) < 100, run
     wide = step7["tc_tf32_wgmma vgg512@28"]
     assert wide["top pipeline"][1].endswith("(Tensor)") and wide["Registers Per Thread"][0] > 128
@@ -105,7 +105,7 @@ def test_tma_store_layers_name_why_the_store_is_kept_off():
     where it ran (res64@56 and vgg256@56 in TF32, vgg64@224 in all three) and a reason everywhere
     else; the recorded runs agree with it row by row."""
     from helpers.analysis import pairs
-    rows = {(r["layer"], r["precision"]): r for r in tc.tma_store_layers()}
+    rows = {(r["layer"], r["precision"]): r for r in tensor_core_layouts.tma_store_layers()}
     ran = {k for k, r in rows.items() if r["store"]}
     assert ran == {("res64@56", "tf32"), ("vgg256@56", "tf32"), ("vgg64@224", "tf32"), ("vgg64@224", "fp16"),
                    ("vgg64@224", "bf16")}

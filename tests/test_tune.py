@@ -11,7 +11,7 @@ import pytest
 
 import helpers
 from helpers import chooser, tune, tuning
-from helpers.bench import Trial
+from helpers.trials import Trial
 from helpers.ops.conv_dgrad import random_problem_args
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -1,5 +1,6 @@
 """helpers/chapters/winograd.py: the derived transforms are exact, the generated header is current,
-the NumPy model computes a convolution; helpers/chapters/pictures_winograd.py counts bank conflicts."""
+the NumPy model computes a convolution; the bank model (helpers/chapters/banks.py) counts the bank
+conflicts of its reads (helpers/chapters/pictures_winograd.py)."""
 from fractions import Fraction
 
 import numpy as np
@@ -78,10 +79,10 @@ def test_numpy_model_computes_the_convolution(m, pad):
 
 
 def test_bank_conflict_counts():
-    from helpers.chapters import pictures_winograd as pw
-    assert pw.conflict_degree(list(range(32))) == 1               # one word per bank
-    assert pw.conflict_degree([0] * 32) == 1                      # one word, broadcast
-    assert pw.conflict_degree([32 * i for i in range(32)]) == 32  # all in bank 0
+    from helpers.chapters import banks, pictures_winograd as pw
+    assert banks.conflict_degree(list(range(32))) == 1               # one word per bank
+    assert banks.conflict_degree([0] * 32) == 1                      # one word, broadcast
+    assert banks.conflict_degree([32 * i for i in range(32)]) == 32  # all in bank 0
     assert pw.gemm_read_degree("local", ts=16) == 8               # stage 03: Vs[tx][c]
     assert pw.gemm_read_degree("transposed", ts=16) == 1          # stage 04: Vs[c][tx]
     assert pw.gemm_read_degree("blocked", ts=16) == 1             # stage 05: float4 Vs[c][v*NT+tx]

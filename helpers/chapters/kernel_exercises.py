@@ -327,7 +327,7 @@ def _slab_words(fn, s: dict):
 def _slab_banks(code: str):
     """Once the kernel is right: the copy's weight stores and the weight reads in the bank model."""
     from . import local
-    from .pictures_winograd import passes
+    from .banks import passes
     fn = _waddr(code)
     if isinstance(fn, str):
         return False, fn

@@ -48,7 +48,7 @@ def reuse(dims: dict, d: dict | None = None) -> dict:
 
 # ------------------------------------------------------------------------------------------
 # Chapter 10: the local-memory accesses of stages 09_prefetch and 10_*, one warp at a time, in
-# the bank model of helpers/chapters/pictures_winograd.py (32 banks of 4 bytes; 8-byte accesses
+# the bank model of helpers/chapters/banks.py (32 banks of 4 bytes; 8-byte accesses
 # served a half-warp at a time, 16-byte ones a quarter-warp at a time). A tile's ROWCOPY=1 (stage
 # 10_swizzle's switch) copies dy by whole stored rows. The dy row a work-item reads is NUQ
 # float4s, of which the sums use XPW + KW - 1 floats: the compiler narrows the last float4 to the
@@ -155,7 +155,7 @@ def warp_lanes(layout: str, access: str, d: dict, kh: int = 3, kw: int = 3, warp
 def store_extra(layout: str, access: str, d: dict, kh: int = 3, kw: int = 3, waddr=None) -> int:
     """Extra passes (beyond one per warp instruction) of one work-group's copy of one chunk into
     local memory: 'weight store' or 'dy store', every warp and every step of the copy."""
-    from .pictures_winograd import passes
+    from .banks import passes
     s = _shape(d, kh, kw)
     total = s["CB"] * s["ROWS"] if access == "weight store" else dy_copy_size(s)
     extra = 0
@@ -171,7 +171,7 @@ def launch_conflicts(layout: str, d: dict, dims: dict) -> dict:
     """Extra passes (conflicts: passes beyond a conflict-free access of the same width) of a whole
     launch, stores and reads, counted warp by warp for one group and one chunk and multiplied out.
     The unit ncu counts in l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_{st,ld}."""
-    from .pictures_winograd import passes
+    from .banks import passes
     kh, kw = dims["KH"], dims["KW"]
     s = _shape(d, kh, kw)
     vec = layout != "prefetch"

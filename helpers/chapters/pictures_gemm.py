@@ -133,7 +133,7 @@ def lds4_reads(tm: int = 128, tn: int = 128, wm: int = 8, wn: int = 8) -> list[d
     update of WM x WN multiply-adds per work-item): read instructions per work-item, and the
     passes of chapter 10's bank model for the warp (work-items 0-31 of the work-group; the words
     of the A and B tiles at one k, numbered from the start of that k's row)."""
-    from .pictures_winograd import WARP, passes
+    from .banks import WARP, passes
     lanes = [(tid // (tn // wn), tid % (tn // wn)) for tid in range(WARP)]   # (tm, tn) of each
     rows = []
     for lds4, width in ((0, 1), (1, 4)):

@@ -1,6 +1,7 @@
 """Where a warp's registers come from: the fragment layouts of the warp-level matrix instructions
 the tensor-core stages use (chapter 13), as NumPy tables. One model, used by the chapter's
-pictures and exercise checks (helpers/chapters/tensor_cores.py), by the ldmatrix addresses the
+pictures, bank layouts and exercise check (helpers/chapters/pictures_tensor_cores.py,
+tensor_core_layouts.py, exercises/ch13.py), by the ldmatrix addresses the
 kernels must give (``ldmatrix_rows``), and by the CPU emulation of the kernels, whose mma.sync,
 ldmatrix and wgmma (and the TMA's swizzled boxes) read these tables (helpers/engine/backends/
 emulated.py): a wrong entry here makes the emulated kernels wrong, and tests/test_fragments.py

@@ -26,6 +26,26 @@ def round_up(x: int, m: int) -> int:
     return (x + m - 1) // m * m
 
 
+def cdiv(a: int, b: int) -> int:
+    return -(-a // b)
+
+
+def dispatch(one_kernel: dict, several: dict):
+    """A family's LAUNCHES, steps and workspace from two tables: ``one_kernel`` maps a launch to
+    its (grid, block) function (one kernel, the stage's entry, over all the problem's arguments,
+    no workspace); ``several`` maps a launch to its (steps, workspace) functions."""
+    def steps(stage, p, d: dict) -> list:
+        if stage.launch in one_kernel:
+            g, l = one_kernel[stage.launch](p, d)
+            return [Step(stage.entry or stage.op, g, l, tuple(p.inputs) + tuple(p.outputs) + tuple(p.scalars))]
+        return several[stage.launch][0](p, d)
+
+    def workspace(stage, p, d: dict) -> dict:
+        return several[stage.launch][1](p, d) if stage.launch in several else {}
+
+    return {**one_kernel, **several}, steps, workspace
+
+
 def families() -> list[str]:
     """The kernel families: the modules of this package with LAUNCHES, steps and workspace."""
     return sorted(m.name for m in pkgutil.iter_modules(__path__) if _is_family(m.name))

@@ -16,8 +16,8 @@ import numpy as np
 
 from ..ops.gemm import tile_requires
 from ..ops.problem import Problem
-from . import Step, Workspace, round_up
-from .gemm import blocked, cdiv
+from . import Step, Workspace, cdiv, round_up
+from .gemm import blocked
 
 
 # the family's launches (the registry's ``launch``), each with its output tile side m: F(2x2)

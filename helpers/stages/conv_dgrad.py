@@ -37,22 +37,22 @@ WINO4_DGRAD_TUNE = {**GEMM_TUNE, "WG": [32, 64, 128]}
 
 # Chapter 13, the channel-last tensor-core kernel (13_tc_nhwc.cu) with split-K for the input
 # gradient: SPLIT_TARGET is the blocks its product should have; fewer, and a reduction of at least
-# SPLIT_MIN terms is split (helpers/launch/gemm.py: nhwc_splits); 1 never splits
+# SPLIT_MIN terms is split (helpers/launch/tensor_cores.py: nhwc_splits); 1 never splits
 NHWC_TC = {**TC_TILES, "SPLIT_TARGET": 128, "SPLIT_MIN": 2048}
 NHWC_TC_TUNE = {**TC_TILES_TUNE, "SPLIT_TARGET": [1, 128, 256, 512]}
 # the same kernel with the product on Hopper's warpgroup MMA (WGMMA = 1, built for sm_90a): two
 # warpgroups per block, each wgmma.mma_async reading a 64 x 32-byte slice of A and a BN x 32-byte
 # slice of B straight from the swizzled shared ring; the ring (128-byte rows) in dynamic shared
 # memory. BN is the widest block; each layer's is narrowed to its channels and to the device's fill
-# (helpers/launch/gemm.py: wgmma_fit), so it is not searched: a search over one layer set would not see it
+# (helpers/launch/tensor_cores.py: wgmma_fit), so it is not searched: a search over one layer set would not see it
 WGMMA_TC = {**NHWC_TC, "WGMMA": 1, "BN": 256, "CH": 8, "STAGES": 4}
 WGMMA_TC_TUNE = {"STAGES": [3, 4, 5], "SPLIT_TARGET": [1, 128, 256, 512]}
 # step 8: both operands copied by Hopper's Tensor Memory Accelerator (TMA = 1): a block's positions
-# are a patch of the image, or at stride S of one of its S x S phases (helpers/launch/gemm.py:
+# are a patch of the image, or at stride S of one of its S x S phases (helpers/launch/tensor_cores.py:
 # tma_patch), so the A tile of a tap is one box of dy'; one thread of a ninth, copying warp issues a
 # chunk's two boxes, mbarriers say when they have landed and when their slot is free; TMA_STORE =
 # 1: dx written through shared memory by one TMA store per block, where the layer allows it
-# (helpers/launch/gemm.py: tma_store)
+# (helpers/launch/tensor_cores.py: tma_store)
 TMA_TC = {**WGMMA_TC, "TMA": 1, "TMA_STORE": 1}
 # dy' interleaved in groups of 32 channels, (N, K/32, OH, OW, 32) (MegEngine's NCHW32), K padded
 # with zeros to a whole group: no K is refused
@@ -214,26 +214,26 @@ STAGES = [
           tune=WINO4_DGRAD_TUNE, fallback="winograd", **WINO_F43),
 
     # Chapter 13 (CUDA): chapter 11's implicit GEMM on tensor cores, positions as mma rows and
-    # channels as mma columns (helpers/launch/gemm.py: mma; kernels/common/tc.cuh), one step per
+    # channels as mma columns (helpers/launch/tensor_cores.py: mma; kernels/common/tc.cuh), one step per
     # file. The 16-bit stages store dy, y, w and dx in their precision; tf32 stores float32.
     Stage("conv_dgrad", 13, "tc_tf32", "conv_dgrad/13_tc_tf32.cu",
           "chapter 11's implicit GEMM on tensor cores: mma.sync m16n8k8 on TF32 operands from padded "
           "shared rows, fp32 sums",
-          family="gemm", launch="mma", backend="cuda", precision="tf32", ptx=(MMA_TF32, TO_TF32)),
+          family="tensor_cores", launch="mma", backend="cuda", precision="tf32", ptx=(MMA_TF32, TO_TF32)),
     Stage("conv_dgrad", 13, "tc_fp16", "conv_dgrad/13_tc_fp16.cu",
           "fp16 tensors and mma.sync m16n8k16 (twice the depth per instruction), fp32 sums",
-          family="gemm", launch="mma", backend="cuda", precision="fp16", jit="fp16_operands", ptx=(MMA_FP16,)),
+          family="tensor_cores", launch="mma", backend="cuda", precision="fp16", jit="fp16_operands", ptx=(MMA_FP16,)),
     Stage("conv_dgrad", 13, "tc_bf16", "conv_dgrad/13_tc_fp16.cu",
           "tc_fp16 on bfloat16 tensors (fp32's range, 8-bit mantissa)",
-          family="gemm", launch="mma", backend="cuda", precision="bf16", jit="bf16_operands", ptx=(MMA_BF16,)),
+          family="tensor_cores", launch="mma", backend="cuda", precision="bf16", jit="bf16_operands", ptx=(MMA_BF16,)),
     Stage("conv_dgrad", 13, "tc_fp16_ldm", "conv_dgrad/13_tc_fp16_ldm.cu",
           "fragments by ldmatrix.x4 from unpadded shared rows, XOR-swizzled: no bank conflicts",
-          family="gemm", launch="mma", backend="cuda", precision="fp16", jit="fp16_operands",
+          family="tensor_cores", launch="mma", backend="cuda", precision="fp16", jit="fp16_operands",
           ptx=(MMA_FP16, LDMATRIX)),
     Stage("conv_dgrad", 13, "tc_fp16_pipe", "conv_dgrad/13_tc_fp16_pipe.cu",
           "weights by cp.async into a ring of STAGES buffers, dy prefetched in registers one chunk "
           "ahead (activation applied there): loads in flight during the mma (K*R*S % 8 == 0)",
-          family="gemm", launch="mma", backend="cuda", precision="fp16", defines={"STAGES": 3},
+          family="tensor_cores", launch="mma", backend="cuda", precision="fp16", defines={"STAGES": 3},
           tune={"STAGES": [2, 3, 4]}, jit="fp16_operands", requires="mma_pipe_requires",
           fallback="tc_fp16_ldm", ptx=(MMA_FP16, LDMATRIX, CP_ASYNC, CP_WAIT)),
     # the same product on channel-last copies of dy' and w (reduction order r, s, k): both operands
@@ -241,35 +241,35 @@ STAGES = [
     Stage("conv_dgrad", 13, "tc_fp16_nhwc", "conv_dgrad/13_tc_nhwc.cu",
           "dy' and w copied channel-last, the reduction in (r, s, k) order: both operands by cp.async, "
           "16 bytes per copy, into a ring of STAGES buffers (K % 8 == 0)",
-          family="gemm", launch="mma_nhwc", backend="cuda", precision="fp16", defines=NHWC_TC,
+          family="tensor_cores", launch="mma_nhwc", backend="cuda", precision="fp16", defines=NHWC_TC,
           tune=NHWC_TC_TUNE, jit="nhwc_fp16", requires="mma_nhwc_requires", fallback="tc_fp16_pipe",
           ptx=(MMA_FP16, LDMATRIX, CP_ASYNC, CP_WAIT)),
     Stage("conv_dgrad", 13, "tc_bf16_nhwc", "conv_dgrad/13_tc_nhwc.cu",
           "tc_fp16_nhwc on bfloat16 tensors (K % 8 == 0)",
-          family="gemm", launch="mma_nhwc", backend="cuda", precision="bf16", defines=NHWC_TC,
+          family="tensor_cores", launch="mma_nhwc", backend="cuda", precision="bf16", defines=NHWC_TC,
           tune=NHWC_TC_TUNE, jit="nhwc_bf16", requires="mma_nhwc_requires", fallback="tc_bf16",
           ptx=(MMA_BF16, LDMATRIX, CP_ASYNC)),
     Stage("conv_dgrad", 13, "tc_tf32_nhwc", "conv_dgrad/13_tc_nhwc.cu",
           "tc_fp16_nhwc with TF32 operands rounded in the copies and mma.sync m16n8k8 (K % 4 == 0)",
-          family="gemm", launch="mma_nhwc_tf32", backend="cuda", precision="tf32", defines=NHWC_TC,
+          family="tensor_cores", launch="mma_nhwc_tf32", backend="cuda", precision="tf32", defines=NHWC_TC,
           tune=NHWC_TC_TUNE, jit="nhwc_tf32", requires="mma_nhwc_tf32_requires", fallback="tc_tf32",
           ptx=(MMA_TF32, LDMATRIX, CP_ASYNC, TO_TF32, ".entry dy_to_nhwc(")),
     # the product on Hopper's warpgroup MMA (sm_90a): wgmma reads both tiles from shared memory
     Stage("conv_dgrad", 13, "tc_fp16_wgmma", "conv_dgrad/13_tc_nhwc.cu",
           "tc_fp16_nhwc with the product on Hopper's wgmma.mma_async (sm_90a): operands read by the "
           "tensor cores from the swizzled shared ring, no ldmatrix (K % 8 == 0)",
-          family="gemm", launch="mma_nhwc", backend="cuda", precision="fp16", defines=WGMMA_TC,
+          family="tensor_cores", launch="mma_nhwc", backend="cuda", precision="fp16", defines=WGMMA_TC,
           tune=WGMMA_TC_TUNE, jit="nhwc_fp16", requires="mma_nhwc_requires", fallback="tc_fp16_pipe",
           arch="sm_90a", ptx=("wgmma.mma_async.sync.aligned.m64n64k16.f32.f16.f16", "wgmma.commit_group.sync.aligned",
                               "fence.proxy.async.shared::cta", CP_ASYNC)),
     Stage("conv_dgrad", 13, "tc_bf16_wgmma", "conv_dgrad/13_tc_nhwc.cu",
           "tc_fp16_wgmma on bfloat16 tensors (K % 8 == 0)",
-          family="gemm", launch="mma_nhwc", backend="cuda", precision="bf16", defines=WGMMA_TC,
+          family="tensor_cores", launch="mma_nhwc", backend="cuda", precision="bf16", defines=WGMMA_TC,
           tune=WGMMA_TC_TUNE, jit="nhwc_bf16", requires="mma_nhwc_requires", fallback="tc_bf16",
           arch="sm_90a", ptx=("wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16", "fence.proxy.async.shared::cta")),
     Stage("conv_dgrad", 13, "tc_tf32_wgmma", "conv_dgrad/13_tc_nhwc.cu",
           "tc_fp16_wgmma with TF32 operands, wgmma m64nBNk8 (K % 4 == 0)",
-          family="gemm", launch="mma_nhwc_tf32", backend="cuda", precision="tf32", defines=WGMMA_TC,
+          family="tensor_cores", launch="mma_nhwc_tf32", backend="cuda", precision="tf32", defines=WGMMA_TC,
           tune=WGMMA_TC_TUNE, jit="nhwc_tf32", requires="mma_nhwc_tf32_requires", fallback="tc_tf32",
           arch="sm_90a", ptx=("wgmma.mma_async.sync.aligned.m64n64k8.f32.tf32.tf32", "wgmma.fence.sync.aligned",
                               "wgmma.wait_group.sync.aligned", "fence.proxy.async.shared::cta", CP_ASYNC, TO_TF32)),
@@ -280,17 +280,17 @@ STAGES = [
           "positions a patch of the image (of one phase at a stride: only the taps that reach it), a "
           "tap's A tile one box of dy', one thread issues a chunk's copies, mbarriers pace the ring "
           "(K % 8 == 0)",
-          family="gemm", launch="mma_nhwc", backend="cuda", precision="fp16", defines=TMA_TC,
+          family="tensor_cores", launch="mma_nhwc", backend="cuda", precision="fp16", defines=TMA_TC,
           tune=WGMMA_TC_TUNE, jit="nhwc_fp16", requires="mma_nhwc_requires", fallback="tc_fp16_pipe",
           arch="sm_90a", ptx=("wgmma.mma_async.sync.aligned.m64n64k16.f32.f16.f16", TENSOR_COPY_4D, TENSOR_COPY_3D)),
     Stage("conv_dgrad", 13, "tc_bf16_tma", "conv_dgrad/13_tc_nhwc.cu",
           "tc_fp16_tma on bfloat16 tensors (K % 8 == 0)",
-          family="gemm", launch="mma_nhwc", backend="cuda", precision="bf16", defines=TMA_TC,
+          family="tensor_cores", launch="mma_nhwc", backend="cuda", precision="bf16", defines=TMA_TC,
           tune=WGMMA_TC_TUNE, jit="nhwc_bf16", requires="mma_nhwc_requires", fallback="tc_bf16",
           arch="sm_90a", ptx=("wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16", TENSOR_COPY_4D, TENSOR_COPY_3D)),
     Stage("conv_dgrad", 13, "tc_tf32_tma", "conv_dgrad/13_tc_nhwc.cu",
           "tc_fp16_tma with TF32 operands (K % 4 == 0)",
-          family="gemm", launch="mma_nhwc_tf32", backend="cuda", precision="tf32", defines=TMA_TC,
+          family="tensor_cores", launch="mma_nhwc_tf32", backend="cuda", precision="tf32", defines=TMA_TC,
           tune=WGMMA_TC_TUNE, jit="nhwc_tf32", requires="mma_nhwc_tf32_requires", fallback="tc_tf32",
           arch="sm_90a", ptx=("wgmma.mma_async.sync.aligned.m64n64k8.f32.tf32.tf32", TENSOR_COPY_4D, TENSOR_COPY_3D,
                               "mbarrier.try_wait.parity.shared::cta.b64", "mbarrier.arrive.expect_tx.shared::cta.b64",
@@ -299,16 +299,16 @@ STAGES = [
     Stage("conv_dgrad", 13, "tc_fp16_nchw32", "conv_dgrad/13_tc_nhwc.cu",
           "tc_fp16_nhwc reading dy' interleaved, (N, K/32, OH, OW, 32), K padded with zeros to a "
           "multiple of 32: any K",
-          family="gemm", launch="mma_nhwc", backend="cuda", precision="fp16", defines=NCHW32_TC,
+          family="tensor_cores", launch="mma_nhwc", backend="cuda", precision="fp16", defines=NCHW32_TC,
           tune=NHWC_TC_TUNE, jit="nhwc_fp16", requires="mma_nhwc_requires",
           ptx=(MMA_FP16, LDMATRIX, CP_ASYNC, ".entry dy_to_nchw32(")),
     Stage("conv_dgrad", 13, "tc_bf16_nchw32", "conv_dgrad/13_tc_nhwc.cu",
           "tc_fp16_nchw32 on bfloat16 tensors",
-          family="gemm", launch="mma_nhwc", backend="cuda", precision="bf16", defines=NCHW32_TC,
+          family="tensor_cores", launch="mma_nhwc", backend="cuda", precision="bf16", defines=NCHW32_TC,
           tune=NHWC_TC_TUNE, jit="nhwc_bf16", requires="mma_nhwc_requires", ptx=(MMA_BF16, ".entry dy_to_nchw32(")),
     Stage("conv_dgrad", 13, "tc_tf32_nchw32", "conv_dgrad/13_tc_nhwc.cu",
           "tc_fp16_nchw32 with TF32 operands",
-          family="gemm", launch="mma_nhwc_tf32", backend="cuda", precision="tf32", defines=NCHW32_TC,
+          family="tensor_cores", launch="mma_nhwc_tf32", backend="cuda", precision="tf32", defines=NCHW32_TC,
           tune=NHWC_TC_TUNE, jit="nhwc_tf32", requires="mma_nhwc_requires",
           ptx=(MMA_TF32, TO_TF32, ".entry dy_to_nchw32(")),
 

@@ -45,17 +45,17 @@ STAGES = [
           "the input gradient's channel-last tensor-core product run forward: x and w copied "
           "channel-last, cp.async ring, mma.sync m16n8k16, bias and activation fused into the "
           "epilogue (C % 8 == 0)",
-          family="gemm", launch="mma_fwd", backend="cuda", precision="fp16", defines=FORWARD_TC,
+          family="tensor_cores", launch="mma_fwd", backend="cuda", precision="fp16", defines=FORWARD_TC,
           tune=TC_TILES_TUNE, jit="fp16_operands", requires="mma_fwd_requires", epilogue=True,
           ptx=(MMA_FP16, LDMATRIX, CP_ASYNC, ".entry to_channel_last(", ".entry conv_forward(")),
     Stage("conv_forward", 13, "tc_bf16_nhwc", "conv_dgrad/13_tc_nhwc.cu",
           "tc_fp16_nhwc on bfloat16 tensors (C % 8 == 0)",
-          family="gemm", launch="mma_fwd", backend="cuda", precision="bf16", defines=FORWARD_TC,
+          family="tensor_cores", launch="mma_fwd", backend="cuda", precision="bf16", defines=FORWARD_TC,
           tune=TC_TILES_TUNE, jit="bf16_operands", requires="mma_fwd_requires", epilogue=True,
           ptx=(MMA_BF16, ".entry to_channel_last(")),
     Stage("conv_forward", 13, "tc_tf32_nhwc", "conv_dgrad/13_tc_nhwc.cu",
           "tc_fp16_nhwc with TF32 operands rounded in the copies and mma.sync m16n8k8 (C % 4 == 0)",
-          family="gemm", launch="mma_fwd_tf32", backend="cuda", precision="tf32", defines=FORWARD_TC,
+          family="tensor_cores", launch="mma_fwd_tf32", backend="cuda", precision="tf32", defines=FORWARD_TC,
           tune=TC_TILES_TUNE, jit="tf32_operands", requires="mma_fwd_tf32_requires", epilogue=True,
           ptx=(MMA_TF32, TO_TF32, ".entry to_channel_last(", ".entry conv_forward(")),
 ]

@@ -30,7 +30,7 @@
 // step of the reduction still reads CH * 16 contiguous bytes per position; what changes is what
 // lies next to them (the same channels of the next position, not the next channels of the same
 // position) and the copy that makes the layout.
-// Requirements (helpers/launch/gemm.py: mma_nhwc_requires): channel-last, K a multiple of 8
+// Requirements (helpers/launch/tensor_cores.py: mma_nhwc_requires): channel-last, K a multiple of 8
 // (fp16, bf16) or 4 (tf32), so that a 16-byte chunk never straddles two taps; interleaved, none.
 // Both: shared memory STAGES * (128 + BN) * 16 * CH bytes within the 48 KiB a block may declare
 // statically.
@@ -42,12 +42,12 @@
 // and K*KH*KW pixels. The epilogue adds the bias and applies the activation to the float32
 // accumulators before the store (BIAS, ACT), so a layer's whole forward step is one product.
 // In the kernel's names the forward problem is (N, C <- K, H <- OH, W <- OW, K <- C, OH <- H,
-// OW <- W): the launch passes the scalars in that order (helpers/launch/gemm.py: mma_fwd_steps).
+// OW <- W): the launch passes the scalars in that order (helpers/launch/tensor_cores.py: mma_fwd_steps).
 // Split-K (SPLITK > 1, input gradient only): where a layer has too few blocks of positions x
 // channels to fill the GPU (small batches, deep layers: res512@7 at batch 1 has 8), the reduction
 // is cut into SPLITK runs of chunks, one per grid layer z; each block adds its partial sums into a
 // float32 copy of dx with atomicAdd, zeroed first (splitk_zero), and splitk_store rounds it into dx.
-// How many splits: helpers/launch/gemm.py: nhwc_splits (the stage's SPLIT_TARGET: blocks wanted).
+// How many splits: helpers/launch/tensor_cores.py: nhwc_splits (the stage's SPLIT_TARGET: blocks wanted).
 // WGMMA = 1 (tc_fp16_wgmma, tc_bf16_wgmma, tc_tf32_wgmma; Hopper only, built for sm_90a): the same
 // copies, ring and reduction order, the product on the warpgroup MMA instead of ldmatrix and
 // mma.sync. Two warpgroups per block, 64 positions each; one wgmma.mma_async per k-step of a chunk
@@ -56,10 +56,10 @@
 // with CH = 8. The ring lives in dynamic shared memory from a multiple of 1024 bytes; a chunk's
 // wgmma group runs while the block copies a later chunk (wgmma_wait<1>, then a barrier before the
 // slot of the chunk before is refilled). BN = 64, 128 or 256: the launch narrows the stage's 256
-// to what C needs and to the device's fill (helpers/launch/gemm.py: wgmma_fit). Input gradient only.
+// to what C needs and to the device's fill (helpers/launch/tensor_cores.py: wgmma_fit). Input gradient only.
 // TMA = 1 (tc_fp16_tma, tc_bf16_tma, tc_tf32_tma; with WGMMA): the same product, its copies
 // made by Hopper's Tensor Memory Accelerator instead of cp.async. A block's 128 positions are a
-// patch of the image, PN images x PH rows x PW columns (helpers/launch/gemm.py: tma_patch picks it
+// patch of the image, PN images x PH rows x PW columns (helpers/launch/tensor_cores.py: tma_patch picks it
 // per layer), so the A tile of a tap is one 4-d box of dy' and the B tile one 3-d box of w; the
 // host describes both tensors in tensor maps (helpers/engine/backends/cuda.py: tensor_map), the
 // TMA writes each box swizzled as wgmma reads it and zeros where the box leaves the tensor (the
@@ -68,7 +68,7 @@
 // counted) and the copying thread when they are done reading it. At stride S a block holds
 // positions of one phase (h % S, w % S) and copies only the taps that reach it: a quarter of the
 // 3 x 3 taps' work at stride 2, where the gather of WGMMA multiplies zeros for the others.
-// TMA_STORE = 1 (with TMA; where the layer allows it, helpers/launch/gemm.py: tma_store): the
+// TMA_STORE = 1 (with TMA; where the layer allows it, helpers/launch/tensor_cores.py: tma_store): the
 // epilogue through the ring, now free: the block's sums laid out as its box of dx, written by one
 // TMA store instead of every thread's own stores.
 // JIT parameters: KH, KW, STRIDE, ACT, TF32, BF16, BN, STAGES, CH, ILV, FWD, BIAS, SPLITK, WGMMA,
@@ -262,7 +262,7 @@ DY_COPY(const elem* __restrict__ dy, const elem* __restrict__ y, elem* __restric
 // Per channel c, the K x (KH*KW) block is transposed through shared memory, WK values of k at a
 // time: read as one contiguous run, written as KH*KW runs of WK; the padding channels from K to KR
 // (interleaved only) as zeros. Block 256; grid (ceil(KR/WK), C).
-#define WK (KH * KW <= 25 ? 128 : 32)      // helpers/launch/gemm.py: mma_nhwc_steps uses the same
+#define WK (KH * KW <= 25 ? 128 : 32)      // helpers/launch/tensor_cores.py: mma_nhwc_steps uses the same
 extern "C" __global__ void __launch_bounds__(256)
 w_to_crsk(const elem* __restrict__ w, elem* __restrict__ out, int C, int K) {
     __shared__ elem t[WK * KH * KW];

@@ -17,7 +17,7 @@
 // Shared layout: rows padded by 4 words (chapter 10's padding): the fragment loads below read
 // A[g][t] for g < 8, t < 4 at bank (36g + t) % 32 = 4g + t: 32 different banks, no conflict.
 // Layouts: dy, y (N,K,OH,OW); w IOHW (C,K,KH,KW); dx (N,C,H,W). All float32 in memory.
-// Launch: grid (ceil(N*H*W/128), ceil(C/64)) of 128 threads (helpers/launch/gemm.py: mma).
+// Launch: grid (ceil(N*H*W/128), ceil(C/64)) of 128 threads (helpers/launch/tensor_cores.py: mma).
 // JIT parameters: KH, KW, STRIDE, ACT. Strided layers multiply the zeros of the missing taps.
 // Measured (H200, ResNet-50 layers at batch 64, results/conv_dgrad_resnet50_tc_nvidia-h200.json): see
 // chapter 13's recorded table; bounded by the gather of A, not by the tensor cores.

@@ -31,7 +31,7 @@ def check_c_fragment(answer_fn) -> bool:
     """Chapter 13: (lane) -> the four (row, col) elements of the 16x8 accumulator C of
     mma.sync.m16n8k8 that the lane holds in c0, c1, c2, c3, in that order (row = position m,
     0-15; col = channel n, 0-7), checked for all 32 lanes against the layout in tc.cuh."""
-    from ..tensor_cores import fragment_owner
+    from ...engine.fragments import fragment_owner
     want = {lane: [None] * 4 for lane in range(32)}
     for row in range(16):
         for col in range(8):
