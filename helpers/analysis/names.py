@@ -54,9 +54,19 @@ def tune_fresh(device: str) -> str:
     return f"tune/tune_fresh_{slug(device)}.json"
 
 
-def test_log(group: str, device: str) -> str:
-    """The log of a group of the test suite run on a device."""
-    return f"{group}/pytest_{slug(device)}.log"
+def test_log(group: str, device: str, stem: str | None = None) -> str:
+    """The log of a group of the test suite run on a device (``stem``: one part of it)."""
+    return f"{group}/pytest_{f'{stem}_' if stem else ''}{slug(device)}.log"
+
+
+def sanitizer_log(group: str, stem: str, device: str) -> str:
+    """compute-sanitizer's log of the CUDA stages of ``stem`` run on a device."""
+    return f"{group}/sanitizer_{stem}_{slug(device)}.log"
+
+
+def ncu_report(stem: str, device: str) -> str:
+    """An Nsight Compute text report of chapter 13's stages on a device."""
+    return f"tc/ncu_{stem}_{slug(device)}.txt"
 
 
 def record_log(device: str) -> str:

@@ -2,9 +2,9 @@
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
-RESULTS = Path(__file__).resolve().parents[2] / "results"
+from . import names
+from .names import RESULTS
 
 
 def load(pattern: str = "*.json") -> list[dict]:
@@ -70,10 +70,10 @@ def tuning_effect(layer_set: str = "resnet50", device: str = "NVIDIA H200") -> l
     return list(rows.values())
 
 
-def tune_record(slug: str = "nvidia-h200") -> dict:
+def tune_record(device: str = names.RECORDED) -> dict:
     """The fresh `./course tune` kept for a device (results/tune/tune_fresh_<slug>.json): minutes
     searched over all its sittings, candidates tried, and per stage its values and time."""
-    path = RESULTS / "tune" / f"tune_fresh_{slug}.json"
+    path = names.path(names.tune_fresh(device))
     data = json.loads(path.read_text())
     (name, dev), = data["devices"].items()
     stages = {f"{op} {key}": e for op, entries in dev.items() if op != "describe" for key, e in entries.items()}

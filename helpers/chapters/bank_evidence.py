@@ -5,6 +5,7 @@ are gone. Each function returns the lines a notebook prints, from the records in
 """
 from __future__ import annotations
 
+from ..analysis import names
 from . import local
 from .pictures_local import recorded_runs
 
@@ -14,8 +15,7 @@ def three_way_table() -> list[str]:
     and the recorded times (ncu's kernel time at the profiled batch; the twin's and the OpenCL
     stage's median at batch 64)."""
     import json
-    from ..analysis.results import RESULTS
-    path = RESULTS / "local" / "ncu_banks_conv_dgrad_nvidia-h200.json"
+    path = names.path(names.ncu_banks("ncu_banks", names.RECORDED))
     if not path.is_file():
         return ["No ncu counts are recorded in results/local/ yet."]
     rec = json.loads(path.read_text())
@@ -75,7 +75,7 @@ def explained_loads() -> list[str]:
     import json
     from ..analysis.results import RESULTS
     from .banks import passes
-    rec = json.loads((RESULTS / "local" / "ncu_banks_conv_dgrad_nvidia-h200.json").read_text())
+    rec = json.loads(names.path(names.ncu_banks("ncu_banks", names.RECORDED)).read_text())
     sass = json.loads((RESULTS / "local" / "sass_shared_conv_dgrad_10_sm90.json").read_text())
     out = [f"SASS of the twins ({sass['arch']}, {sass['compiler'].split(' (')[0]}), shared-memory instructions "
            f"of one chunk depth (loads) and of the two copies (stores):"]

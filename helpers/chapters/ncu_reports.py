@@ -1,11 +1,13 @@
 """Nsight Compute's recorded text reports, read (chapter 13's evidence): the metrics named, the
 pipeline ncu names as the most used, and the warps' stall reasons, per run of a report.
 
-    ncu_summary("tc/ncu_nhwc_nvidia-h200.txt")      # {"stage layer": {metric: (value, unit)}}
+    ncu_summary(names.ncu_report("nhwc", names.RECORDED))   # {"stage layer": {metric: (value, unit)}}
 """
 from __future__ import annotations
 
 import re
+
+from ..analysis import names
 
 NCU_METRICS = ("Duration", "Compute (SM) Throughput", "Memory Throughput", "Issue Slots Busy",
                "Executed Ipc Active", "Eligible Warps Per Scheduler", "Registers Per Thread",
@@ -17,7 +19,7 @@ TOP_PIPE = re.compile(r"(\S+) is the highest-utilized pipeline \(([\d.]+)%\)")
 STALL = re.compile(r"smsp__average_warps_issue_stalled_(\w+)_per_issue_active\.ratio\s+\S+\s+([\d.]+)")
 
 
-def ncu_summary(path: str = "tc/ncu_nhwc_nvidia-h200.txt", metrics=NCU_METRICS) -> dict:
+def ncu_summary(path: str = names.ncu_report("nhwc", names.RECORDED), metrics=NCU_METRICS) -> dict:
     """{"stage layer": {metric: (value, unit)}} from a recorded Nsight Compute text report under
     results/ ("== stage layer" lines separate the runs; the ``metrics`` named, the pipeline ncu
     names as the most used, as "top pipeline": (percent, its name), and where the report holds
