@@ -306,6 +306,38 @@ def test_igemm_launch_check_names_each_mistake(capsys):
     _names_each_mistake(check_igemm_launch, wrong, capsys)
 
 
+def _arena_layout(shapes, align_bits, align=None, scale=1, last_padded=True):
+    """The arena's layout in float32 values; ``align``: the alignment a mistake uses (in values),
+    ``scale``: 4 for offsets in bytes."""
+    a = max(1, align_bits // 32) if align is None else align
+    offsets, at, end = {}, 0, 0
+    for name, shape in shapes.items():
+        offsets[name] = at * scale
+        end = at + int(np.prod(shape))
+        at += -(-int(np.prod(shape)) // a) * a
+    return offsets, (at if last_padded else end) * scale
+
+
+def test_arena_layout_check_names_each_mistake(capsys):
+    from helpers.chapters.exercises import check_arena_layout
+    from helpers.train import kernels, model
+    assert check_arena_layout(_arena_layout)
+    layout, size = kernels.arena_layout(model.parameter_shapes(model.SMALL), 1024)
+    assert _arena_layout(model.parameter_shapes(model.SMALL), 1024) == ({k: o for k, (o, _) in layout.items()}, size)
+    wrong = {
+        "not bytes": lambda sh, b: _arena_layout(sh, b, scale=4),
+        "not 8": lambda sh, b: _arena_layout(sh, b, align=b // 8),
+        "divide by 32": lambda sh, b: _arena_layout(sh, b, align=b),
+        "must start at a multiple of the alignment": lambda sh, b: _arena_layout(sh, b, align=1),
+        "the last parameter is rounded up too": lambda sh, b: _arena_layout(sh, b, last_padded=False),
+        "the offset of": lambda sh, b: _arena_layout(sh, b, align=b // 16),        # no named mistake: a direction
+        "one offset per parameter": lambda sh, b: (dict(list(_arena_layout(sh, b)[0].items())[1:]), _arena_layout(sh, b)[1]),
+        "calls arena_layout": lambda sh, b: ({k: o for k, (o, _) in kernels.arena_layout(sh, b)[0].items()},
+                                             kernels.arena_layout(sh, b)[1]),
+    }
+    _names_each_mistake(check_arena_layout, wrong, capsys)
+
+
 def test_tile_copy_names_a_missing_activation(own_ctx, capsys):
     wrong = _right("tile_copy").replace("GRAD_IN(dy, y, ((n * K + k) * OH + oh) * OW + ow)",
                                         "dy[((n * K + k) * OH + oh) * OW + ow]")

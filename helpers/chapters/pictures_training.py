@@ -38,13 +38,19 @@ def time_table(record: dict, twin: dict | None = None) -> str:
 
 
 def step_split(record: dict) -> str:
-    """A step's median wall time split into the kernels (sum of the device medians), the host's
-    NumPy part, and the rest (transfers, gaps between launches, SGD, Python)."""
+    """A step's median wall time split into the kernels (sum of the device medians) and the rest
+    (transfers, gaps between launches, Python); a run recorded with the earlier step, whose head,
+    loss and SGD ran in NumPy on the host, also shows that host part (its SGD is in the rest)."""
     wall = float(np.median(record["step_ms"]))
     kernels = sum(r["median_ms"] for r in record["ops"] if r["where"] == "device")
     host = sum(r["median_ms"] for r in record["ops"] if r["where"] == "host")
-    return (f"of a step's median wall time: kernels {100 * kernels / wall:.0f} %, host NumPy {100 * host / wall:.0f} %, "
-            f"the rest (transfers, gaps between launches, SGD, Python) {100 * max(wall - kernels - host, 0) / wall:.0f} %")
+    rest = 100 * max(wall - kernels - host, 0) / wall
+    from ..train.run import host_step
+    if not host_step(record):
+        return (f"of a step's median wall time: kernels {100 * kernels / wall:.0f} %, the rest (the transfers, "
+                f"gaps between launches, Python) {rest:.0f} %")
+    return (f"of a step's median wall time: kernels {100 * kernels / wall:.0f} %, host NumPy (head, loss) "
+            f"{100 * host / wall:.0f} %, the rest (transfers, gaps between launches, the host's SGD, Python) {rest:.0f} %")
 
 
 def plot_breakdown(record: dict, title: str):

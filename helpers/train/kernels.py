@@ -127,19 +127,26 @@ class View(DeviceTensor):
         return self.whole.buffer.get_sub_region(self.offset * 4, count * 4)
 
 
+def arena_layout(shapes: dict, align_bits: int) -> tuple[dict, int]:
+    """Where each parameter lies in an arena: ({name: (offset, shape)}, size), in float32 values.
+    Each starts at the next multiple of the device's sub-buffer alignment (MEM_BASE_ADDR_ALIGN, in
+    bits); the size is where one more parameter would start."""
+    align = max(1, align_bits // 32)                  # bits -> float32 values
+    layout, offset = {}, 0
+    for name, shape in shapes.items():
+        layout[name] = (offset, tuple(shape))
+        offset += -(-int(np.prod(shape)) // align) * align
+    return layout, offset
+
+
 class Arena:
     """The parameters of a network in one float32 buffer, their gradients and SGD's velocities in
     two more of the same layout; each parameter starts at the device's sub-buffer alignment, the
     gaps between them zero. ``load`` and ``read`` move all of them in one transfer."""
 
     def __init__(self, ctx, queue, shapes: dict):
-        align = max(1, ctx.devices[0].mem_base_addr_align // 32)        # bits -> float32 values
-        self.layout, offset = {}, 0
-        for name, shape in shapes.items():
-            self.layout[name] = (offset, tuple(shape))
-            offset += -(-int(np.prod(shape)) // align) * align
-        self.size = offset
-        self.params, self.grads, self.velocity = (DeviceTensor(ctx, queue, f"arena.{what}", (offset,))
+        self.layout, self.size = arena_layout(shapes, ctx.devices[0].mem_base_addr_align)
+        self.params, self.grads, self.velocity = (DeviceTensor(ctx, queue, f"arena.{what}", (self.size,))
                                                   for what in ("params", "grads", "velocity"))
         for t in (self.params, self.grads, self.velocity):
             cl.enqueue_fill_buffer(queue, t.buffer, np.float32(0), 0, t.nbytes)     # on the device: no transfer

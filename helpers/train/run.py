@@ -143,6 +143,12 @@ def record(cfg: model.Config, ctx=None, torch_device: str | None = None, progres
     return out
 
 
+def host_step(course: dict) -> bool:
+    """Whether a course run's record comes from the earlier step, whose head, loss and SGD ran in
+    NumPy on the host (its op rows have a host row; today's step has none)."""
+    return any(o["where"] == "host" for o in course["ops"])
+
+
 def recorded() -> list[dict]:
     """Chapter 15's training runs recorded in results/ (training_<device>.json), GPUs first."""
     from ..analysis.results import load

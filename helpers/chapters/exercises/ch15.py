@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .verdict import _verdict, exercise, _compare
+from .verdict import _verdict, _compare, calls_reference, exercise, named_mistake, reference_refused
 
 
 @exercise
@@ -84,3 +84,65 @@ def check_igemm_launch(answer_fn) -> bool:
             return _verdict(False, "", case + f"you give {got[1]:,} floats of workspace, {why}")
     return _verdict(True, "tiles of the K x C*R*S result times the slices of the N*OH*OW reduction, "
                     "and one partial sum per weight and slice, as the launcher computes them", "")
+
+
+def _layout(shapes: dict, align_floats: int, last_padded: bool = True) -> tuple[dict, int]:
+    """A model of an arena's layout with the alignment in float32 values (the check's mistakes)."""
+    offsets, at, end = {}, 0, 0
+    for name, shape in shapes.items():
+        offsets[name] = at
+        end = at + int(np.prod(shape))
+        at += -(-int(np.prod(shape)) // align_floats) * align_floats
+    return offsets, (at if last_padded else end)
+
+
+def _as_layout(answer) -> tuple[dict, int]:
+    offsets, size = answer
+    return {k: int(v) for k, v in dict(offsets).items()}, int(size)
+
+
+@exercise
+def check_arena_layout(answer_fn) -> bool:
+    """Chapter 15: (shapes, MEM_BASE_ADDR_ALIGN in bits) -> ({name: offset}, size) in float32 values,
+    against the layout the training step's arena uses (helpers/train/kernels.py: arena_layout)."""
+    from ...train import model
+    from ...train.kernels import arena_layout
+    used = calls_reference(answer_fn, ("arena_layout", "Arena"))
+    if used:
+        return reference_refused(used)
+    odd = {"a": (4, 8), "b": (1,), "c": (3, 3), "d": (64,), "e": (2, 5, 3, 3)}   # a size of 1, exact multiples
+    cases = [(model.parameter_shapes(model.SMALL), 1024), (model.parameter_shapes(model.FULL), 4096),
+             (odd, 1024), (odd, 4096), (model.parameter_shapes(model.SMALL), 32)]
+    for shapes, bits in cases:
+        layout, size = arena_layout(shapes, bits)
+        want = ({k: off for k, (off, _) in layout.items()}, size)
+        got = _as_layout(answer_fn(dict(shapes), bits))
+        if got == want:
+            continue
+        if sorted(got[0]) != sorted(shapes):
+            return _verdict(False, "", f"give one offset per parameter, named as in the dict "
+                            f"(for {len(shapes)} parameters you give {len(got[0])})")
+        same = lambda a, b: _as_layout(a) == _as_layout(b)
+        mistake = named_mistake(lambda sh, b: _as_layout(answer_fn(dict(sh), b)), cases, [
+            ("the offsets count float32 values, not bytes",
+             lambda sh, b: ({k: 4 * v for k, v in _layout(sh, b // 32)[0].items()}, 4 * _layout(sh, b // 32)[1])),
+            ("the offsets count float32 values, not bytes",
+             lambda sh, b: ({k: 4 * v for k, v in _layout(sh, b // 32)[0].items()}, _layout(sh, b // 32)[1])),
+            ("the alignment is given in bits: a float32 value is 32 of them, not 8",
+             lambda sh, b: _layout(sh, b // 8)),
+            ("the alignment is given in bits, not in float32 values: divide by 32",
+             lambda sh, b: _layout(sh, b)),
+            ("each parameter must start at a multiple of the alignment (a sub-buffer elsewhere is refused): "
+             "round each size up before the next one starts", lambda sh, b: _layout(sh, 1)),
+            ("the offsets are right; the size is where one more parameter would start, so the last "
+             "parameter is rounded up too", lambda sh, b: _layout(sh, b // 32, last_padded=False)),
+        ], same=same)
+        where = f"for {len(shapes)} parameters and an alignment of {bits} bits: "
+        if mistake:
+            return _verdict(False, "", where + mistake)
+        bad = next((k for k in shapes if got[0][k] != want[0][k]), None)
+        what = (f"the offset of {bad} is {_compare(got[0][bad], want[0][bad])}" if bad is not None else
+                f"the offsets are right, the size is {_compare(got[1], want[1])}")
+        return _verdict(False, "", where + what)
+    return _verdict(True, "every parameter starts at a multiple of the alignment, counted in float32 values, "
+                    "as the arena lays them out", "")
