@@ -189,7 +189,7 @@ def conv_shape(op: str, kwargs: dict, x_shape: tuple, w_shape: tuple, k: int | N
         pad_text = pads[0][0] if plain else pads
         raise ValueError(f"{op}: a {'x'.join(map(str, kernel))} kernel{dil} does not fit in the padded "
                          f"{'x'.join(map(str, size))} input (padding {pad_text})")
-    for axis, ((b, e), s) in enumerate(zip(pads, span)):
+    for axis, ((b, e), s) in zip(AXES[rank].split(", "), zip(pads, span)):
         if max(b, e) > s - 1:
             raise ValueError(f"{op}: padding {max(b, e)} on axis {axis} is larger than the kernel's reach "
                              f"{s - 1} (dilation * (kernel - 1)): outputs there would see only padding; pad "
