@@ -21,7 +21,7 @@ from . import reference as ref
 from ..engine.check import rtol_for_sum, rtol_mma
 from .problem import (ACT_CODES, Problem, activation_output, backward_conv_problem, reject_unknown, shape4,
                       shape_requires, tensor)
-from .shape import conv_shape, layout, rank_of
+from .shape import check_grad_output, conv_shape, rank_of
 
 OP = "conv_dgrad"
 # the layer sets the benchmark takes (helpers/ops/layers.py: their kind, the small default set)
@@ -45,14 +45,7 @@ def prepare(**kwargs) -> Problem:
                         ("grad_output", dy.shape, "grad_output", "dimensions")], kwargs.get("groups", 1))
     dy, w = tensor(OP, "grad_output", dy, rank + 2), tensor(OP, "weight", w, rank + 2)
     shape = conv_shape(OP, kwargs, shape_in, w.shape, k=dy.shape[1])
-    expected = (shape.n, shape.k, *shape.out)
-    if dy.shape != expected or w.shape[1] * shape.groups != shape.k:
-        kernel = "x".join(map(str, shape.kernel))
-        geometry = (f"stride {shape.stride[0]}, padding {shape.pads[0][0]}" if shape.plain else
-                    f"stride {shape.stride}, padding {shape.pads}, dilation {shape.dilation}, groups {shape.groups}")
-        raise ValueError(f"{OP}: grad_output must have shape {layout('grad_output', rank)} = "
-                         f"{(shape.n, w.shape[1] * shape.groups, *shape.out)} for input {shape_in}, a {kernel} "
-                         f"kernel, {geometry}; got {dy.shape}")
+    check_grad_output(OP, dy.shape, shape, w.shape[1], shape_in)
     act, y = activation_output(OP, kwargs, ACT_CODES, dy)
     if prod(shape_in) > 2**31 - 1:
         raise ValueError(f"{OP}: the input gradient would have {prod(shape_in):,} elements; the "

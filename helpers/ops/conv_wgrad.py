@@ -26,7 +26,7 @@ from . import reference as ref
 from ..engine.check import rtol_for_sum
 from .problem import (ACT_CODES, INT32_MAX, Problem, activation_output, backward_conv_problem, reject_unknown,
                       shape4, shape_requires, tensor)
-from .shape import conv_shape, layout, rank_of
+from .shape import check_grad_output, conv_shape, rank_of
 
 OP = "conv_wgrad"
 # the layer sets the benchmark takes (helpers/ops/layers.py: their kind, the small default set)
@@ -45,13 +45,7 @@ def prepare(**kwargs) -> Problem:
                         ("grad_output", dy.shape, "grad_output", "dimensions")], kwargs.get("groups", 1))
     x, dy = tensor(OP, "input", x, rank + 2), tensor(OP, "grad_output", dy, rank + 2)
     shape = conv_shape(OP, kwargs, x.shape, weight_shape, k=dy.shape[1], weight_name="weight_shape")
-    if dy.shape != (shape.n, shape.k, *shape.out) or weight_shape[1] * shape.groups != shape.k:
-        kernel = "x".join(map(str, shape.kernel))
-        geometry = (f"stride {shape.stride[0]}, padding {shape.pads[0][0]}" if shape.plain else
-                    f"stride {shape.stride}, padding {shape.pads}, dilation {shape.dilation}, groups {shape.groups}")
-        raise ValueError(f"{OP}: grad_output must have shape {layout('grad_output', rank)} = "
-                         f"{(shape.n, weight_shape[1] * shape.groups, *shape.out)} for input {x.shape}, a {kernel} "
-                         f"kernel with {weight_shape[1] * shape.groups} output channels, {geometry}; got {dy.shape}")
+    check_grad_output(OP, dy.shape, shape, weight_shape[1], x.shape, name_channels=True)
     act, y = activation_output(OP, kwargs, ACT_CODES, dy)
     if prod(weight_shape) > INT32_MAX:
         raise ValueError(f"{OP}: the weight gradient would have {prod(weight_shape):,} elements; the "

@@ -196,3 +196,17 @@ def conv_shape(op: str, kwargs: dict, x_shape: tuple, w_shape: tuple, k: int | N
                              f"at most {s - 1}")
     out = tuple((p - s) // st + 1 for p, s, st in zip(padded, span, stride))
     return ConvShape(n, c, groups * kg if k is None else k, groups, size, kernel, stride, pads, dilation, out)
+
+
+def check_grad_output(op: str, dy_shape: tuple, shape: ConvShape, kg: int, input_shape: tuple,
+                      name_channels: bool = False) -> None:
+    """grad_output must be (N, K, *out) with K = groups * the weight's second extent ``kg``."""
+    k = kg * shape.groups
+    if tuple(dy_shape) == (shape.n, shape.k, *shape.out) and k == shape.k:
+        return
+    geometry = (f"stride {shape.stride[0]}, padding {shape.pads[0][0]}" if shape.plain else
+                f"stride {shape.stride}, padding {shape.pads}, dilation {shape.dilation}, groups {shape.groups}")
+    channels = f" with {k} output channels" if name_channels else ""
+    raise ValueError(f"{op}: grad_output must have shape {layout('grad_output', shape.rank)} = {(shape.n, k, *shape.out)} "
+                     f"for input {tuple(input_shape)}, a {'x'.join(map(str, shape.kernel))} kernel{channels}, "
+                     f"{geometry}; got {tuple(dy_shape)}")

@@ -11,28 +11,24 @@
 //
 // Layouts: dy, y (N,K,OD,OH,OW); w (C,K/G,T,R,S); dx (N,C,D,H,W), all row-major.
 // NDRange: dim 0 = (d*H + h)*W + w (padded to WG), dim 1 = c, dim 2 = n.
-// Arguments after the tensors: the geometry (helpers/launch/direct_nd.py). JIT parameters: ACT,
+// Arguments after the tensors: the geometry (common/any_shape.h). JIT parameters: ACT,
 // WG (work-group size, host side).
 
 #include "course.h"
+#include "any_shape.h"
 
 __kernel void conv_dgrad(__global const float* restrict dy,  // gradient w.r.t. the layer output
                          __global const float* restrict y,   // layer output after activation
                          __global const float* restrict w,   // weights (C,K/G,T,R,S)
                          __global float* restrict dx,        // gradient w.r.t. the layer input
-                         const int N, const int C, const int K, const int G,
-                         const int D, const int OD, const int T, const int SD, const int PD, const int DD,
-                         const int H, const int OH, const int R, const int SH, const int PH, const int DH,
-                         const int W, const int OW, const int S, const int SW, const int PW, const int DW) {
+                         ANY_SHAPE_GEOMETRY) {
     const int i = get_global_id(0);
     const int c = get_global_id(1);
     const int n = get_global_id(2);
     if (i >= D * H * W) return;          // the NDRange is padded up to a multiple of WG
-    const int x = i % W;
-    const int h = (i / W) % H;
-    const int d = i / (W * H);
-    const int CG = C / G, KG = K / G;    // channels per group
-    const int g = c / CG;
+    const int3 p = position3(i, H, W);
+    const int d = p.x, h = p.y, x = p.z;
+    const int CG = C / G, KG = K / G, g = c / CG;   // channels per group, c's group
 
     float grad = 0.0f;
     for (int kl = 0; kl < KG; kl++) {

@@ -14,10 +14,11 @@
 //
 // Layouts: x (N,C,D,H,W); w (C,K/G,T,R,S); bias (K); y (N,K,OD,OH,OW), all row-major.
 // NDRange: dim 0 = (od*OH + oh)*OW + ow (padded to WG), dim 1 = k, dim 2 = n.
-// Arguments after the tensors: the geometry (helpers/launch/direct_nd.py). JIT parameters: BIAS,
+// Arguments after the tensors: the geometry (common/any_shape.h). JIT parameters: BIAS,
 // ACT, WG (work-group size, host side).
 
 #include "course.h"
+#include "any_shape.h"
 
 #ifndef BIAS
 #define BIAS 0
@@ -27,19 +28,14 @@ __kernel void conv_forward(__global const float* restrict x,     // input (N,C,D
                            __global const float* restrict w,     // weights (C,K/G,T,R,S)
                            __global const float* restrict bias,  // (K), read only with BIAS
                            __global float* restrict y,           // output (N,K,OD,OH,OW)
-                           const int N, const int C, const int K, const int G,
-                           const int D, const int OD, const int T, const int SD, const int PD, const int DD,
-                           const int H, const int OH, const int R, const int SH, const int PH, const int DH,
-                           const int W, const int OW, const int S, const int SW, const int PW, const int DW) {
+                           ANY_SHAPE_GEOMETRY) {
     const int o = get_global_id(0);
     const int k = get_global_id(1);
     const int n = get_global_id(2);
     if (o >= OD * OH * OW) return;       // the NDRange is padded up to a multiple of WG
-    const int ow = o % OW;
-    const int oh = (o / OW) % OH;
-    const int od = o / (OW * OH);
-    const int CG = C / G, KG = K / G;    // channels per group
-    const int g = k / KG;
+    const int3 op = position3(o, OH, OW);
+    const int od = op.x, oh = op.y, ow = op.z;
+    const int CG = C / G, KG = K / G, g = k / KG;   // channels per group, k's group
 
     float acc = 0.0f;
     for (int c = g * CG; c < (g + 1) * CG; c++) {

@@ -13,19 +13,17 @@
 //
 // Layouts: x (N,C,D,H,W); dy, y (N,K,OD,OH,OW); dw (C,K/G,T,R,S), all row-major.
 // NDRange: dim 0 = the weight's index (((c*K/G + k')*T + t)*R + r)*S + s (padded to WG).
-// Arguments after the tensors: the geometry (helpers/launch/direct_nd.py). JIT parameters: ACT,
+// Arguments after the tensors: the geometry (common/any_shape.h). JIT parameters: ACT,
 // WG (work-group size, host side).
 
 #include "course.h"
+#include "any_shape.h"
 
 __kernel void conv_wgrad(__global const float* restrict x,    // the layer's input
                          __global const float* restrict dy,   // gradient w.r.t. the layer output
                          __global const float* restrict y,    // layer output after activation
                          __global float* restrict dw,         // gradient w.r.t. the weights
-                         const int N, const int C, const int K, const int G,
-                         const int D, const int OD, const int T, const int SD, const int PD, const int DD,
-                         const int H, const int OH, const int R, const int SH, const int PH, const int DH,
-                         const int W, const int OW, const int S, const int SW, const int PW, const int DW) {
+                         ANY_SHAPE_GEOMETRY) {
     const int KG = K / G, CG = C / G;    // channels per group
     const int i = get_global_id(0);
     if (i >= C * KG * T * R * S) return; // the NDRange is padded up to a multiple of WG
