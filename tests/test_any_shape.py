@@ -44,10 +44,12 @@ def forward(**over):
                                           r"end\) pair per spatial axis \(H, W\)"),
     (dict(padding=((1, 1), 2)), ValueError, r"padding\[1\] must be a \(begin, end\) pair like the other entries"),
     (dict(padding=((1, 1), (0, -1))), ValueError, r"padding\[1\] must be >= 0"),
-    (dict(padding=((5, 0), (0, 0))), ValueError, r"padding 5 on axis H is larger than the kernel's reach 4 "
-                                                 r"\(dilation \* \(kernel - 1\)\): outputs there would see only "
-                                                 r"padding; pad at most 4"),
-    (dict(padding=(0, 3)), ValueError, "padding 3 on axis W is larger than the kernel's reach 2"),
+    (dict(padding=((6, 0), (0, 0))), ValueError, r"padding 6 on axis H is larger than the kernel's reach 5 \(its "
+                                                 r"extent, dilation \* \(kernel - 1\) \+ 1\): outputs there would "
+                                                 r"see only padding; pad at most 5"),
+    (dict(padding=(0, 4)), ValueError, "padding 4 on axis W is larger than the kernel's reach 3"),
+    # one integer for every side is held to the kernel's largest reach (a 1x5 kernel takes padding 2)
+    (dict(padding=6), ValueError, "padding 6 on axis H is larger than the kernel's reach 5"),
     (dict(dilation=(5, 1), padding=0), ValueError, r"a 3x3 kernel dilated by \(5, 1\) \(spanning 11x3\) does not "
                                                    r"fit in the padded 9x8 input"),
     (dict(input=np.ones((2, 6, 9, 8, 4), F32)), ValueError, r"input must have 4 dimensions \(N, C, H, W\) like "

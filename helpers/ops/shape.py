@@ -189,11 +189,14 @@ def conv_shape(op: str, kwargs: dict, x_shape: tuple, w_shape: tuple, k: int | N
         pad_text = pads[0][0] if plain else pads
         raise ValueError(f"{op}: a {'x'.join(map(str, kernel))} kernel{dil} does not fit in the padded "
                          f"{'x'.join(map(str, size))} input (padding {pad_text})")
-    for axis, ((b, e), s) in zip(AXES[rank].split(", "), zip(pads, span)):
-        if max(b, e) > s - 1:
-            raise ValueError(f"{op}: padding {max(b, e)} on axis {axis} is larger than the kernel's reach "
-                             f"{s - 1} (dilation * (kernel - 1)): outputs there would see only padding; pad "
-                             f"at most {s - 1}")
+    # one integer pads every axis alike (as chapters 00-15 do: a 1x5 kernel with padding 2), so it
+    # is held to the kernel's largest reach; a padding per axis or per side to each axis' own
+    reaches = (max(span),) * rank if not isinstance(kwargs.get("padding", 0), (tuple, list)) else span
+    for axis, ((b, e), s) in zip(AXES[rank].split(", "), zip(pads, reaches)):
+        if max(b, e) > s:
+            raise ValueError(f"{op}: padding {max(b, e)} on axis {axis} is larger than the kernel's reach {s} "
+                             f"(its extent, dilation * (kernel - 1) + 1): outputs there would see only padding; "
+                             f"pad at most {s}")
     out = tuple((p - s) // st + 1 for p, s, st in zip(padded, span, stride))
     return ConvShape(n, c, groups * kg if k is None else k, groups, size, kernel, stride, pads, dilation, out)
 
