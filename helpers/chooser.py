@@ -28,6 +28,7 @@ import time
 from pathlib import Path
 
 from .launch import family, hook
+from .ops import op_module
 from .ops.problem import Problem
 from .stages import REGISTRY, get_stage
 
@@ -67,11 +68,16 @@ def stage_workspace(s, p: Problem, d: dict) -> int:
 def candidates(p: Problem, limit_bytes: int | None) -> tuple[list, dict]:
     """(OpenCL stages that may run p within the budget, {excluded stage: why}) from the registry."""
     ok, excluded = [], {}
+    refuse = getattr(op_module(p.op), "stage_requires", None)     # what no parameter or fallback changes
     for s in REGISTRY[p.op]:
         if s.choose or s.backend != "opencl":
             continue
         if s.precision != "fp32":          # auto answers in fp32: a faster half-precision stage is not a candidate
             excluded[s.name] = f"computes in {s.precision}; auto answers in fp32"
+            continue
+        need = refuse(s, p) if refuse else None
+        if need is not None:
+            excluded[s.name] = need
             continue
         requires = hook(s, "requires")
         need = requires(p, dict(s.defines)) if requires else None

@@ -12,7 +12,9 @@ pairs of C % 4 and W % 4 once) and 1-3, 5-7 mod 8, so that a per-work-item block
 positions (CPW, XPW, float4s) meets every partial last block; WIDE, 3x3 stride-1 layers with
 K % 16 == 0 on rows wide enough for the direct stages' in-kernel fast branch; and LARGE, planes
 larger than a work-group's tile in both directions (37 x 61, 64 x 67 ...), so that tiles repeat
-and the last ones are partial.
+and the last ones are partial. ANY_SHAPE, after them in every convolution's grid: groups,
+dilation, strides per axis, padding per side, 1 to 3 spatial axes (the any-shape stages run them,
+the others refuse them by name).
 """
 import itertools
 from collections import Counter
@@ -20,6 +22,7 @@ from collections import Counter
 import numpy as np
 
 from helpers.ops import conv3d_dgrad, conv_dgrad, conv_forward, conv_wgrad, gemm
+from helpers.ops import reference as ref
 from helpers.ops.batchnorm_backward import random_backward_args
 from helpers.ops.batchnorm_forward import random_args as bn_forward_args
 from helpers.runner import path_of
@@ -136,11 +139,66 @@ VOL_CASES = [(1, 2, 4, 5, 3, 3, 3, 1, 1), (2, 3, 5, 4, 6, 4, 3, 2, 1), (1, 1, 1,
              (1, 5, 6, 3, 5, 7, 2, 2, 0), (2, 4, 3, 7, 4, 2, 3, 3, 2)]
 
 
-def _conv(make):
+# Convolutions of any shape (chapter 16), run by every stage of the three convolutions: the
+# any-shape stages check them, the others refuse them by name (the last case is a plain 2-D shape
+# spelled per axis and per side, which every stage runs). Each is (x shape, weight shape (C,
+# K/groups, *kernel), stride, padding, dilation, groups, activation): ranks 1-3, groups with
+# depthwise among them (groups = C, with channel multipliers 1 and 2), dilation on each axis,
+# strides that differ per axis, padding that differs per side, unit extents, 1x1 kernels.
+ANY_SHAPE = [
+    ((2, 4, 11), (4, 3, 3), 2, ((1, 2),), 2, 2, "relu"),
+    ((1, 5, 9), (5, 1, 5), 1, 2, 1, 5, "none"),
+    ((3, 3, 13), (3, 2, 2), 3, ((1, 0),), 3, 3, "tanh"),
+    ((1, 1, 1), (1, 1, 1), 1, 0, 1, 1, "sigmoid"),
+    ((2, 6, 7, 9), (6, 2, 3, 3), (1, 2), ((1, 0), (2, 1)), (1, 2), 2, "none"),
+    ((1, 8, 10, 6), (8, 1, 3, 3), 2, 1, 1, 8, "relu"),
+    ((2, 3, 9, 9), (3, 5, 3, 3), 1, 2, 2, 1, "sigmoid"),
+    ((1, 4, 8, 7), (4, 3, 3, 3), (2, 1), 1, 1, 1, "tanh"),
+    ((2, 3, 6, 5), (3, 4, 2, 3), 1, ((0, 1), (1, 0)), 1, 1, "none"),
+    ((1, 5, 5, 7), (5, 2, 3, 1), (1, 3), (1, 0), 1, 1, "relu"),
+    ((1, 2, 4, 5, 6), (2, 3, 3, 2, 3), (1, 2, 1), ((1, 1), (0, 1), (2, 0)), (1, 1, 2), 1, "tanh"),
+    ((1, 4, 3, 6, 5), (4, 1, 3, 3, 3), 1, 1, (1, 2, 1), 4, "none"),
+    ((2, 6, 5, 4, 4), (6, 3, 1, 3, 3), (2, 1, 1), ((0, 0), (1, 1), (1, 1)), 1, 2, "sigmoid"),
+    ((1, 3, 1, 1, 7), (3, 2, 1, 1, 3), 1, ((0, 0), (0, 0), (1, 1)), (1, 1, 3), 1, "relu"),
+    ((2, 4, 6, 4, 5), (4, 2, 2, 2, 2), (1, 2, 3), ((1, 0), (1, 1), (0, 1)), (2, 1, 1), 2, "none"),
+    ((2, 5, 7, 8), (5, 3, 3, 3), (2, 2), ((1, 1), (1, 1)), (1, 1), 1, "relu"),
+]
+
+
+def any_shape_args(op: str, case, seed: int) -> dict:
+    """Random arguments of ``op`` for one case of ANY_SHAPE (a bias on even seeds, forward)."""
+    xs, ws, stride, padding, dilation, groups, act = case
+    rng = np.random.default_rng(seed)
+    taps = int(np.prod(ws[2:])) * ws[0] // groups
+    x = rng.standard_normal(xs, dtype=np.float32)
+    w = (rng.standard_normal(ws, dtype=np.float32) / np.float32(np.sqrt(taps))).astype(np.float32)
+    out = ref.output_sizes(xs[2:], ws[2:], stride, padding, dilation)
+    dy = rng.standard_normal((xs[0], ws[1] * groups, *out), dtype=np.float32)
+    geometry = dict(stride=stride, padding=padding, dilation=dilation, groups=groups, activation=act)
+    if op == "conv_forward":
+        return dict(input=x, weight=w, **geometry, **({"bias": rng.standard_normal(dy.shape[1], dtype=np.float32)}
+                                                      if seed % 2 == 0 else {}))
+    if act != "none":
+        geometry["output"] = ref.activation(act, rng.standard_normal(dy.shape)).astype(np.float32)
+    if op == "conv_dgrad":
+        return dict(grad_output=dy, weight=w, input_shape=xs, **geometry)
+    return dict(input=x, grad_output=dy, weight_shape=ws, **geometry)
+
+
+def any_shape_id(case) -> str:
+    xs, ws, stride, padding, dilation, groups, act = case
+    return f"{len(xs) - 2}d_n{xs[0]}c{xs[1]}k{ws[1] * groups}_{xs[2:]}_r{ws[2:]}s{stride}p{padding}d{dilation}g{groups}_{act}"
+
+
+def _any_shape(op: str, first_seed: int = 0) -> list:
+    return [(any_shape_id(c), lambda i=i, c=c: any_shape_args(op, c, first_seed + i)) for i, c in enumerate(ANY_SHAPE)]
+
+
+def _conv(op: str, make):
     def cases():
         return [(case_id(c), lambda i=i, c=c: make(c["n"], c["c"], c["h"], c["w"], c["k"], c["kernel"], c["stride"],
                                                    c["padding"], c["activation"], seed=i))
-                for i, c in enumerate(conv_grid() + TIERS)]
+                for i, c in enumerate(conv_grid() + TIERS)] + _any_shape(op)
     return cases
 
 
@@ -148,7 +206,7 @@ def _forward():
     return [(case_id(c) + "_bias" * c["bias"],
              lambda i=i, c=c: conv_forward.random_problem_args(c["n"], c["c"], c["h"], c["w"], c["k"], c["kernel"],
                                                                c["stride"], c["padding"], i, c["activation"], c["bias"]))
-            for i, c in enumerate(forward_cases())]
+            for i, c in enumerate(forward_cases())] + _any_shape("conv_forward")
 
 
 def _bn_forward():
@@ -175,8 +233,8 @@ def _bn_backward():
 
 # each operation's grid: (label, a function making the case's arguments), in a fixed order
 GRIDS = {
-    "conv_dgrad": _conv(conv_dgrad.random_problem_args),
-    "conv_wgrad": _conv(conv_wgrad.random_problem_args),
+    "conv_dgrad": _conv("conv_dgrad", conv_dgrad.random_problem_args),
+    "conv_wgrad": _conv("conv_wgrad", conv_wgrad.random_problem_args),
     "conv_forward": _forward,
     "batchnorm_forward": _bn_forward,
     "batchnorm_backward": _bn_backward,

@@ -125,7 +125,7 @@ def test_epilogue_is_really_checked(ctx):
             helpers.check_stage("conv_forward", bad, ctx=ctx, **args)
 
 
-@pytest.mark.parametrize("stage", [s for s in STAGES if s != "direct"])
+@pytest.mark.parametrize("stage", [s for s in STAGES if not registry.get_stage("conv_forward", s).epilogue])
 def test_stages_without_an_epilogue_refuse_bias_and_activation(ctx, stage):
     """A stage that computes the bare convolution refuses a bias or an activation before any
     launch, naming the stages that fuse them, instead of silently dropping them."""
@@ -314,7 +314,9 @@ def good(**over):
     (dict(stride=0), ValueError, "stride must be >= 1"),
     (dict(padding=-1), ValueError, "padding must be >= 0"),
     (dict(padding=1.0), TypeError, "padding must be an integer"),
-    (dict(dilation=2), TypeError, "unknown argument"),
+    (dict(dilate=2), TypeError, "unknown argument"),
+    (dict(dilation=2), ValueError, "cannot run this problem: it runs 2-D convolutions with one stride and one "
+                                   "padding for every side, without groups or dilation; the stages that can are any_shape"),
     (dict(bias=np.zeros(5, np.float32)), ValueError, r"bias must have shape \(K,\) = \(4,\)"),
     (dict(bias=np.zeros((4, 1), np.float32)), ValueError, "bias must have 1 dimensions"),
     (dict(bias=np.zeros(4, np.float64)), TypeError, "bias must be float32"),

@@ -100,6 +100,8 @@ MISTAKES = [
                  r"arch 'sm_90a': a CUDA architecture", id="arch of an OpenCL stage"),
     pytest.param("conv_dgrad", "naive", dict(epilogue=True),
                  r"epilogue=True, but conv_dgrad has no fused epilogue", id="epilogue of an op without one"),
+    pytest.param("gemm", "naive", dict(any_shape=True),
+                 r"any_shape=True, but gemm takes no shape beyond its own", id="any shape of an op without shapes"),
     pytest.param("conv_dgrad", "width", dict(branches=("outside",)),
                  r"08_width.*branches: kernels/conv_dgrad/08_width.cl declares no bool 'outside'", id="branch the kernel does not declare"),
     pytest.param("conv_dgrad", "auto", dict(kernel="conv_dgrad/11_igemm_delta.cl"),
@@ -161,7 +163,7 @@ def test_a_chapter_number_naming_one_stage_picks_it():
 
 
 def test_families_and_launches_are_found_where_they_are_defined():
-    assert families() == ["batchnorm", "direct", "gemm", "local", "tensor_cores", "wgrad", "winograd"]
+    assert families() == ["batchnorm", "direct", "direct_nd", "gemm", "local", "tensor_cores", "wgrad", "winograd"]
     used = {(s.family, s.launch) for ss in REGISTRY.values() for s in ss if not s.choose}
     for name in families():
         assert {launch for fam, launch in used if fam == name} == set(family(name).LAUNCHES), name

@@ -3,48 +3,57 @@
 run_stage("conv_dgrad", stage, grad_output=(N,K,OH,OW), weight=(C,K,R,S) IOHW, input_shape=(N,C,H,W),
           stride=1, padding=0, activation="none", output=None) -> grad_input (N,C,H,W)
 
+Any shape as conv_forward takes it (helpers/ops/shape.py): ``groups``, ``dilation``, ``stride``
+per axis, ``padding`` per axis or per side, 1 to 3 spatial axes (input_shape (N,C,*size), weight
+(C,K/groups,*kernel)); the any-shape stage runs them, the others refuse them by name.
+
 ``output`` is the layer's forward output after its activation; the activation's derivative is
 computed from it and fused on the read of grad_output. Kernels of every stage take
 ``(dy, y, w, dx, N, C, H, W, K, OH, OW, PAD)`` and are built with -DKH, -DKW, -DSTRIDE, -DACT.
 """
 from __future__ import annotations
 
+from math import prod
+
 import numpy as np
 
 from . import reference as ref
 from ..engine.check import rtol_for_sum, rtol_mma
-from .problem import (ACT_CODES, Problem, activation_output, backward_conv_problem, conv_geometry, positive_int,
-                      reject_unknown, shape4, tensor)
+from .problem import (ACT_CODES, Problem, activation_output, backward_conv_problem, reject_unknown, shape4,
+                      shape_requires, tensor)
+from .shape import check_grad_output, conv_shape, rank_of
 
 OP = "conv_dgrad"
 # the layer sets the benchmark takes (helpers/ops/layers.py: their kind, the small default set)
 LAYERS = ("conv", "ci")
-ARGS = ("grad_output", "weight", "input_shape", "stride", "padding", "activation", "output")
+ARGS = ("grad_output", "weight", "input_shape", "stride", "padding", "dilation", "groups", "activation", "output")
+
+
+def stage_requires(stage, p: Problem):
+    """None, or why the stage cannot run this shape (problem.shape_requires), before fallbacks."""
+    return shape_requires(stage, p)
 
 
 def prepare(**kwargs) -> Problem:
     reject_unknown(OP, kwargs, ARGS)
-    dy = tensor(OP, "grad_output", kwargs.get("grad_output"), 4)
-    w = tensor(OP, "weight", kwargs.get("weight"), 4)
+    dy = tensor(OP, "grad_output", kwargs.get("grad_output"))
+    w = tensor(OP, "weight", kwargs.get("weight"))
     if kwargs.get("input_shape") is None:
         raise TypeError(f"{OP}: argument input_shape (N, C, H, W) is required")
-    n, c, h, wd = shape4(OP, "input_shape", kwargs["input_shape"])
-    stride = positive_int(OP, "stride", kwargs.get("stride", 1))
-    pad = positive_int(OP, "padding", kwargs.get("padding", 0), minimum=0)
-
-    k, kh, kw, oh, ow = conv_geometry(OP, w, c, h, wd, stride, pad)
-    if dy.shape != (n, k, oh, ow):
-        raise ValueError(f"{OP}: grad_output must have shape (N, K, OH, OW) = {(n, k, oh, ow)} for "
-                         f"input {(n, c, h, wd)}, a {kh}x{kw} kernel, stride {stride}, padding {pad}; "
-                         f"got {dy.shape}")
+    shape_in = shape4(OP, "input_shape", kwargs["input_shape"], length=None)
+    rank = rank_of(OP, [("input_shape", shape_in, "input", "entries"), ("weight", w.shape, "weight", "dimensions"),
+                        ("grad_output", dy.shape, "grad_output", "dimensions")], kwargs.get("groups", 1))
+    dy, w = tensor(OP, "grad_output", dy, rank + 2), tensor(OP, "weight", w, rank + 2)
+    shape = conv_shape(OP, kwargs, shape_in, w.shape, k=dy.shape[1])
+    check_grad_output(OP, dy.shape, shape, w.shape[1], shape_in)
     act, y = activation_output(OP, kwargs, ACT_CODES, dy)
-    if n * c * h * wd > 2**31 - 1:
-        raise ValueError(f"{OP}: the input gradient would have {n * c * h * wd:,} elements; the "
+    if prod(shape_in) > 2**31 - 1:
+        raise ValueError(f"{OP}: the input gradient would have {prod(shape_in):,} elements; the "
                          f"kernels index with 32-bit integers")
 
     return backward_conv_problem(
-        OP, {"grad_output": dy, "output": y if y is not None else dy, "weight": w}, {"grad_input": (n, c, h, wd)},
-        (n, c, h, wd, k, kh, kw, oh, ow, stride, pad), act, ACT_CODES[act], y is not None,
+        OP, {"grad_output": dy, "output": y if y is not None else dy, "weight": w}, {"grad_input": shape_in},
+        shape, act, ACT_CODES[act], y is not None,
         "4 bytes · (|grad_output| + |weight| + |grad_input| (+ |output| with an activation))")
 
 
@@ -55,27 +64,25 @@ def mma_operands(p: Problem) -> tuple:
     return ("grad_output", "weight") if p.dims["activation"] == "none" else ("weight",)
 
 
-def _dims(p: Problem):
-    d = p.dims
-    return (d["N"], d["C"], d["H"], d["W"]), d["stride"], d["pad"], d["activation"]
-
-
 def reference(p: Problem):
-    shape, stride, pad, act = _dims(p)
+    d = p.dims
+    shape, act = p.outputs["grad_input"], d["activation"]
+    geometry = (d["strides"], d["pads"], d["dilation"], d["groups"])
     dy, w, y = p.inputs["grad_output"], p.inputs["weight"], p.inputs["output"]
-    expected = ref.conv2d_dgrad(dy, w, shape, stride, pad, act, y)
+    expected = ref.conv_dgrad_nd(dy, w, shape, *geometry, act, y)
     # the same sum over absolute values: what the rounding error scales with
     scale = np.abs(dy.astype(np.float64))
     if act != "none":
         scale = scale * np.abs(ref.activation_derivative(act, y))
-    magnitude = ref.conv2d_dgrad(scale, np.abs(w), shape, stride, pad)
+    magnitude = ref.conv_dgrad_nd(scale, np.abs(w), shape, *geometry)
     return {"grad_input": expected}, {"grad_input": magnitude}
 
 
 def terms(p: Problem) -> int:
-    """Each input gradient sums K*KH*KW products (fewer at borders and strides)."""
+    """Each input gradient sums K/groups * the kernel's taps products (K*KH*KW in 2-D without
+    groups; fewer at borders and strides)."""
     d = p.dims
-    return d["K"] * d["KH"] * d["KW"]
+    return d["K"] // d["groups"] * prod(d["kernel"])
 
 
 def fused_operand(p: Problem) -> bool:

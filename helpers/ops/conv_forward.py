@@ -3,6 +3,11 @@
 run_stage("conv_forward", stage, input=(N,C,H,W), weight=(C,K,R,S) IOHW, stride=1, padding=0,
           bias=None, activation="none") -> output (N,K,OH,OW) = act(convolution + bias)
 
+Any shape (helpers/ops/shape.py): input (N,C,*size) with 1 to 3 spatial axes, weight
+(C,K/groups,*kernel), ``groups``, ``dilation``, ``stride`` per axis and ``padding`` per axis or
+per side; the stages of chapters 00-15 run the plain 2-D shape and refuse the others by name
+(stage_requires), the any-shape stage runs them all.
+
 Single-kernel stages take ``(x, w, bias, y, N, C, H, W, K, OH, OW, PAD)`` and are built with
 -DKH, -DKW, -DSTRIDE, -DBIAS, -DACT; without a bias the ``bias`` argument shares the weight's
 buffer and is not read (BIAS = 0). Only stages with a fused epilogue (``epilogue=True`` in
@@ -12,16 +17,20 @@ stages (chapter 12) are several kernels each; their launches are helpers/launch/
 """
 from __future__ import annotations
 
+from math import prod
+
 import numpy as np
 
 from . import reference as ref
 from ..engine.check import rtol_for_sum, rtol_mma
-from .problem import ACT_CODES, Problem, conv_geometry, positive_int, reject_unknown, tensor
+from .problem import (ACT_CODES, FLOPS_2D, FLOPS_ANY, Problem, conv_problem_parts, reject_unknown, shape_requires,
+                      tensor)
+from .shape import conv_shape, rank_of
 
 OP = "conv_forward"
 # the layer sets the benchmark takes (helpers/ops/layers.py: their kind, the small default set)
 LAYERS = ("conv", "ci")
-ARGS = ("input", "weight", "stride", "padding", "bias", "activation")
+ARGS = ("input", "weight", "stride", "padding", "dilation", "groups", "bias", "activation")
 
 # The tolerance, and why Winograd needs its own scale. The direct kernel's rounding error at an
 # output is bounded by eps * sqrt(terms) times the sum of |x|*|w| over that output's own window
@@ -69,12 +78,12 @@ def tile_magnitude(x: np.ndarray, w: np.ndarray, padding: int, oh: int, ow: int,
 
 def prepare(**kwargs) -> Problem:
     reject_unknown(OP, kwargs, ARGS)
-    x = tensor(OP, "input", kwargs.get("input"), 4)
-    w = tensor(OP, "weight", kwargs.get("weight"), 4)
-    stride = positive_int(OP, "stride", kwargs.get("stride", 1))
-    pad = positive_int(OP, "padding", kwargs.get("padding", 0), minimum=0)
-    n, c, h, wd = x.shape
-    k, kh, kw, oh, ow = conv_geometry(OP, w, c, h, wd, stride, pad)
+    x = tensor(OP, "input", kwargs.get("input"))
+    w = tensor(OP, "weight", kwargs.get("weight"))
+    rank = rank_of(OP, [("input", x.shape, "input", "dimensions"), ("weight", w.shape, "weight", "dimensions")])
+    x, w = tensor(OP, "input", x, rank + 2), tensor(OP, "weight", w, rank + 2)     # a 4-D device tensor's layout
+    shape = conv_shape(OP, kwargs, x.shape, w.shape)
+    n, k = shape.n, shape.k
     bias = kwargs.get("bias")
     if bias is not None:
         bias = tensor(OP, "bias", bias, 1)
@@ -84,24 +93,26 @@ def prepare(**kwargs) -> Problem:
     act = kwargs.get("activation", "none")
     if act not in ACT_CODES:
         raise ValueError(f"{OP}: activation must be one of {', '.join(ACT_CODES)}, got {act!r}")
-    if n * k * oh * ow > 2**31 - 1:
-        raise ValueError(f"{OP}: the output would have {n * k * oh * ow:,} elements; the kernels "
+    size = n * k * prod(shape.out)
+    if size > 2**31 - 1:
+        raise ValueError(f"{OP}: the output would have {size:,} elements; the kernels "
                          f"index with 32-bit integers")
     epilogue = " + bias" * (bias is not None) + (f" {act}" if act != "none" else "")
+    scalars, defines = conv_problem_parts(shape)
     return Problem(
         op=OP,
         inputs={"input": x, "weight": w, "bias": w if bias is None else bias},
-        outputs={"output": (n, k, oh, ow)},
-        scalars={"N": n, "C": c, "H": h, "W": wd, "K": k, "OH": oh, "OW": ow, "PAD": pad},
-        defines={"KH": kh, "KW": kw, "STRIDE": stride, "BIAS": int(bias is not None), "ACT": ACT_CODES[act]},
-        dims={"N": n, "C": c, "H": h, "W": wd, "K": k, "OH": oh, "OW": ow, "KH": kh, "KW": kw,
-              "stride": stride, "pad": pad, "bias": bias is not None, "activation": act},
+        outputs={"output": (n, k, *shape.out)},
+        scalars=scalars,
+        defines={**defines, "BIAS": int(bias is not None), "ACT": ACT_CODES[act]},
+        dims={**shape.dims(), "bias": bias is not None, "activation": act},
         aliases={} if bias is not None else {"bias": "weight"},
-        flops=2 * n * k * oh * ow * c * kh * kw,
-        min_bytes=4 * (x.size + w.size + n * k * oh * ow + (k if bias is not None else 0)),
-        flops_formula="2·N·K·OH·OW·C·R·S (the direct convolution's multiply-adds, whatever the algorithm)",
+        flops=shape.flops(),
+        min_bytes=4 * (x.size + w.size + size + (k if bias is not None else 0)),
+        flops_formula=f"{FLOPS_2D if shape.plain else FLOPS_ANY} (the direct convolution's multiply-adds, "
+                      f"whatever the algorithm)",
         bytes_formula="4 bytes · (|input| + |weight| + |output| (+ |bias| with a bias))",
-        label=f"N{n} C{c} {h}x{wd} K{k} {kh}x{kw} s{stride} p{pad}{epilogue}",
+        label=f"N{n} C{shape.c} {shape.text()}{epilogue}",
     )
 
 
@@ -111,11 +122,13 @@ def has_epilogue(p: Problem) -> bool:
 
 
 def stage_requires(stage, p: Problem):
-    """None, or why the stage cannot run this problem whatever its parameters: a bias or an
-    activation needs a stage with a fused epilogue (checked before fallbacks are followed)."""
-    if has_epilogue(p) and not stage.epilogue:
-        return "it computes the convolution alone, without a bias or an activation"
-    return None
+    """None, or why the stage cannot run this problem whatever its parameters (checked before
+    fallbacks are followed): a shape other than a plain 2-D one needs an any-shape stage
+    (problem.shape_requires), a bias or an activation a stage with a fused epilogue."""
+    need = shape_requires(stage, p)
+    if need is None and has_epilogue(p) and not stage.epilogue:
+        need = "it computes the convolution alone, without a bias or an activation"
+    return need
 
 
 def mma_operands(p: Problem) -> tuple:
@@ -127,13 +140,14 @@ def mma_operands(p: Problem) -> tuple:
 def reference(p: Problem):
     d = p.dims
     x, w = p.inputs["input"], p.inputs["weight"]
-    pre = ref.conv2d_forward(x, w, d["stride"], d["pad"])
-    magnitude = ref.conv2d_forward(np.abs(x), np.abs(w), d["stride"], d["pad"])
-    if (d["KH"], d["KW"], d["stride"]) == (3, 3, 1):   # where the Winograd stages run: see above
+    geometry = (d["strides"], d["pads"], d["dilation"], d["groups"])
+    pre = ref.conv_forward_nd(x, w, *geometry)
+    magnitude = ref.conv_forward_nd(np.abs(x), np.abs(w), *geometry)
+    if d["plain"] and (d["KH"], d["KW"], d["stride"]) == (3, 3, 1):   # where the Winograd stages run: see above
         for m in WINOGRAD_TILES:
             magnitude = np.maximum(magnitude, tile_magnitude(x, w, d["pad"], d["OH"], d["OW"], m))
     if d["bias"]:
-        b = p.inputs["bias"].astype(np.float64)[None, :, None, None]
+        b = p.inputs["bias"].astype(np.float64).reshape(1, -1, *(1,) * d["rank"])
         pre, magnitude = pre + b, magnitude + np.abs(b)
     expected = ref.activation(d["activation"], pre)
     # relu, sigmoid and tanh move an error by at most its size (slopes <= 1), so the sum's magnitude
@@ -145,9 +159,9 @@ def reference(p: Problem):
 
 
 def terms(p: Problem) -> int:
-    """Each output sums C*KH*KW products."""
+    """Each output sums C/groups * the kernel's taps products (C*KH*KW in 2-D without groups)."""
     d = p.dims
-    return d["C"] * d["KH"] * d["KW"]
+    return d["C"] // d["groups"] * prod(d["kernel"])
 
 
 def rtol(p: Problem, mma: str | None = None) -> float:

@@ -9,49 +9,57 @@ over the N*OH*OW output positions:
 
     dw[c][k][r][s] = sum over (n, oh, ow) of x[n][c][oh*STRIDE + r - PAD][ow*STRIDE + s - PAD] * dy'[n][k][oh][ow]
 
+Any shape as conv_forward takes it (helpers/ops/shape.py): weight_shape (C,K/groups,*kernel),
+``groups``, ``dilation``, ``stride`` per axis, ``padding`` per axis or per side, 1 to 3 spatial
+axes; the any-shape stage runs them, the others refuse them by name.
+
 Kernels of every stage take ``(x, dy, y, dw, N, C, H, W, K, OH, OW, PAD)`` and are built with
 -DKH, -DKW, -DSTRIDE, -DACT.
 """
 from __future__ import annotations
 
+from math import prod
+
 import numpy as np
 
 from . import reference as ref
 from ..engine.check import rtol_for_sum
-from .problem import (ACT_CODES, INT32_MAX, Problem, activation_output, backward_conv_problem, conv_geometry,
-                      positive_int, reject_unknown, shape4, tensor)
+from .problem import (ACT_CODES, INT32_MAX, Problem, activation_output, backward_conv_problem, reject_unknown,
+                      shape4, shape_requires, tensor)
+from .shape import check_grad_output, conv_shape, rank_of
 
 OP = "conv_wgrad"
 # the layer sets the benchmark takes (helpers/ops/layers.py: their kind, the small default set)
 LAYERS = ("conv", "ci")
-ARGS = ("input", "grad_output", "weight_shape", "stride", "padding", "activation", "output")
+ARGS = ("input", "grad_output", "weight_shape", "stride", "padding", "dilation", "groups", "activation", "output")
 
 
 def prepare(**kwargs) -> Problem:
     reject_unknown(OP, kwargs, ARGS)
-    x = tensor(OP, "input", kwargs.get("input"), 4)
-    dy = tensor(OP, "grad_output", kwargs.get("grad_output"), 4)
+    x = tensor(OP, "input", kwargs.get("input"))
+    dy = tensor(OP, "grad_output", kwargs.get("grad_output"))
     if kwargs.get("weight_shape") is None:
         raise TypeError(f"{OP}: argument weight_shape (C, K, R, S) is required")
-    weight_shape = shape4(OP, "weight_shape", kwargs["weight_shape"], "(C, K, R, S)")
-    stride = positive_int(OP, "stride", kwargs.get("stride", 1))
-    pad = positive_int(OP, "padding", kwargs.get("padding", 0), minimum=0)
-
-    n, c, h, wd = x.shape
-    k, kh, kw, oh, ow = conv_geometry(OP, weight_shape, c, h, wd, stride, pad)
-    if dy.shape != (n, k, oh, ow):
-        raise ValueError(f"{OP}: grad_output must have shape (N, K, OH, OW) = {(n, k, oh, ow)} for "
-                         f"input {(n, c, h, wd)}, a {kh}x{kw} kernel with {k} output channels, stride "
-                         f"{stride}, padding {pad}; got {dy.shape}")
+    weight_shape = shape4(OP, "weight_shape", kwargs["weight_shape"], "(C, K, R, S)", length=None)
+    rank = rank_of(OP, [("input", x.shape, "input", "dimensions"), ("weight_shape", weight_shape, "weight", "entries"),
+                        ("grad_output", dy.shape, "grad_output", "dimensions")], kwargs.get("groups", 1))
+    x, dy = tensor(OP, "input", x, rank + 2), tensor(OP, "grad_output", dy, rank + 2)
+    shape = conv_shape(OP, kwargs, x.shape, weight_shape, k=dy.shape[1], weight_name="weight_shape")
+    check_grad_output(OP, dy.shape, shape, weight_shape[1], x.shape, name_channels=True)
     act, y = activation_output(OP, kwargs, ACT_CODES, dy)
-    if c * k * kh * kw > INT32_MAX:
-        raise ValueError(f"{OP}: the weight gradient would have {c * k * kh * kw:,} elements; the "
+    if prod(weight_shape) > INT32_MAX:
+        raise ValueError(f"{OP}: the weight gradient would have {prod(weight_shape):,} elements; the "
                          f"kernels index with 32-bit integers")
 
     return backward_conv_problem(
-        OP, {"input": x, "grad_output": dy, "output": y if y is not None else dy}, {"grad_weight": (c, k, kh, kw)},
-        (n, c, h, wd, k, kh, kw, oh, ow, stride, pad), act, ACT_CODES[act], y is not None,
+        OP, {"input": x, "grad_output": dy, "output": y if y is not None else dy}, {"grad_weight": weight_shape},
+        shape, act, ACT_CODES[act], y is not None,
         "4 bytes · (|input| + |grad_output| + |grad_weight| (+ |output| with an activation))")
+
+
+def stage_requires(stage, p: Problem):
+    """None, or why the stage cannot run this shape (problem.shape_requires), before fallbacks."""
+    return shape_requires(stage, p)
 
 
 # The tolerance of 3x3 stride-1 layers, where stage 04 (Winograd F(3x3,4x4)) runs. Its result for
@@ -81,22 +89,23 @@ def tile_magnitude(x: np.ndarray, scale: np.ndarray, pad: int) -> np.ndarray:
 def reference(p: Problem):
     d = p.dims
     x, dy, y = p.inputs["input"], p.inputs["grad_output"], p.inputs["output"]
-    shape = (d["C"], d["K"], d["KH"], d["KW"])
-    expected = ref.conv2d_wgrad(x, dy, shape, d["stride"], d["pad"], d["activation"], y)
+    shape = p.outputs["grad_weight"]
+    geometry = (d["strides"], d["pads"], d["dilation"], d["groups"])
+    expected = ref.conv_wgrad_nd(x, dy, shape, *geometry, d["activation"], y)
     # the same sum over absolute values: what the rounding error scales with
     scale = np.abs(dy.astype(np.float64))
     if d["activation"] != "none":
         scale = scale * np.abs(ref.activation_derivative(d["activation"], y))
-    magnitude = ref.conv2d_wgrad(np.abs(x), scale, shape, d["stride"], d["pad"])
-    if (d["KH"], d["KW"], d["stride"]) == (3, 3, 1):    # where stage 04 runs: see above
+    magnitude = ref.conv_wgrad_nd(np.abs(x), scale, shape, *geometry)
+    if d["plain"] and (d["KH"], d["KW"], d["stride"]) == (3, 3, 1):    # where stage 04 runs: see above
         magnitude = np.maximum(magnitude, tile_magnitude(x, scale, d["pad"])[:, :, None, None])
     return {"grad_weight": expected}, {"grad_weight": magnitude}
 
 
 def terms(p: Problem) -> int:
-    """Each weight sums N*OH*OW products."""
+    """Each weight sums N * the output positions products (N*OH*OW in 2-D)."""
     d = p.dims
-    return d["N"] * d["OH"] * d["OW"]
+    return d["N"] * prod(d["out"])
 
 
 def rtol(p: Problem) -> float:

@@ -108,35 +108,20 @@ def positive_int(op: str, name: str, value, minimum: int = 1) -> int:
     return int(value)
 
 
-def shape4(op: str, name: str, value, entries: str = "(N, C, H, W)") -> tuple:
+def shape4(op: str, name: str, value, entries: str = "(N, C, H, W)", length: int | None = 4) -> tuple:
+    """A tuple of ``length`` positive integers (None: of any length, checked by the caller)."""
     try:
         dims = tuple(value)
     except TypeError:
         raise TypeError(f"{op}: {name} must be a tuple {entries}, got {value!r}") from None
-    if len(dims) != 4:
-        raise ValueError(f"{op}: {name} must have 4 entries {entries}, got {dims}")
+    if length is not None and len(dims) != length:
+        raise ValueError(f"{op}: {name} must have {length} entries {entries}, got {dims}")
     for d in dims:
         if isinstance(d, (bool, np.bool_)) or not isinstance(d, (int, np.integer)):
             raise TypeError(f"{op}: {name} entries must be integers, got {dims}")
     if min(dims) <= 0:
         raise ValueError(f"{op}: {name} has a zero-sized or negative dimension: {dims}")
     return tuple(int(d) for d in dims)
-
-
-def conv_geometry(op: str, weight, c: int, h: int, w: int, stride: int, pad: int) -> tuple:
-    """(K, KH, KW, OH, OW) of a convolution with IOHW ``weight`` (an array, or the weight_shape
-    tuple of the weight gradient) over a (., c, h, w) input, or a ValueError naming what does not fit."""
-    from .reference import output_size
-    given = isinstance(weight, tuple)
-    wc, k, kh, kw = weight if given else weight.shape
-    if wc != c:
-        raise ValueError(f"{op}: {'weight_shape' if given else 'weight'} is IOHW (C_in, C_out, R, S) = "
-                         f"{(wc, k, kh, kw) if given else weight.shape}, so its first "
-                         f"{'entry' if given else 'dimension'} must equal the input's channels C = {c}")
-    if kh > h + 2 * pad or kw > w + 2 * pad:
-        raise ValueError(f"{op}: a {kh}x{kw} kernel does not fit in the padded {h}x{w} input "
-                         f"(padding {pad})")
-    return k, kh, kw, output_size(h, kh, stride, pad), output_size(w, kw, stride, pad)
 
 
 def activation_output(op: str, kwargs: dict, codes: dict, grad_output: np.ndarray):
@@ -153,32 +138,56 @@ def activation_output(op: str, kwargs: dict, codes: dict, grad_output: np.ndarra
     if y is None:
         raise TypeError(f"{op}: activation {act!r} needs output (the forward output after the "
                         f"activation) to compute its derivative")
-    y = tensor(op, "output", y, 4)
+    y = tensor(op, "output", y, len(grad_output.shape))
     if y.shape != grad_output.shape:
         raise ValueError(f"{op}: output must have grad_output's shape {grad_output.shape}, got {y.shape}")
     return act, y
 
 
-def backward_conv_problem(op: str, inputs: dict, outputs: dict, geometry: tuple, act: str, act_code: int,
+def conv_problem_parts(shape) -> tuple:
+    """(scalars, defines) of a convolution's Problem from its ConvShape (helpers/ops/shape.py): a
+    plain 2-D shape's int32 arguments (N, C, H, W, K, OH, OW, PAD) and structural defines (KH, KW,
+    STRIDE), what every stage of chapters 00-15 is built with; any other shape's geometry as the
+    any-shape stages take it (ConvShape.arguments), and no structural define."""
+    if not shape.plain:
+        return shape.arguments(), {}
+    d = shape.dims()
+    return ({"N": d["N"], "C": d["C"], "H": d["H"], "W": d["W"], "K": d["K"], "OH": d["OH"], "OW": d["OW"],
+             "PAD": d["pad"]}, {"KH": d["KH"], "KW": d["KW"], "STRIDE": d["stride"]})
+
+
+FLOPS_2D = "2·N·K·OH·OW·C·R·S"
+FLOPS_ANY = "2·N·K·|output positions|·(C/groups)·|kernel taps|"
+
+
+def shape_requires(stage, p: Problem):
+    """None, or why ``stage`` cannot run a convolution of this shape: the stages of chapters
+    00-15 run plain 2-D convolutions; the any-shape stages (``any_shape=True``) run every shape."""
+    if p.dims["plain"] or stage.any_shape:
+        return None
+    return ("it runs 2-D convolutions with one stride and one padding for every side, without groups or "
+            "dilation")
+
+
+def backward_conv_problem(op: str, inputs: dict, outputs: dict, shape, act: str, act_code: int,
                           has_output: bool, bytes_formula: str) -> Problem:
     """The Problem of a convolution's input or weight gradient (conv_dgrad, conv_wgrad): the same
-    int32 arguments (N, C, H, W, K, OH, OW, PAD), structural defines (KH, KW, STRIDE, ACT), dims
-    and FLOP count; ``geometry`` is (n, c, h, w, k, kh, kw, oh, ow, stride, pad). Without an
-    activation the unused ``output`` argument shares grad_output's buffer. min_bytes counts every
-    input read once and every output written once."""
-    n, c, h, w, k, kh, kw, oh, ow, stride, pad = geometry
+    int32 arguments and structural defines (conv_problem_parts; ACT beside them), dims and FLOP
+    count from ``shape`` (a ConvShape). Without an activation the unused ``output`` argument
+    shares grad_output's buffer. min_bytes counts every input read once and every output written
+    once."""
     moved = sum(a.size for name, a in inputs.items() if has_output or name != "output") + \
-        sum(int(np.prod(shape)) for shape in outputs.values())
+        sum(int(np.prod(dims)) for dims in outputs.values())
+    scalars, defines = conv_problem_parts(shape)
+    n, c = shape.n, shape.c
     return Problem(
-        op=op, inputs=inputs, outputs=outputs,
-        scalars={"N": n, "C": c, "H": h, "W": w, "K": k, "OH": oh, "OW": ow, "PAD": pad},
-        defines={"KH": kh, "KW": kw, "STRIDE": stride, "ACT": act_code},
-        dims={"N": n, "C": c, "H": h, "W": w, "K": k, "OH": oh, "OW": ow, "KH": kh, "KW": kw,
-              "stride": stride, "pad": pad, "activation": act},
+        op=op, inputs=inputs, outputs=outputs, scalars=scalars, defines={**defines, "ACT": act_code},
+        dims={**shape.dims(), "activation": act},
         aliases={} if has_output else {"output": "grad_output"},
-        flops=2 * n * k * oh * ow * c * kh * kw,
+        flops=shape.flops(),
         min_bytes=4 * moved,
-        flops_formula="2·N·K·OH·OW·C·R·S (one multiply-add per weight use, as for the forward pass)",
+        flops_formula=f"{FLOPS_2D if shape.plain else FLOPS_ANY} (one multiply-add per weight use, as for the "
+                      f"forward pass)",
         bytes_formula=bytes_formula,
-        label=f"N{n} C{c} {h}x{w} K{k} {kh}x{kw} s{stride} p{pad} {act}",
+        label=f"N{n} C{c} {shape.text()} {act}",
     )

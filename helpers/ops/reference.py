@@ -111,6 +111,96 @@ def conv2d_wgrad(x: np.ndarray, grad_output: np.ndarray, weight_shape, stride: i
     return dw
 
 
+
+# ---------------------------------------------------------------------------------------------
+# Convolutions of any shape: 1 to 3 spatial axes (x is (N, C, *size)), a stride and a dilation
+# per axis, a (begin, end) padding per axis, groups. The weight is (C, K/groups, *kernel): input
+# channel c belongs to group g = c // (C/groups), whose output channels are g*K/groups ..
+# (g+1)*K/groups - 1. With one axis pair of each and groups = 1 these are the functions above.
+
+def per_axis(value, rank: int) -> tuple:
+    """An int for every axis, or a tuple of one per axis."""
+    return tuple(value) if isinstance(value, (tuple, list)) else (int(value),) * rank
+
+
+def per_side(padding, rank: int) -> tuple:
+    """((begin, end), ...) from an int, one int per axis, or a (begin, end) pair per axis."""
+    return tuple(p if isinstance(p, (tuple, list)) else (p, p) for p in per_axis(padding, rank))
+
+
+def output_sizes(size, kernel, stride, padding, dilation=1) -> tuple:
+    """floor((size + begin + end - dilation*(kernel-1) - 1) / stride) + 1 on every axis."""
+    rank = len(size)
+    return tuple((n + b + e - d * (k - 1) - 1) // s + 1 for n, k, s, (b, e), d in
+                 zip(size, kernel, per_axis(stride, rank), per_side(padding, rank), per_axis(dilation, rank)))
+
+
+def _tap_window(t: np.ndarray, tap, out, stride, dilation) -> np.ndarray:
+    """The view of a padded (..., *padded) tensor that kernel tap ``tap`` reads for every output
+    position: on each axis, start dilation*tap, step stride, ``out`` values."""
+    return t[(Ellipsis, *(slice(d * i, d * i + s * (o - 1) + 1, s) for i, o, s, d in zip(tap, out, stride, dilation)))]
+
+
+def _grouped(t: np.ndarray, groups: int) -> np.ndarray:
+    """(N, C, ...) -> (N, groups, C/groups, ...)."""
+    return t.reshape(t.shape[0], groups, t.shape[1] // groups, *t.shape[2:])
+
+
+def conv_forward_nd(x, weight, stride=1, padding=0, dilation=1, groups: int = 1) -> np.ndarray:
+    """The convolution of any shape (no activation): (N, C, *size) x (C, K/groups, *kernel) -> (N, K, *out)."""
+    x, weight = np.asarray(x, dtype=np.float64), np.asarray(weight, dtype=np.float64)
+    rank = x.ndim - 2
+    stride, dilation, pads = per_axis(stride, rank), per_axis(dilation, rank), per_side(padding, rank)
+    kernel, kg = weight.shape[2:], weight.shape[1]
+    out = output_sizes(x.shape[2:], kernel, stride, pads, dilation)
+    xp = _grouped(np.pad(x, ((0, 0), (0, 0), *pads)), groups)               # (N, G, C/G, *padded)
+    wg = weight.reshape(groups, -1, kg, *kernel)                            # (G, C/G, K/G, *kernel)
+    y = np.zeros((x.shape[0], groups, kg, *out))
+    for tap in np.ndindex(*kernel):
+        y += np.einsum("ngc...,gck->ngk...", _tap_window(xp, tap, out, stride, dilation), wg[(Ellipsis, *tap)])
+    return y.reshape(x.shape[0], groups * kg, *out)
+
+
+def conv_dgrad_nd(grad_output, weight, input_shape, stride=1, padding=0, dilation=1, groups: int = 1,
+                  activation: str = "none", output=None) -> np.ndarray:
+    """The input gradient of conv_forward_nd: every tap sends dy' back to the inputs it read."""
+    dy = np.asarray(grad_output, dtype=np.float64)
+    if activation != "none":
+        dy = dy * activation_derivative(activation, output)
+    weight = np.asarray(weight, dtype=np.float64)
+    rank = len(input_shape) - 2
+    stride, dilation, pads = per_axis(stride, rank), per_axis(dilation, rank), per_side(padding, rank)
+    kernel, kg, out = weight.shape[2:], weight.shape[1], dy.shape[2:]
+    n, c = input_shape[:2]
+    dxp = np.zeros((n, groups, c // groups, *(v + b + e for v, (b, e) in zip(input_shape[2:], pads))))
+    wg = weight.reshape(groups, -1, kg, *kernel)
+    dyg = _grouped(dy, groups)                                               # (N, G, K/G, *out)
+    for tap in np.ndindex(*kernel):
+        _tap_window(dxp, tap, out, stride, dilation)[...] += np.einsum("ngk...,gck->ngc...", dyg, wg[(Ellipsis, *tap)])
+    inside = tuple(slice(b, b + v) for v, (b, _) in zip(input_shape[2:], pads))
+    return dxp.reshape(n, c, *dxp.shape[3:])[(Ellipsis, *inside)]
+
+
+def conv_wgrad_nd(x, grad_output, weight_shape, stride=1, padding=0, dilation=1, groups: int = 1,
+                  activation: str = "none", output=None) -> np.ndarray:
+    """The weight gradient of conv_forward_nd, (C, K/groups, *kernel): each tap's window of x
+    against dy', within each group."""
+    dy = np.asarray(grad_output, dtype=np.float64)
+    if activation != "none":
+        dy = dy * activation_derivative(activation, output)
+    x = np.asarray(x, dtype=np.float64)
+    rank = x.ndim - 2
+    stride, dilation, pads = per_axis(stride, rank), per_axis(dilation, rank), per_side(padding, rank)
+    kernel, out = tuple(weight_shape[2:]), dy.shape[2:]
+    xp = _grouped(np.pad(x, ((0, 0), (0, 0), *pads)), groups)
+    n, groups_of = x.shape[0], (groups, x.shape[1] // groups)
+    dyg = _grouped(dy, groups).reshape(n, groups, -1, int(np.prod(out)))     # positions flattened
+    dw = np.zeros((*groups_of, weight_shape[1], *kernel))
+    for tap in np.ndindex(*kernel):
+        window = _tap_window(xp, tap, out, stride, dilation).reshape(n, *groups_of, -1)
+        dw[(Ellipsis, *tap)] = np.einsum("ngcp,ngkp->gck", window, dyg)
+    return dw.reshape(weight_shape)
+
 # ---------------------------------------------------------------------------------------------
 # Batch normalization (chapter 14): per channel c, over the N*H*W values x[:, c, :, :].
 

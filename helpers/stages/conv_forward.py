@@ -1,8 +1,9 @@
 """conv_forward: the forward convolution, in course order: a direct baseline, then Winograd
 stages 01-05 (chapter 12) and 06 (F(4x4), chapter 12a), im2col (chapter 11), and chapter 13's
 channel-last tensor-core kernel run forward (13_tc_nhwc.cu with FWD = 1: x and w copied
-channel-last, the product with the bias and activation fused into its epilogue). A stage without
-``epilogue`` computes the bare convolution and refuses a bias or an activation by name."""
+channel-last, the product with the bias and activation fused into its epilogue), then chapter 16's
+direct kernel of any shape. A stage without ``epilogue`` computes the bare convolution and
+refuses a bias or an activation by name; one without ``any_shape`` refuses all but plain 2-D shapes."""
 from .conv_dgrad import CP_ASYNC, LDMATRIX, MMA_BF16, MMA_FP16, MMA_TF32, TO_TF32
 from .params import GEMM_TUNE, TC_TILES, TC_TILES_TUNE, TILES_WG, WG, WINO_F23, WINO_F43
 from .stage import Stage
@@ -58,4 +59,10 @@ STAGES = [
           family="tensor_cores", launch="mma_fwd_tf32", backend="cuda", precision="tf32", defines=FORWARD_TC,
           tune=TC_TILES_TUNE, jit="tf32_operands", requires="mma_fwd_tf32_requires", epilogue=True,
           ptx=(MMA_TF32, TO_TF32, ".entry to_channel_last(", ".entry conv_forward(")),
+    # chapter 16: every shape (groups, dilation, a stride per axis, a padding per side, 1-3 axes)
+    Stage("conv_forward", 16, "any_shape", "conv_forward/16_any_shape.cl",
+          "one work-item per output element of a convolution of any shape (1-3 spatial axes, groups, "
+          "dilation, strides per axis, padding per side) seen as 3-D, with the bias and activation",
+          family="direct_nd", launch="per_output_element", defines=WG, tune={"WG": [64, 128, 256]},
+          epilogue=True, any_shape=True),
 ]

@@ -29,4 +29,9 @@ STAGES = [
           family="wgrad", launch="winograd", defines={**TILES, "SLICE": 512, "WG": 64},
           tune={**GEMM_TUNE, "TK": [16], "SLICE": [128, 512, 2048]}, requires="winograd_requires",
           fallback="igemm", variants=({"SLICE": 4, "TK": 4},)),
+    # chapter 16: every shape (groups, dilation, a stride per axis, a padding per side, 1-3 axes)
+    Stage("conv_wgrad", 16, "any_shape", "conv_wgrad/16_any_shape.cl",
+          "one work-item per weight of a convolution of any shape (1-3 spatial axes, groups, dilation, "
+          "strides per axis, padding per side) seen as 3-D, walking its whole sum alone",
+          family="direct_nd", launch="per_weight", defines=WG, tune=WG_TUNE, any_shape=True),
 ]

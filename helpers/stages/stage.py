@@ -37,6 +37,9 @@ class Stage:
                                      # runs the fastest within the workspace budget (helpers/chooser.py)
     epilogue: bool = False           # conv_forward: adds the bias and applies the activation
                                      # (helpers/ops/conv_forward.py: stage_requires)
+    any_shape: bool = False          # conv ops: runs every shape of helpers/ops/shape.py (groups,
+                                     # dilation, a stride per axis, a padding per side, 1-3 spatial
+                                     # axes); the others run plain 2-D ones (ops/problem.py: shape_requires)
     arch: str = ""                   # CUDA: the one GPU architecture the kernel is built for
                                      # (sm_90a: Hopper's wgmma); empty: the device's own
     variants: tuple = ()             # define sets the tests also run over the grid (with guards),

@@ -104,8 +104,11 @@ def check_stage(s: Stage) -> None:
         raise RegistryError(f"arch {s.arch!r}: a CUDA architecture such as sm_90a, for CUDA stages only")
     if s.entry and not s.entry.isidentifier():
         raise RegistryError(f"entry {s.entry!r} is not a kernel function name")
-    if s.epilogue and not hasattr(op_module(s.op), "stage_requires"):
-        raise RegistryError(f"epilogue=True, but {s.op} has no fused epilogue (helpers/ops/{s.op}.py: stage_requires)")
+    if s.epilogue and not hasattr(op_module(s.op), "has_epilogue"):
+        raise RegistryError(f"epilogue=True, but {s.op} has no fused epilogue (helpers/ops/{s.op}.py: has_epilogue)")
+    if s.any_shape and not hasattr(op_module(s.op), "stage_requires"):
+        raise RegistryError(f"any_shape=True, but {s.op} takes no shape beyond its own (helpers/ops/{s.op}.py: "
+                            f"stage_requires)")
     if not isinstance(s.ptx, tuple) or not all(isinstance(i, str) and i for i in s.ptx):
         raise RegistryError(f"ptx {s.ptx!r} is not a tuple of instruction strings")
     if s.tensor_cores and not s.ptx:

@@ -1,0 +1,60 @@
+"""The any-shape convolution kernels (conv_forward, conv_dgrad, conv_wgrad stage 16): one launch each.
+
+They run every shape helpers/ops/shape.py accepts: 1 to 3 spatial axes, groups, dilation, a
+stride per axis and a padding per side. A kernel sees every convolution as 3-D (a 1-D or 2-D one
+with unit extents in front: kernel 1, stride 1, padding 0, dilation 1 there) and takes its
+geometry as int arguments after its tensors (ConvShape.geometry3: N, C, K, G, then per axis D,
+H, W the input and output extents, kernel extent, stride, padding before and dilation), so one
+build serves every shape; the defines it is built with are the activation (ACT) and, forward,
+BIAS. The registry's ``launch`` names the grid:
+
+    per_output_element   dim 0 = the output position (od*OH + oh)*OW + ow, dim 1 = k, dim 2 = n
+    per_input_element    dim 0 = the input position (d*H + h)*W + w, dim 1 = c, dim 2 = n
+    per_weight           dim 0 = the weight's index ((c*K/G + k)*T + t)*R + r)*S + s
+"""
+from __future__ import annotations
+
+from math import prod
+
+import numpy as np
+
+from ..ops.problem import Problem
+from ..ops.shape import ConvShape
+from . import Step, round_up
+from .direct import positive_wg
+
+
+def shape_of(p: Problem) -> ConvShape:
+    """The problem's ConvShape, from its dims."""
+    d = p.dims
+    return ConvShape(d["N"], d["C"], d["K"], d["groups"], d["size"], d["kernel"], d["strides"], d["pads"],
+                     d["dilation"], d["out"])
+
+
+def per_output_element(p: Problem, d: dict):
+    positive_wg(d)
+    return (round_up(prod(p.dims["out"]), d["WG"]), p.dims["K"], p.dims["N"]), (d["WG"], 1, 1)
+
+
+def per_input_element(p: Problem, d: dict):
+    positive_wg(d)
+    return (round_up(prod(p.dims["size"]), d["WG"]), p.dims["C"], p.dims["N"]), (d["WG"], 1, 1)
+
+
+def per_weight(p: Problem, d: dict):
+    positive_wg(d)
+    weights = prod(p.outputs["grad_weight"])
+    return (round_up(weights, d["WG"]),), (d["WG"],)
+
+
+LAUNCHES = {grid.__name__: grid for grid in (per_output_element, per_input_element, per_weight)}
+
+
+def steps(stage, p: Problem, d: dict) -> list:
+    grid, block = LAUNCHES[stage.launch](p, d)
+    geometry = tuple(np.int32(v) for v in shape_of(p).geometry3())
+    return [Step(stage.entry or stage.op, grid, block, tuple(p.inputs) + tuple(p.outputs) + geometry)]
+
+
+def workspace(stage, p: Problem, d: dict) -> dict:
+    return {}
