@@ -16,7 +16,8 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from helpers.chapters.answers import found, hide, notebook_secrets, secret_lines
+from helpers.chapters.answers import found, hide, notebook_secrets
+from helpers.chapters.kernel_exercises import secret_lines
 from helpers.chapters.folders import MANIFEST
 from helpers.chapters.editions import BEGIN, TEACHER_ONLY, _html_text, solutions, student_notebook, write_student
 

@@ -743,7 +743,8 @@ def test_the_swizzle_gap_hides_the_rotation_not_the_chapters_xor():
     the chapter's lesson, shown in its diffs in both editions (no gap secret); the student edition
     hides the notebook's solution, the rotation."""
     import nbformat
-    from helpers.chapters.answers import key_of, notebook_secrets, secret_lines
+    from helpers.chapters.answers import key_of, notebook_secrets
+    from helpers.chapters.kernel_exercises import secret_lines
     from pathlib import Path
     gap = kernel_gap("slab_swizzle")
     src, a, _ = gap._lines()

@@ -7,9 +7,9 @@ the lines it replaces, plus the lines it conceals, such as a header comment that
 answer). The same lines often stand in later stages' kernels too, so a listing of any kernel, and
 a diff between two, can show an answer.
 
-    secret_lines()          # {normalized line: where it comes from} of every gap, course-wide
-    notebook_secrets(nb)    # the same for one teacher notebook's solution regions
-    hide(text)              # text with every line that holds a gap's answer replaced by a marker
+    notebook_secrets(nb)    # {normalized line: where it comes from} of a teacher notebook's solutions
+    region_secrets(...)     # the same for any lines (a gap's: kernel_exercises.secret_lines, course-wide)
+    hide(text, secrets)     # text with every line that holds one of ``secrets`` replaced by a marker
     found(text, secrets)    # the secrets that occur in text (what tests/test_editions.py asserts)
 
 The rule for "a line": its code, comments and white space removed, compared as a substring of
@@ -22,9 +22,9 @@ the learner's view of that kernel). Whole-line comments of a solution count as i
 """
 from __future__ import annotations
 
-import functools
 import re
 
+BEGIN, END = "BEGIN SOLUTION", "END SOLUTION"     # the markers of a solution region (nbgrader's)
 WORD = re.compile(r"[A-Za-z_0-9]+")
 MARKER = "/* ... hidden in the student edition: the answer to kernel exercise {names} ... */"
 
@@ -63,20 +63,8 @@ def region_secrets(lines, language: str, where: str, visible=()) -> dict:
     return out
 
 
-@functools.lru_cache(maxsize=1)
-def secret_lines() -> dict:
-    """Every kernel exercise's hidden lines, course-wide: {key: gap name}."""
-    from .kernel_exercises import GAPS
-    out = {}
-    for name, gap in GAPS.items():
-        for k in gap.secrets():
-            out.setdefault(k, name)
-    return out
-
-
 def notebook_secrets(nb) -> dict:
     """{key: 'solution in cell i'} for every line of a teacher notebook's solution regions."""
-    from .editions import BEGIN, END
     out = {}
     for i, cell in enumerate(nb.cells):
         inside, language, region = False, "python", []
@@ -100,10 +88,9 @@ def found(text: str, secrets: dict) -> list[str]:
     return [k for k in secrets if any(k in ln for ln in lines)]
 
 
-def hide(text: str, secrets: dict | None = None) -> str:
+def hide(text: str, secrets: dict) -> str:
     """``text`` (a kernel listing or a diff) with each line that holds an answer replaced by one
     marker line per run of such lines, indented as the first of them (a diff keeps its column)."""
-    secrets = secret_lines() if secrets is None else secrets
     out, run, pending = [], [], []
 
     def flush():

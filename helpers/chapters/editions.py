@@ -28,8 +28,9 @@ import shutil
 import sys
 from pathlib import Path
 
+from .answers import BEGIN, END  # noqa: F401 (the solution markers, defined with what they hide)
+
 ROOT = Path(__file__).resolve().parents[2]
-BEGIN, END = "BEGIN SOLUTION", "END SOLUTION"
 TEXT_STUB = "*Your answer here (double-click to edit).*"
 TEACHER_ONLY = ("INSTRUCTORS.md",)                 # files of notebooks/ the student edition leaves out
 TEACHER_REGION = re.compile(r"<!-- teacher edition -->.*?<!-- end teacher edition -->\n?", re.S)
@@ -64,7 +65,8 @@ def student_notebook(nb, secrets: dict | None = None):
 
     from nbgrader.preprocessors import ClearSolutions
 
-    from .answers import notebook_secrets, secret_lines
+    from .answers import notebook_secrets
+    from .kernel_exercises import secret_lines
     secrets = {**notebook_secrets(nb), **secret_lines()} if secrets is None else secrets
     nb = copy.deepcopy(nb)
     marked = [i for i, c in enumerate(nb.cells) if has_solution(c)]
@@ -90,7 +92,7 @@ def _hide_in_output(out, secrets: dict) -> None:
     line; a listing's HTML re-highlighted from its hidden text; other HTML that holds an answer
     dropped (its plain text stays)."""
     from .answers import found, hide
-    from .notebook import _highlight
+    from .listing import _highlight
     if "text" in out:
         out["text"] = hide(out["text"], secrets)
     data = out.get("data", {})
@@ -132,7 +134,8 @@ def write_student(out: Path | None = None) -> Path:
     """Write the student edition of every notebook (and the notebooks' other files) into ``out``."""
     import nbformat
 
-    from .answers import notebook_secrets, secret_lines
+    from .answers import notebook_secrets
+    from .kernel_exercises import secret_lines
     from .folders import claim, seal
     out = claim(out or ROOT / "build" / "student", COMMAND)      # refused before anything is written
     src = ROOT / "notebooks"

@@ -15,6 +15,7 @@ stub (``raise NotImplementedError()``); ``check`` then says the exercise is not 
 from __future__ import annotations
 
 import dataclasses
+import functools
 import re
 
 import numpy as np
@@ -28,8 +29,9 @@ from ..engine.check import MismatchError
 from ..runner import GuardViolation, check_plan, plan_stage
 from ..stages import get_stage
 from . import kernel_lessons
+from .answers import region_secrets
 from .exercises.verdict import NOT_ANSWERED, _verdict
-from .notebook import Source
+from .listing import Source
 
 
 CHILD_TIMEOUT = 900   # seconds a check may take (full sizes on a CPU are slow; an endless loop is stopped)
@@ -88,12 +90,11 @@ class Gap:
 
     def show(self) -> Source:
         """The stage's kernel with the gap's lines replaced by a marked gap."""
-        return Source(self.view())
+        return Source(self.view(), secrets=secret_lines())
 
     def secrets(self) -> dict:
         """{line key: gap name} of what the gap hides (helpers/chapters/answers.py): its lines and
         the concealed ones, less those the learner's view shows anyway and the trivial ones."""
-        from .answers import region_secrets
         src, a, b = self._lines()
         hidden = ([] if self.other_answer else src[a:b + 1]) + [ln for ln in src if self._concealed(ln)]
         return region_secrets(hidden, "c", self.name, self.view().splitlines())
@@ -422,6 +423,17 @@ GAPS = {
          "is as small as eps: where does eps enter the formula of section 1?"},
         diagnose=_bn_variance_mistake),
 }
+
+
+@functools.lru_cache(maxsize=1)
+def secret_lines() -> dict:
+    """Every kernel exercise's hidden lines, course-wide: {key: gap name} (what the student
+    edition hides in every listing: helpers/chapters/answers.py)."""
+    out = {}
+    for name, gap in GAPS.items():
+        for k in gap.secrets():
+            out.setdefault(k, name)
+    return out
 
 
 def _check_in_child(name: str, code: str, selector: str) -> bool:

@@ -14,7 +14,6 @@ gives its answer away. A chapter author writes nothing per listing for this.
 from __future__ import annotations
 
 import difflib
-import html
 import os
 import re
 from dataclasses import dataclass
@@ -22,9 +21,9 @@ from dataclasses import dataclass
 from ..engine.kernels import kernel_source
 from ..engine.devices import device_info, get_context, short_name
 from ..stages import get_stage
-
-
-EDITION = {"name": "teacher"}    # set by start(); "student" hides the exercises' answers in listings
+from . import listing
+from .kernel_exercises import secret_lines
+from .listing import EDITION, _highlight  # noqa: F401 (EDITION: set by start(); _highlight: the editions writer's)
 
 
 @dataclass
@@ -77,39 +76,12 @@ def start(device=None, edition: str = "teacher") -> Session:
     return Session(ctx, full, short_name(ctx))
 
 
-def _highlight(code: str, language: str = "c"):
-    from IPython.display import HTML
-    try:
-        from pygments import highlight
-        from pygments.formatters import HtmlFormatter
-        from pygments.lexers import get_lexer_by_name
-    except ImportError:  # pragma: no cover
-        return HTML(f"<pre>{html.escape(code)}</pre>")
-    fmt = HtmlFormatter(noclasses=True, style="default")
-    return HTML(highlight(code, get_lexer_by_name(language), fmt))
-
-
-class Source:
-    """Displays highlighted in a notebook; its text form is the source itself. In the student
-    edition (``start(edition="student")``) the lines that hold an exercise's answer are hidden."""
+class Source(listing.Source):
+    """A listing whose student-edition view hides every kernel exercise's answer (what chapters
+    show: show_source, show_diff, generated code)."""
 
     def __init__(self, text: str, language: str = "c"):
-        if EDITION["name"] == "student":
-            from .answers import hide
-            text = hide(text)
-        self.text, self.language = text, language
-
-    def _repr_html_(self):
-        return _highlight(self.text, self.language).data
-
-    def _repr_mimebundle_(self, include=None, exclude=None):
-        """Text and HTML, with the language in the output's metadata (the editions writer re-renders
-        a stored listing from its text after hiding lines in it)."""
-        return ({"text/plain": self.text, "text/html": self._repr_html_()},
-                {"text/html": {"course_source": self.language}})
-
-    def __repr__(self):
-        return self.text
+        super().__init__(text, language, secret_lines())
 
 
 def _path(op_or_path: str, stage=None) -> str:
