@@ -187,6 +187,8 @@ PLAN = [
     _bench("forward-vgg16", "--op conv_forward --layers vgg16 --stages direct,wino_naive,wino_tiles,wino_local,"
            "wino_transposed,wino_blocked", 1.9, "chapter 12, README's forward row", True),
     _bench("wgrad-resnet50", "--op conv_wgrad --layers resnet50 --tune", 5.5, "chapter 15's ladder"),
+    _bench("wgrad-phases-resnet50", "--op conv_wgrad --layers resnet50 --stages igemm,igemm_phases --tag phases", 1,
+           "chapter 15: the strided layer's phase split (stage 05) beside stage 03 and cuDNN, at the tiles just searched"),
     Task("training", "{python} -m helpers.train --device {device} --size full --out results/" + names.training("{slug}"),
          names.training("{slug}"), 0.6, "chapter 15: the network trained on the course's stages, its step against "
                                          "PyTorch's (at most x1.0)"),

@@ -31,6 +31,8 @@ CASES = {
     "conv_forward": lambda: conv_forward.random_problem_args(1, 512, 14, 14, 16),        # 4,608 terms
     "conv_wgrad": lambda: conv_wgrad.random_problem_args(32, 8, 56, 56, 8),              # 100,352 terms
     "conv_wgrad_n64": lambda: conv_wgrad.random_problem_args(64, 4, 56, 56, 4),          # 200,704 terms
+    # ResNet-50's strided 3x3 layer (res128@56/s2) at batch 64, few channels: its 50,176 terms
+    "conv_wgrad_s2": lambda: conv_wgrad.random_problem_args(64, 4, 56, 56, 4, 3, 2, 1),    # 50,176 terms
     "batchnorm_forward": lambda: batchnorm_forward.random_args(32, 8, 56, 56, momentum=0.1),   # 100,352
     "batchnorm_backward": lambda: batchnorm_backward.random_backward_args(32, 8, 56, 56, activation="relu"),
     "gemm": lambda: gemm.random_args(64, 64, 4096),                                      # 4,096 terms
@@ -46,7 +48,7 @@ def args(case: str) -> dict:
 
 
 def op_of(case: str) -> str:
-    return case.removesuffix("_n64")
+    return case.removesuffix("_n64").removesuffix("_s2")
 
 
 def run(ctx, case: str, stage, after=None):
@@ -179,6 +181,39 @@ def test_conv_wgrad_stages_pass(ctx, case):
     """Every OpenCL stage at both sizes: at most 0.035 of the bound (naive; Winograd 0.018, split
     reduction 0.001)."""
     honest(ctx, case, opencl_stages("conv_wgrad"))
+
+
+# the phase split (stage 05) on the strided layer, N64 C4 56x56 K4 3x3 stride 2 pad 1 (50,176 terms)
+
+def test_conv_wgrad_wrong_phase_offset_is_refused(ctx):
+    """Stage 05 with the taps' window offsets off by one (PHASE_OFF rounding (r + s*PAD) / s
+    instead of (r + (s-1)*PAD) / s): at stride 2, pad 1 the middle row of taps reads its phase one
+    row late. 18,934 times the bound as a whole."""
+    refused(ctx, "conv_wgrad_s2", planted("conv_wgrad", "igemm_phases",
+                                          ("#define PHASE_OFF(r) (((r) + (STRIDE - 1) * PAD) / STRIDE)",
+                                           "#define PHASE_OFF(r) (((r) + STRIDE * PAD) / STRIDE)")))
+
+
+def test_conv_wgrad_skipped_phase_is_refused(ctx):
+    """Stage 05's split leaving the last phase plane (row and column phase 1: the centre tap at
+    stride 2, pad 1) as zeros: 5,003 times the bound as a whole."""
+    refused(ctx, "conv_wgrad_s2", planted("conv_wgrad", "igemm_phases",
+                                          ("xp[e] = (h >= 0", "xp[e] = (uv < PR * PC - 1 && h >= 0")))
+
+
+def test_conv_wgrad_phases_dropped_image_is_refused(ctx):
+    """Stage 05's split leaving the last of 64 images out of its planes, 1/64 of every sum: 1,809
+    times the bound as a whole."""
+    refused(ctx, "conv_wgrad_s2", planted("conv_wgrad", "igemm_phases",
+                                          ("xp[e] = (h >= 0", "xp[e] = (nc < (N - 1) * C && h >= 0")))
+
+
+def test_conv_wgrad_strided_stages_pass(ctx):
+    """Every OpenCL stage that runs a stride-2 layer itself (04_winograd falls back to 03) passes
+    at the strided size, stage 05 included; each given as a Stage, so that run() fails on a
+    fallback. At most 0.055 of the bound (naive; igemm and igemm_phases 0.015, the same sums in
+    the same order)."""
+    honest(ctx, "conv_wgrad_s2", [get_stage("conv_wgrad", s) for s in opencl_stages("conv_wgrad") if s != "winograd"])
 
 
 # ----------------------------------------------------------------------------------------------

@@ -44,6 +44,14 @@ def test_winograd4_is_a_candidate_where_it_runs_itself():
     assert "winograd" in names and "K >= 16" in excluded["winograd4"]
 
 
+def test_the_weight_gradient_s_phase_split_is_a_candidate_on_strided_layers_only():
+    from helpers.ops.conv_wgrad import random_problem_args as args
+    names, excluded = chooser.candidates(helpers.prepare("conv_wgrad", **args(2, 8, 9, 7, 12, 3, 2, 1)), None)
+    assert {"igemm", "igemm_phases"} <= set(names) and "stride 2" in excluded["winograd"]
+    names, excluded = chooser.candidates(helpers.prepare("conv_wgrad", **args(2, 8, 9, 7, 12, 3, 1, 1)), None)
+    assert "igemm_phases" not in names and "runs igemm instead" in excluded["igemm_phases"]
+
+
 def test_limit_excludes_stages_with_a_workspace():
     p = helpers.prepare("conv_dgrad", **ARGS)
     names, excluded = chooser.candidates(p, 0)

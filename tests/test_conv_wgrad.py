@@ -120,3 +120,28 @@ def test_winograd_refuses_bad_tiles_and_too_many_slices(ctx):
     big = random_problem_args(64, 1, 64, 64, 1, 3, 1, 1, "none", seed=0)          # 16,384 tiles
     with pytest.raises(ValueError, match="at most 65535"):
         helpers.run_stage("conv_wgrad", "winograd", ctx=ctx, defines={"SLICE": 4, "TK": 4}, **big)
+
+
+def test_phase_split_is_deterministic_and_declares_its_workspace(ctx):
+    """Stage 05 on 13x11 at stride 2, pad 1, 3x3: OH x OW = 7 x 6, the taps' windows start at
+    rows floor((r - 1) / 2) + 1 = 0, 1, 1 of their phase, so each of the 2 x 2 planes holds
+    (7 + 1) x (6 + 1) values per (image, channel); 3 * 42 = 126 positions in 4 slices of 32.
+    Two runs agree to the bit; at stride 1 stage 03 runs instead."""
+    args = random_problem_args(3, 5, 13, 11, 6, 3, 2, 1, "sigmoid", seed=3)
+    defines = {"SLICE": 32}
+    assert path_of("conv_wgrad", "igemm_phases", ctx=ctx, defines=defines, **args) == "general"   # 42 % 4 != 0
+    a, b = (helpers.run_stage("conv_wgrad", "igemm_phases", ctx=ctx, defines=defines, **args) for _ in range(2))
+    assert np.array_equal(a, b)
+    xp, partials = 4 * 3 * 5 * 8 * 7, 4 * 5 * 6 * 9
+    assert workspace_bytes("conv_wgrad", "igemm_phases", ctx=ctx, defines=defines, **args) == 4 * (xp + partials)
+    one = random_problem_args(3, 5, 13, 11, 6, 3, 1, 1, "sigmoid", seed=3)
+    assert path_of("conv_wgrad", "igemm_phases", ctx=ctx, **one) == "fallback"
+
+
+def test_phase_split_stores_only_the_phases_a_tap_reads(ctx):
+    """A 1x1 stride-2 layer (ResNet's projection shortcut) reads one phase of four: its workspace
+    holds one plane, a quarter of x, beside the partial sums."""
+    args = random_problem_args(2, 3, 8, 10, 4, 1, 2, 0, "none", seed=1)      # OH x OW = 4 x 5
+    bytes_ = workspace_bytes("conv_wgrad", "igemm_phases", ctx=ctx, **args)
+    assert bytes_ == 4 * (2 * 3 * 4 * 5 + 1 * 3 * 4)
+    helpers.check_stage("conv_wgrad", "igemm_phases", ctx=ctx, guard=True, **args)

@@ -6,8 +6,10 @@ kernel that adds the slices' partial sums in a fixed order (deterministic, no at
                      WG*ITEMS positions), a tree in local memory (stage 02)
     igemm_split      wgrad_igemm: the implicit GEMM dw^T (K x C*R*S) = dy'^T . cols^T on
                      gemm_core.h's tiles, dim 2 = the slice of SLICE positions (stage 03)
+    igemm_phases     wgrad_phase_split: x cut into its stride x stride phases (the workspace xp,
+                     phase_planes), then wgrad_igemm_phases: stage 03's GEMM reading xp (stage 05)
 
-Both write ``partials`` (SPLITS x C*K*R*S floats, a workspace) and end with wgrad_sum
+All three write ``partials`` (SPLITS x C*K*R*S floats, a workspace) and end with wgrad_sum
 (kernels/common/wgrad_sum.h). Stage 01 runs on the direct family (one work-item per weight).
 
     winograd         Winograd F(3x3,4x4) (stage 04): the dy' and x tiles transformed into U and V,
@@ -87,6 +89,36 @@ def igemm_requires(p: Problem, d: dict):
     return need or workspace_requires(p, d["SLICE"])
 
 
+# -- stage 05: the phase split ----------------------------------------------------------------
+
+def phase_offset(r: int, stride: int, pad: int) -> int:
+    """floor((r - pad) / stride) + pad: where tap r's window lies among its phase's rows
+    (kernels/conv_wgrad/05_igemm_phases.cl: PHASE_OFF)."""
+    return (r - pad) // stride + pad
+
+
+def phase_planes(p: Problem) -> dict:
+    """Stage 05's workspace xp: PR x PC phase planes (the phases some tap reads, min(kernel,
+    stride) each way), each (N, C, HP, WP), with the windows' halo."""
+    q = p.dims
+    s, pad = q["stride"], q["pad"]
+    hp = q["OH"] + phase_offset(q["KH"] - 1, s, pad) - phase_offset(0, s, pad)
+    wp = q["OW"] + phase_offset(q["KW"] - 1, s, pad) - phase_offset(0, s, pad)
+    planes = min(q["KH"], s) * min(q["KW"], s)
+    return dict(HP=hp, WP=wp, PLANES=planes, size=planes * q["N"] * q["C"] * hp * wp)
+
+
+def phases_requires(p: Problem, d: dict):
+    """Stage 05: a strided layer (stride 1 has one phase: stage 03), stage 03's needs, the phase
+    planes within 32-bit indexing."""
+    if p.dims["stride"] == 1:
+        return "the phase split needs a stride > 1 (at stride 1, x is one phase: stage 03 reads it as it lies)"
+    if phase_planes(p)["size"] > INT32_MAX:
+        return (f"its phase planes would hold {phase_planes(p)['size']:,} floats; the kernels index with "
+                f"32-bit integers (use a smaller batch)")
+    return igemm_requires(p, d)
+
+
 # -- stage 04: Winograd F(3x3,4x4) --------------------------------------------------------------
 
 WINO_T = 36      # products per tile: the 6x6 of F(3x3,4x4)
@@ -142,20 +174,30 @@ def wino_steps(p: Problem, d: dict) -> list:
     ]
 
 
-def partial_step(p: Problem, d: dict, count: int) -> Step:
+def partial_steps(p: Problem, d: dict, count: int) -> list:
     """Stage 02: one work-group per (weight, slice), reducing in local memory."""
-    return Step("wgrad_partial", (weights(p) * d["WG"], count), (d["WG"], 1), ARGS)
+    return [Step("wgrad_partial", (weights(p) * d["WG"], count), (d["WG"], 1), ARGS)]
 
 
-def igemm_step(p: Problem, d: dict, count: int) -> Step:
+def igemm_steps(p: Problem, d: dict, count: int) -> list:
     """Stage 03: the implicit GEMM, one slice of the reduction per grid layer."""
     q = p.dims
-    return Step("wgrad_igemm", *blocked(q["K"], q["C"] * q["KH"] * q["KW"], d, depth=count), ARGS)
+    return [Step("wgrad_igemm", *blocked(q["K"], q["C"] * q["KH"] * q["KW"], d, depth=count), ARGS)]
 
 
-# the family's launches (the registry's ``launch``): the first kernel of the two split stages
-# (wgrad_sum adds their partials), and stage 04's Winograd steps
-SPLIT_LAUNCHES = {"split_reduction": partial_step, "igemm_split": igemm_step}
+def phases_steps(p: Problem, d: dict, count: int) -> list:
+    """Stage 05: x into its phase planes, then stage 03's GEMM over them."""
+    q, g = p.dims, phase_planes(p)
+    hp, wp = np.int32(g["HP"]), np.int32(g["WP"])
+    return [Step("wgrad_phase_split", (round_up(g["size"], d["WG"]),), (d["WG"],),
+                 ("input", "xp", "N", "C", "H", "W", hp, wp, "PAD")),
+            Step("wgrad_igemm_phases", *blocked(q["K"], q["C"] * q["KH"] * q["KW"], d, depth=count),
+                 ("xp", "grad_output", "output", "partials", "N", "C", "K", "OH", "OW", hp, wp, "PAD"))]
+
+
+# the family's launches (the registry's ``launch``): the kernels before wgrad_sum of the three
+# split stages (it adds their partials), and stage 04's Winograd steps
+SPLIT_LAUNCHES = {"split_reduction": partial_steps, "igemm_split": igemm_steps, "igemm_phases": phases_steps}
 LAUNCHES = {**SPLIT_LAUNCHES, "winograd": wino_steps}
 
 
@@ -163,9 +205,8 @@ def steps(stage, p: Problem, d: dict) -> list:
     if stage.launch == "winograd":
         return wino_steps(p, d)
     n, count = weights(p), splits(p, slice_size(stage, d))
-    first = SPLIT_LAUNCHES[stage.launch](p, d, count)
-    return [first, Step("wgrad_sum", (round_up(n, SUM_WG),), (SUM_WG,),
-                        ("partials", "grad_weight", "C", "K", np.int32(count)))]
+    return [*SPLIT_LAUNCHES[stage.launch](p, d, count),
+            Step("wgrad_sum", (round_up(n, SUM_WG),), (SUM_WG,), ("partials", "grad_weight", "C", "K", np.int32(count)))]
 
 
 def workspace(stage, p: Problem, d: dict) -> dict:
@@ -174,4 +215,5 @@ def workspace(stage, p: Problem, d: dict) -> dict:
         return {"U": Workspace("float32", WINO_T * g["KP"] * g["QP"]),
                 "V": Workspace("float32", WINO_T * g["QP"] * g["CP"]),
                 "M": Workspace("float32", g["SPLITS"] * WINO_T * g["KP"] * g["CP"])}
-    return {"partials": Workspace("float32", splits(p, slice_size(stage, d)) * weights(p))}
+    planes = {"xp": Workspace("float32", phase_planes(p)["size"])} if stage.launch == "igemm_phases" else {}
+    return {**planes, "partials": Workspace("float32", splits(p, slice_size(stage, d)) * weights(p))}

@@ -29,6 +29,13 @@ STAGES = [
           family="wgrad", launch="winograd", defines={**TILES, "SLICE": 512, "WG": 64},
           tune={**GEMM_TUNE, "TK": [16], "SLICE": [128, 512, 2048]}, requires="winograd_requires",
           fallback="igemm", variants=({"SLICE": 4, "TK": 4},)),
+    Stage("conv_wgrad", 5, "igemm_phases", "conv_wgrad/05_igemm_phases.cl",
+          "stage 03 for strided layers: x first cut into its stride x stride phase planes (a "
+          "workspace, padding stored as zeros), so each tap reads one plane at stride 1 without "
+          "bounds tests; stride 1 runs stage 03",
+          family="wgrad", launch="igemm_phases", defines={**TILES, "SLICE": 4096, "WG": 256},
+          tune={**GEMM_TUNE, "SLICE": [1024, 4096, 16384]}, jit="vectors", requires="phases_requires",
+          fallback="igemm", fast={"GEMM_VEC_A": 1}, variants=({"SLICE": 32, "WG": 8},)),
     # chapter 16: every shape (groups, dilation, a stride per axis, a padding per side, 1-3 axes)
     Stage("conv_wgrad", 16, "any_shape", "conv_wgrad/16_any_shape.cl",
           "one work-item per weight of a convolution of any shape (1-3 spatial axes, groups, dilation, "

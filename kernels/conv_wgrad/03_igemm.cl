@@ -53,24 +53,7 @@
 
 #include "course.h"
 
-// The tile loop counts q from 0 within the slice: the fetches add the slice's start q0 and
-// return 0 past its end q1 (not past N*OH*OW: the next slice's positions belong to it).
-// A[k][q] = dy'[n][k][oh][ow] with q = (n, oh, ow); 0 outside the matrix.
-#define DY_INDEX(k, q) (((q) / OHW * K + (k)) * OHW + (q) % OHW)
-#define GEMM_A(k, q) (((k) < K && q0 + (q) < q1) ? GRAD_IN(dy, y, DY_INDEX(k, q0 + (q))) : 0.0f)
-
-// With OH*OW % 4 == 0 and q0 + q a multiple of 4 (TK and SLICE are), q .. q+3 lie in one image:
-// four consecutive floats of dy, all inside the slice or all outside it.
-inline float4 grad_in4(__global const float* restrict dy, __global const float* restrict y, const int o) {
-#if ACT == ACT_NONE
-    return vload4(0, dy + o);
-#else
-    const float4 d = vload4(0, dy + o), out = vload4(0, y + o);
-    return d * (float4)(act_derivative(out.x), act_derivative(out.y), act_derivative(out.z),
-                        act_derivative(out.w));
-#endif
-}
-#define GEMM_A4(k, q) (((k) < K && q0 + (q) < q1) ? grad_in4(dy, y, DY_INDEX(k, q0 + (q))) : (float4)(0.0f))
+#include "wgrad_igemm.h"   // operand A (dy', float4 loads when OH*OW % 4 == 0) and the tile store
 
 // B[q][(c,r,s)]: x at the input position tap (r, s) of output position q reads, or 0. The
 // column's part is decoded once per work-item: x_col = the start of channel c's plane shifted
@@ -110,16 +93,7 @@ void wgrad_igemm(__global const float* restrict x, __global const float* restric
         for (int j = 0; j < WN; j++) acc[i][j] = 0.0f;
     gemm_accumulate(x, dy, y, K, q0, q1, OHW, OW, H, W, C * H * W, col < TAPS, c * H * W, r - PAD, s - PAD,
                     m0, n0, q1 - q0, As, Bs, acc);
-    __global float* out = partials + get_group_id(2) * (TAPS * K);      // this slice's sums, IOHW
-    for (int j = 0; j < WN; j++) {
-        const int tap = n0 + GEMM_COL(j);     // (c, r, s)
-        if (tap >= TAPS) continue;
-        const int at = (tap / (KH * KW)) * K * KH * KW + tap % (KH * KW);   // [c][0][r][s]
-        for (int i = 0; i < WM; i++) {
-            const int k = m0 + GEMM_ROW(i);
-            if (k < K) out[at + k * KH * KW] = acc[i][j];
-        }
-    }
+    WGRAD_STORE_TILE(partials, acc, m0, n0, K, TAPS);     // this slice's sums, IOHW
 }
 
 #include "wgrad_sum.h"      // wgrad_sum: each weight's SPLITS slice sums, in slice order
