@@ -180,3 +180,9 @@ def test_every_kernel_file_is_registered_where_grep_finds_it():
         for s in ss:
             if s.kernel:
                 assert f'"{s.kernel}"' in text, s.key
+
+
+def test_stage_names_upto_a_chapter_lists_what_that_chapter_has_met():
+    names = stages.stage_names("conv_forward", upto=12)
+    assert "wino_blocked" in names and "any_shape" not in names
+    assert stages.stage_names("conv_forward")[-1] == "any_shape"

@@ -132,7 +132,7 @@ def fast_cases(stage, ctx) -> list:
     """The cases of the grid on which ``stage`` takes its fast path at stride 1 (where the
     kernels decide their own branches; with a stride they take the plain loads)."""
     return [(label, make) for label, make in GRIDS[stage.op]()
-            if helpers.prepare(stage.op, **make()).dims["stride"] == 1
+            if helpers.prepare(stage.op, **make()).dims.get("stride") == 1     # a plain 2-D shape at stride 1
             and path_of(stage.op, stage, ctx=ctx, defines=stage.defines, **make()) in ("fast", "only")]
 
 

@@ -47,12 +47,14 @@ def stages_of(op: str) -> list[Stage]:
     return REGISTRY[op]
 
 
-def stage_names(op: str, backend: str | None = "opencl") -> list[str]:
+def stage_names(op: str, backend: str | None = "opencl", upto: int | None = None) -> list[str]:
     """Names of an operation's stages in course order: its OpenCL stages (what runs on any
-    device), those of another backend ("cuda"), or all (backend=None)."""
+    device), those of another backend ("cuda"), or all (backend=None); ``upto``: only the stages
+    of chapters up to that number (what a chapter has met so far)."""
     if backend is not None and backend not in BACKENDS:
         raise ValueError(f"unknown backend {backend!r}; the backends are {', '.join(BACKENDS)}")
-    return [s.name for s in stages_of(op) if backend is None or s.backend == backend]
+    return [s.name for s in stages_of(op) if (backend is None or s.backend == backend)
+            and (upto is None or s.number <= upto)]
 
 
 def get_stage(op: str, stage) -> Stage:
