@@ -41,7 +41,7 @@ STAGES = [
           "work-item's position decoded once per step and its taps once, 8x8 register blocks and float4 "
           "tile reads on a tuned GPU; slices summed in order; strided layers natively",
           family="wgrad", launch="igemm_blocked", defines={**TILES, "SLICE": 4096},
-          tune={"TM": [64, 128], "TN": [64, 128], "TK": [8, 16], "WM": [8], "WN": [4, 8], "GEMM_LDS4": [1],
+          tune={"TM": [64, 128], "TN": [64, 128], "TK": [8, 16], "WM": [8], "WN": [8], "GEMM_LDS4": [1],
                 "GEMM_PREFETCH": [0, 1], "SLICE": [1024, 4096]},
           jit="vectors", requires="blocked_requires", fast={"GEMM_VEC_A": 1},
           variants=({"SLICE": 32, "TK": 8}, {"TM": 32, "TN": 32, "WM": 4, "WN": 4, "GEMM_LDS4": 1,

@@ -46,7 +46,7 @@
 #define GEMM_B_KMAJOR 1
 #include "course.h"
 
-#include "wgrad_igemm.h"   // operand A: dy' as it lies (float4 loads when OH*OW % 4 == 0)
+#include "wgrad_igemm.h"   // grad_in4: four consecutive values of dy' (when OH*OW % 4 == 0)
 
 #define NO_TAP (-(1 << 30))  // a slot past the last tap: its row shift fails every bounds test
 
@@ -65,18 +65,36 @@
         tap_r[p] = in ? r - PAD : NO_TAP;                                                       \
         tap_s[p] = s - PAD;                                                                     \
     }                                                                                           \
-    int x_q = 0, h_q = 0, w_q = 0;                                                              \
-    bool q_in = false;
+    int x_q = 0, h_q = 0, w_q = 0, dy_q = 0;                                                    \
+    bool q_in = false, a_in = false;
 
-// This work-item's position of step k0, q0 + k0 + tid % TK: (n, oh, ow) decoded once, kept as
-// the input row and column of tap (0 + PAD, 0 + PAD) and its offset in x.
+// A's elements of a work-item lie in one position of the step too: q0 + k0 + tid % TK (the same
+// as B's), or with float4 loads the 4 from q0 + k0 + 4*(tid % (TK/4)).
+#if GEMM_VEC_A
+#define A_POS (4 * (tid % (TK / 4)))
+#else
+#define A_POS (tid % TK)
+#endif
+
+// This work-item's positions of step k0, decoded once: B's q0 + k0 + tid % TK into (n, oh, ow),
+// kept as the input row and column of tap (PAD, PAD) and its offset in x; A's as its offset in dy.
 #define GEMM_STEP(k0) do {                                                                      \
         const int q_ = q0 + (k0) + tid % TK, n_ = q_ / OHW, p_ = q_ - n_ * OHW, oh_ = p_ / OW;  \
         q_in = q_ < q1;                                                                         \
         h_q = oh_ * STRIDE;                                                                     \
         w_q = (p_ - oh_ * OW) * STRIDE;                                                         \
         x_q = n_ * CHW + h_q * W + w_q;                                                         \
+        const int qa_ = q0 + (k0) + A_POS, na_ = qa_ / OHW;                                     \
+        a_in = qa_ < q1;                                                                        \
+        dy_q = na_ * K * OHW + qa_ - na_ * OHW;       /* dy'[n][0][oh][ow] */                   \
     } while (0)
+
+// A[k][q] = dy'[n][k][oh][ow] at this work-item's position of the step (wgrad_igemm.h's fetches,
+// with the position decoded once per step instead of once per element).
+#undef GEMM_A
+#undef GEMM_A4
+#define GEMM_A(k, q) (((k) < K && a_in) ? GRAD_IN(dy, y, dy_q + (k) * OHW) : 0.0f)
+#define GEMM_A4(k, q) (((k) < K && a_in) ? grad_in4(dy, y, dy_q + (k) * OHW) : (float4)(0.0f))
 
 // B[q][tap] of slot p: x at the input position the tap reads, 0 in the padding or past the ends.
 #define GEMM_BK(p, q, col) ((q_in && (uint)(h_q + tap_r[p]) < (uint)H && (uint)(w_q + tap_s[p]) < (uint)W) \
