@@ -111,10 +111,7 @@ void wgrad_igemm_blocked(__global const float* restrict x, __global const float*
                          __global const float* restrict y, __global float* restrict partials,
                          const int N, const int C, const int H, const int W,
                          const int K, const int OH, const int OW, const int PAD) {
-    GEMM_TILES(As, Bs);
-    const int OHW = OH * OW, NP = N * OHW, TAPS = C * KH * KW;
-    const int m0 = get_group_id(1) * TM, n0 = get_group_id(0) * TN;
-    const int q0 = get_group_id(2) * SLICE, q1 = min(q0 + SLICE, NP);     // this group's slice
+    WGRAD_GROUP();     // tiles, block (m0, n0), slice [q0, q1)
     float acc[WM][WN];
     for (int i = 0; i < WM; i++)
         for (int j = 0; j < WN; j++) acc[i][j] = 0.0f;
