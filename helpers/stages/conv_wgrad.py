@@ -3,10 +3,6 @@
 from .params import GEMM_TUNE, TILES, WG, WG_TUNE
 from .stage import Stage
 
-# stage 06's defaults: the H200's search (results/conv_wgrad_resnet50_blocked_tuned_*), a 64 x 128
-# tile of 8 x 8 blocks, float4 tile reads, the next step prefetched
-BLOCKED = {**TILES, "TN": 128, "WM": 8, "WN": 8, "GEMM_LDS4": 1, "GEMM_PREFETCH": 1, "SLICE": 1024}
-
 STAGES = [
     Stage("conv_wgrad", 1, "naive", "conv_wgrad/01_naive.cl",
           "one work-item per weight (c, k, r, s) walks the whole sum over (n, oh, ow) alone",
@@ -44,11 +40,12 @@ STAGES = [
           "stage 03's implicit GEMM with x copied along the reduction as it lies (coalesced), each "
           "work-item's position decoded once per step and its taps once, 8x8 register blocks and float4 "
           "tile reads on a tuned GPU; slices summed in order; strided layers natively",
-          family="wgrad", launch="igemm_blocked", defines=BLOCKED,
+          family="wgrad", launch="igemm_blocked", defines={**TILES, "SLICE": 1024},
           tune={"TM": [64, 128], "TN": [64, 128], "TK": [8, 16], "WM": [8], "WN": [8], "GEMM_LDS4": [1],
                 "GEMM_PREFETCH": [0, 1], "SLICE": [1024, 4096]},
           jit="vectors", requires="blocked_requires", fast={"GEMM_VEC_A": 1},
-          variants=({**TILES, "SLICE": 32, "TK": 8}, {"TM": 32, "TN": 32, "WM": 4, "WN": 4, "SLICE": 16, "TK": 8})),
+          variants=({"SLICE": 32, "TK": 8}, {"TM": 32, "TN": 32, "WM": 4, "WN": 4, "GEMM_LDS4": 1,
+                                              "GEMM_PREFETCH": 1, "SLICE": 16, "TK": 8})),
     # chapter 16: every shape (groups, dilation, a stride per axis, a padding per side, 1-3 axes)
     Stage("conv_wgrad", 16, "any_shape", "conv_wgrad/16_any_shape.cl",
           "one work-item per weight of a convolution of any shape (1-3 spatial axes, groups, dilation, "
