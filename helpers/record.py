@@ -189,6 +189,12 @@ PLAN = [
     _bench("wgrad-resnet50", "--op conv_wgrad --layers resnet50 --tune", 5.5, "chapter 15's ladder"),
     _bench("wgrad-phases-resnet50", "--op conv_wgrad --layers resnet50 --stages igemm,igemm_phases --tag phases", 1,
            "chapter 15: the strided layer's phase split (stage 05) beside stage 03 and cuDNN, at the tiles just searched"),
+    _bench("tune-wgrad-blocked", "--op conv_wgrad --layers resnet50 --stages igemm_blocked --tune --no-vendor "
+           "--repeats 8 --tag blocked_tuned", 2.1, "chapter 15: stage 06's tiles and slices for the device", True),
+    _bench("wgrad-blocked-resnet50", "--op conv_wgrad --layers resnet50 --stages igemm,winograd,igemm_blocked "
+           "--tag blocked", 0.9, "chapter 15: stage 06 beside stages 03, 04 and cuDNN, at the tiles just searched", True),
+    _bench("wgrad-blocked-vgg16", "--op conv_wgrad --layers vgg16 --stages igemm,winograd,igemm_blocked "
+           "--tag blocked", 3.1, "chapter 15: the same on VGG-16", True),
     Task("training", "{python} -m helpers.train --device {device} --size full --out results/" + names.training("{slug}"),
          names.training("{slug}"), 0.6, "chapter 15: the network trained on the course's stages, its step against "
                                          "PyTorch's (at most x1.0)"),

@@ -208,6 +208,14 @@ def test_conv_wgrad_phases_dropped_image_is_refused(ctx):
                                           ("xp[e] = (h >= 0", "xp[e] = (nc < (N - 1) * C && h >= 0")))
 
 
+def test_conv_wgrad_blocked_left_padding_is_refused(ctx):
+    """Stage 06's column bounds test made signed: the left padding column (ow = 0, tap s = 0 at
+    pad 1) reads the last value of the row above instead of a zero, about one term in 28 of the
+    s = 0 taps' sums at the strided size."""
+    refused(ctx, "conv_wgrad_s2", planted("conv_wgrad", "igemm_blocked",
+                                          ("(uint)(w_q + tap_s[p]) < (uint)W", "w_q + tap_s[p] < W")))
+
+
 def test_conv_wgrad_strided_stages_pass(ctx):
     """Every OpenCL stage that runs a stride-2 layer itself (04_winograd falls back to 03) passes
     at the strided size, stage 05 included; each given as a Stage, so that run() fails on a

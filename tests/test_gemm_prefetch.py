@@ -19,9 +19,10 @@ from shapes import GEMM_SIZES, VOL_CASES, case_id, conv_grid, wino_grid
 
 PREFETCH = {"GEMM_PREFETCH": 1}
 BIG = {"TM": 128, "TN": 128, "TK": 16, "WM": 8, "WN": 8}       # the largest tune tiles
-# 72 work-items copy 768 (192 float4) values of A and 384 (96 float4) of B per step: none of the
-# four copies divides evenly, so the last prefetch register of some work-items holds nothing
-UNEVEN = {"TM": 48, "TN": 24, "TK": 16, "WM": 4, "WN": 4}
+# 72 work-items copy 384 (96 float4) values of A and 192 (48 float4) of B per step: none of the
+# four copies divides evenly, so the last prefetch register of some work-items holds nothing (TK = 8
+# divides the 72: conv_wgrad 06 needs each work-item's B elements in one position of a step)
+UNEVEN = {"TM": 48, "TN": 24, "TK": 8, "WM": 4, "WN": 4}
 TILES = {"default": {}, "big": BIG, "uneven": UNEVEN}
 
 # every stage built on gemm_core.h declares the switch (helpers/stages/params.py: TILES)

@@ -8,9 +8,13 @@ kernel that adds the slices' partial sums in a fixed order (deterministic, no at
                      gemm_core.h's tiles, dim 2 = the slice of SLICE positions (stage 03)
     igemm_phases     wgrad_phase_split: x cut into its stride x stride phases (the workspace xp,
                      phase_planes), then wgrad_igemm_phases: stage 03's GEMM reading xp (stage 05)
+    igemm_blocked    wgrad_igemm_blocked: stage 03's GEMM with B copied along the reduction
+                     (gemm_core.h's GEMM_B_KMAJOR), partials in the GEMM's (k, tap) order, added
+                     by wgrad_sum_taps (stage 06)
 
-All three write ``partials`` (SPLITS x C*K*R*S floats, a workspace) and end with wgrad_sum
-(kernels/common/wgrad_sum.h). Stage 01 runs on the direct family (one work-item per weight).
+All four write ``partials`` (SPLITS x C*K*R*S floats, a workspace) and end with a kernel that adds
+each weight's slices in slice order: wgrad_sum (kernels/common/wgrad_sum.h), or wgrad_sum_taps for
+stage 06. Stage 01 runs on the direct family (one work-item per weight).
 
     winograd         Winograd F(3x3,4x4) (stage 04): the dy' and x tiles transformed into U and V,
                      36 products over the tiles on gemm_core.h's tiles split into slices of SLICE
@@ -84,6 +88,19 @@ def vectors(p: Problem, d: dict) -> dict:
 def igemm_requires(p: Problem, d: dict):
     """Stage 03: gemm_core.h's tile constraints, slices a whole number of TK-steps, the workspace."""
     need = tile_requires(d, vectors=bool(vectors(p, d)["GEMM_VEC_A"]), fixed_column=True)
+    if need is None and d["SLICE"] % d["TK"]:
+        need = f"SLICE={d['SLICE']} must be a multiple of TK={d['TK']} (whole tile steps per slice)"
+    return need or workspace_requires(p, d["SLICE"])
+
+
+def blocked_requires(p: Problem, d: dict):
+    """Stage 06: stage 03's needs without the fixed column; TK dividing the work-group (each
+    work-item's B elements of a step in one row of the tile, decoded once per step)."""
+    need = tile_requires(d, vectors=bool(vectors(p, d)["GEMM_VEC_A"]))
+    wg = (d["TM"] // d["WM"]) * (d["TN"] // d["WN"])
+    if need is None and wg % d["TK"]:
+        need = (f"the work-group (TM/WM * TN/WN = {wg} work-items) must be a multiple of TK={d['TK']} "
+                f"(a work-item's elements of B in one position per step)")
     if need is None and d["SLICE"] % d["TK"]:
         need = f"SLICE={d['SLICE']} must be a multiple of TK={d['TK']} (whole tile steps per slice)"
     return need or workspace_requires(p, d["SLICE"])
@@ -195,9 +212,16 @@ def phases_steps(p: Problem, d: dict, count: int) -> list:
                  ("xp", "grad_output", "output", "partials", "N", "C", "K", "OH", "OW", hp, wp, "PAD"))]
 
 
-# the family's launches (the registry's ``launch``): the kernels before wgrad_sum of the three
-# split stages (it adds their partials), and stage 04's Winograd steps
-SPLIT_LAUNCHES = {"split_reduction": partial_steps, "igemm_split": igemm_steps, "igemm_phases": phases_steps}
+def blocked_steps(p: Problem, d: dict, count: int) -> list:
+    """Stage 06: the GEMM over each slice, its partials in (k, tap) order."""
+    q = p.dims
+    return [Step("wgrad_igemm_blocked", *blocked(q["K"], q["C"] * q["KH"] * q["KW"], d, depth=count), ARGS)]
+
+
+# the family's launches (the registry's ``launch``): the kernels before the slices' sum of the
+# four split stages, and stage 04's Winograd steps
+SPLIT_LAUNCHES = {"split_reduction": partial_steps, "igemm_split": igemm_steps, "igemm_phases": phases_steps,
+                  "igemm_blocked": blocked_steps}
 LAUNCHES = {**SPLIT_LAUNCHES, "winograd": wino_steps}
 
 
@@ -205,8 +229,9 @@ def steps(stage, p: Problem, d: dict) -> list:
     if stage.launch == "winograd":
         return wino_steps(p, d)
     n, count = weights(p), splits(p, slice_size(stage, d))
+    adder = "wgrad_sum_taps" if stage.launch == "igemm_blocked" else "wgrad_sum"   # partials in (k, tap) order
     return [*SPLIT_LAUNCHES[stage.launch](p, d, count),
-            Step("wgrad_sum", (round_up(n, SUM_WG),), (SUM_WG,), ("partials", "grad_weight", "C", "K", np.int32(count)))]
+            Step(adder, (round_up(n, SUM_WG),), (SUM_WG,), ("partials", "grad_weight", "C", "K", np.int32(count)))]
 
 
 def workspace(stage, p: Problem, d: dict) -> dict:

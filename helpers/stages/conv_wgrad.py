@@ -36,6 +36,16 @@ STAGES = [
           family="wgrad", launch="igemm_phases", defines={**TILES, "SLICE": 4096, "WG": 256},
           tune={**GEMM_TUNE, "SLICE": [1024, 4096, 16384]}, jit="vectors", requires="phases_requires",
           fallback="igemm", fast={"GEMM_VEC_A": 1}, variants=({"SLICE": 32, "WG": 8},)),
+    Stage("conv_wgrad", 6, "igemm_blocked", "conv_wgrad/06_igemm_blocked.cl",
+          "stage 03's implicit GEMM with x copied along the reduction as it lies (coalesced), each "
+          "work-item's position decoded once per step and its taps once, 8x8 register blocks and float4 "
+          "tile reads on a tuned GPU; slices summed in order; strided layers natively",
+          family="wgrad", launch="igemm_blocked", defines={**TILES, "SLICE": 1024},
+          tune={"TM": [64, 128], "TN": [64, 128], "TK": [8, 16], "WM": [8], "WN": [8], "GEMM_LDS4": [1],
+                "GEMM_PREFETCH": [0, 1], "SLICE": [1024, 4096]},
+          jit="vectors", requires="blocked_requires", fast={"GEMM_VEC_A": 1},
+          variants=({"SLICE": 32, "TK": 8}, {"TM": 32, "TN": 32, "WM": 4, "WN": 4, "GEMM_LDS4": 1,
+                                              "GEMM_PREFETCH": 1, "SLICE": 16, "TK": 8})),
     # chapter 16: every shape (groups, dilation, a stride per axis, a padding per side, 1-3 axes)
     Stage("conv_wgrad", 16, "any_shape", "conv_wgrad/16_any_shape.cl",
           "one work-item per weight of a convolution of any shape (1-3 spatial axes, groups, dilation, "

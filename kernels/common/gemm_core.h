@@ -15,6 +15,14 @@
 //     GEMM_VEC_B = 1  and GEMM_B4(k, n): B[k][n .. n+3] as a float4 (the 4 all in or all out)
 // Each work-item fetches B in the same column every step (GEMM_B_COL, when WG % TN == 0): an
 // implicit GEMM decodes that column once, outside the reduction loop.
+// GEMM_B_KMAJOR = 1 (default 0) copies B along k, as A is copied: for a B that is contiguous along
+// the reduction (the weight gradient's x, kernels/conv_wgrad/06_igemm_blocked.cl), neighbouring
+// work-items then load neighbouring words. Element i of B's copy is B[k0 + i%TK][n0 + i/TK], stored
+// in the tile with rows padded (GEMM_LDB), and with WG % TK == 0 a work-item's elements all lie in
+// one row of the step, k0 + GEMM_TID % TK: a gather decodes that row once per step (GEMM_STEP)
+// and each of its columns once per work-item. The fetch is GEMM_BK(p, k, n), p the element's slot
+// among the work-item's (0 .. ceil(TK*TN/WG)-1, the same column every step), so a kernel can keep
+// what it decoded of each column in registers indexed by p (built in GEMM_STEP_STATE).
 // Optionally, what is the same for every element of a step (both default to nothing):
 //     GEMM_STEP_STATE declarations at the top of gemm_accumulate, for the fetches to read
 //     GEMM_STEP(k0)   statements run once per step k0, before its elements are fetched
@@ -66,6 +74,9 @@
 #ifndef GEMM_LDS4
 #define GEMM_LDS4 0                   // 1: float4 reads of the tiles (below)
 #endif
+#ifndef GEMM_B_KMAJOR
+#define GEMM_B_KMAJOR 0               // 1: B copied along k through GEMM_BK (above)
+#endif
 
 #define GEMM_RM (TM / WM)             // work-items along m
 #define GEMM_RN (TN / WN)             // work-items along n
@@ -88,14 +99,16 @@
 #define GEMM_ROW(i) (4 * get_local_id(1) + ((i) / 4) * (4 * GEMM_RM) + (i) % 4)
 #define GEMM_COL(j) (4 * get_local_id(0) + ((j) / 4) * (4 * GEMM_RN) + (j) % 4)
 #define GEMM_LDA (TM + 4)             // A tile stored k-major, rows padded to stay 16-byte aligned
+#define GEMM_LDB (TN + 4 * GEMM_B_KMAJOR)  // B's rows padded likewise where it is copied along k
 #define GEMM_TILES(As, Bs) __local float As[TK * GEMM_LDA] __attribute__((aligned(16))); \
-                           __local float Bs[TK * TN] __attribute__((aligned(16)))
+                           __local float Bs[TK * GEMM_LDB] __attribute__((aligned(16)))
 #else
 #define GEMM_ROW(i) (get_local_id(1) + (i) * GEMM_RM)
 #define GEMM_COL(j) (get_local_id(0) + (j) * GEMM_RN)
 #define GEMM_LDA (TM + 1)             // A tile stored k-major, one word of padding per row:
                                       // work-items storing along k hit different banks
-#define GEMM_TILES(As, Bs) __local float As[TK * GEMM_LDA]; __local float Bs[TK * TN]
+#define GEMM_LDB (TN + GEMM_B_KMAJOR)   // B's rows padded likewise where it is copied along k
+#define GEMM_TILES(As, Bs) __local float As[TK * GEMM_LDA]; __local float Bs[TK * GEMM_LDB]
 #endif
 #ifndef GEMM_STEP_STATE
 #define GEMM_STEP_STATE
@@ -142,20 +155,24 @@
 #if GEMM_VEC_A
 #define GEMM_NA (TM * TK / 4)                     // float4s of A per step
 #define GEMM_A_T float4
-#define GEMM_A_GET(i, k0) GEMM_A4(m0 + (i) / (TK / 4), (k0) + 4 * ((i) % (TK / 4)))
+#define GEMM_A_GET(p, i, k0) GEMM_A4(m0 + (i) / (TK / 4), (k0) + 4 * ((i) % (TK / 4)))
 #else
 #define GEMM_NA (TM * TK)                         // floats of A per step
 #define GEMM_A_T float
-#define GEMM_A_GET(i, k0) GEMM_A(m0 + (i) / TK, (k0) + (i) % TK)
+#define GEMM_A_GET(p, i, k0) GEMM_A(m0 + (i) / TK, (k0) + (i) % TK)
 #endif
 #if GEMM_VEC_B
 #define GEMM_NB (TK * TN / 4)
 #define GEMM_B_T float4
-#define GEMM_B_GET(i, k0) GEMM_B4((k0) + (i) / (TN / 4), n0 + 4 * ((i) % (TN / 4)))
+#define GEMM_B_GET(p, i, k0) GEMM_B4((k0) + (i) / (TN / 4), n0 + 4 * ((i) % (TN / 4)))
+#elif GEMM_B_KMAJOR
+#define GEMM_NB (TK * TN)
+#define GEMM_B_T float
+#define GEMM_B_GET(p, i, k0) GEMM_BK(p, (k0) + (i) % TK, n0 + (i) / TK)
 #else
 #define GEMM_NB (TK * TN)
 #define GEMM_B_T float
-#define GEMM_B_GET(i, k0) GEMM_B((k0) + (i) / TN, n0 + (i) % TN)
+#define GEMM_B_GET(p, i, k0) GEMM_B((k0) + (i) / TN, n0 + (i) % TN)
 #endif
 #define GEMM_PA CEIL_DIV(GEMM_NA, GEMM_WG)        // registers (float or float4) per work-item
 #define GEMM_PB CEIL_DIV(GEMM_NB, GEMM_WG)
@@ -167,11 +184,11 @@
         GEMM_STEP(k0);                                                                      \
         _Pragma("unroll") for (int p = 0; p < GEMM_PA; p++) {                               \
             const int i = tid + p * GEMM_WG;                                                \
-            if (GEMM_A_IN(i)) ra[p] = GEMM_A_GET(i, k0);                                    \
+            if (GEMM_A_IN(i)) ra[p] = GEMM_A_GET(p, i, k0);                                 \
         }                                                                                   \
         _Pragma("unroll") for (int p = 0; p < GEMM_PB; p++) {                               \
             const int i = tid + p * GEMM_WG;                                                \
-            if (GEMM_B_IN(i)) rb[p] = GEMM_B_GET(i, k0);                                    \
+            if (GEMM_B_IN(i)) rb[p] = GEMM_B_GET(p, i, k0);                                 \
         }                                                                                   \
     } while (0)
 
@@ -197,6 +214,8 @@ inline void gemm_store(__local float* As, __local float* Bs, const int tid,
         if (!GEMM_B_IN(i)) continue;
 #if GEMM_VEC_B
         vstore4(rb[p], 0, Bs + 4 * i);             // row i/(TN/4), column 4*(i%(TN/4))
+#elif GEMM_B_KMAJOR
+        Bs[(i % TK) * GEMM_LDB + i / TK] = rb[p];  // row i%TK, column i/TK
 #else
         Bs[i] = rb[p];                             // row i/TN, column i%TN
 #endif
@@ -238,6 +257,12 @@ inline void gemm_accumulate(GEMM_ARGS, const int m0, const int n0, const int k_t
             const int kk = i / (TN / 4), nn = 4 * (i % (TN / 4));
             vstore4(GEMM_B4(k0 + kk, n0 + nn), 0, Bs + kk * TN + nn);
         }
+#elif GEMM_B_KMAJOR
+#pragma unroll
+        for (int p = 0; p < CEIL_DIV(TK * TN, GEMM_WG); p++) {  // neighbours along k: coalesced
+            const int i = tid + p * GEMM_WG, kk = i % TK, nn = i / TK;
+            if (i < TK * TN) Bs[kk * GEMM_LDB + nn] = GEMM_BK(p, k0 + kk, n0 + nn);
+        }
 #else
         for (int i = tid; i < TK * TN; i += GEMM_WG) {         // neighbours along n: coalesced
             const int kk = i / TN, nn = i % TN;
@@ -263,12 +288,12 @@ inline void gemm_accumulate(GEMM_ARGS, const int m0, const int n0, const int k_t
                 vstore4(*(__local const float4*)(As + kk * GEMM_LDA + 4 * tm + g * 4 * GEMM_RM), 0, a + 4 * g);
 #pragma unroll
             for (int g = 0; g < WN / 4; g++)
-                vstore4(*(__local const float4*)(Bs + kk * TN + 4 * tn + g * 4 * GEMM_RN), 0, b + 4 * g);
+                vstore4(*(__local const float4*)(Bs + kk * GEMM_LDB + 4 * tn + g * 4 * GEMM_RN), 0, b + 4 * g);
 #else
 #pragma unroll
             for (int i = 0; i < WM; i++) a[i] = As[kk * GEMM_LDA + tm + i * GEMM_RM];
 #pragma unroll
-            for (int j = 0; j < WN; j++) b[j] = Bs[kk * TN + tn + j * GEMM_RN];
+            for (int j = 0; j < WN; j++) b[j] = Bs[kk * GEMM_LDB + tn + j * GEMM_RN];
 #endif
 #pragma unroll
             for (int i = 0; i < WM; i++)

@@ -25,6 +25,15 @@ inline float4 grad_in4(__global const float* restrict dy, __global const float* 
 }
 #define GEMM_A4(k, q) (((k) < K && q0 + (q) < q1) ? grad_in4(dy, y, DY_INDEX(k, q0 + (q))) : (float4)(0.0f))
 
+// What a work-group of the GEMM kernels (arguments N, C, K, OH, OW) declares first: its tiles As
+// and Bs (gemm_core.h), its block of dw^T from row m0 and column n0, and its slice [q0, q1) of
+// the N*OH*OW = NP positions (dim 2 of the NDRange; SLICE each); TAPS = C*KH*KW columns.
+#define WGRAD_GROUP()                                                                           \
+    GEMM_TILES(As, Bs);                                                                         \
+    const int OHW = OH * OW, NP = N * OHW, TAPS = C * KH * KW;                                  \
+    const int m0 = get_group_id(1) * TM, n0 = get_group_id(0) * TN;                            \
+    const int q0 = get_group_id(2) * SLICE, q1 = min(q0 + SLICE, NP)
+
 // A work-group's TM x TN block of dw^T, rows k from m0 and columns (taps) from n0, stored as this
 // slice's sums in IOHW order: partials[slice][c][k][r][s], the layout wgrad_sum adds.
 #define WGRAD_STORE_TILE(partials, acc, m0, n0, K, TAPS) do {                                  \

@@ -81,10 +81,7 @@ void wgrad_igemm(__global const float* restrict x, __global const float* restric
                  __global const float* restrict y, __global float* restrict partials,
                  const int N, const int C, const int H, const int W,
                  const int K, const int OH, const int OW, const int PAD) {
-    GEMM_TILES(As, Bs);
-    const int OHW = OH * OW, NP = N * OHW, TAPS = C * KH * KW;
-    const int m0 = get_group_id(1) * TM, n0 = get_group_id(0) * TN;
-    const int q0 = get_group_id(2) * SLICE, q1 = min(q0 + SLICE, NP);     // this group's slice
+    WGRAD_GROUP();     // tiles, block (m0, n0), slice [q0, q1)
     // the column of B this work-item fetches, every step: tap (c, r, s), decoded once
     const int col = n0 + GEMM_B_COL;
     const int c = col / (KH * KW), r = (col / KW) % KH, s = col % KW;
