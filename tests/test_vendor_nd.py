@@ -63,5 +63,10 @@ def test_the_vendor_row_names_what_ran():
     assert vendor_nd.method(4, "conv_dgrad") == ("the recursion over conv3d: one torch.nn.grad.conv3d_input call per "
                                                  "tap of the first kernel axis, summed")
     assert vendor_nd.method(2, "conv_wgrad") == "torch.nn.grad.conv2d_weight (PyTorch's backward)"
-    assert vendor_nd.dispatched(["conv_depthwise2d_backward_kernel"]) == "PyTorch's own kernels"
-    assert vendor_nd.dispatched(["sm90_xmma_fprop_implicit_gemm"]) == "cuDNN"
+    # kernel names as the H200 recorded them (shortened)
+    own = "void at::native::(anonymous namespace)::conv_depthwise2d_backward_kernel<3, 1, float, int>("
+    copy = "void at::native::elementwise_kernel<128, 2, at::native::gpu_kernel_impl_nocast<at::native::direct_copy"
+    assert vendor_nd.dispatched([own]) == "PyTorch's own kernels"
+    assert vendor_nd.dispatched(["Memset (Device)", "void wgrad_alg1_nd_float_engine<float, float, 3>("]) == "cuDNN"
+    assert vendor_nd.dispatched(["sm80_xmma_dgrad_implicit_gemm_f32f32_f32f32_f32_nchwkcrs", copy]) == "cuDNN"
+    assert vendor_nd.dispatched([copy]) == "no convolution kernel named"

@@ -96,14 +96,20 @@ def method(rank: int, op: str) -> str:
     return call.format(rank) + ("" if op == "conv_forward" else " (PyTorch's backward)")
 
 
+# PyTorch's own convolution kernels (at::native); its other at::native kernels (copies, fills,
+# additions) serve either kind of call and name no one
+OWN_CONV = ("conv_depthwise", "im2col", "col2im", "vol2col", "col2vol", "slow_conv")
+
+
 def dispatched(kernel_names) -> str:
-    """Whose kernels a call ran, from their names: cuDNN's, PyTorch's own depthwise ones, or both."""
-    names = " ".join(kernel_names).lower()
-    ours = "depthwise" in names and "cudnn" not in names
-    cudnn = any(m in names for m in ("cudnn", "xmma", "implicit_convolve", "cutlass", "fft", "winograd", "sm80_",
-                                     "sm90_", "gemm"))
-    return "cuDNN" if cudnn and not ours else "PyTorch's own kernels" if ours and not cudnn else \
-        "cuDNN and PyTorch's own kernels" if ours else "PyTorch (no cuDNN kernel named)"
+    """Whose convolution kernels a call ran, from their names: cuDNN's (cudnn::..., sm80_xmma_...,
+    wgrad_alg1_...: every kernel outside at::native but a memset), PyTorch's own, or both."""
+    conv = [n for n in kernel_names if not n.startswith("Memset")
+            and ("at::native" not in n or any(m in n for m in OWN_CONV))]
+    own = any("at::native" in n for n in conv)
+    cudnn = any("at::native" not in n for n in conv)
+    return {(True, False): "cuDNN", (False, True): "PyTorch's own kernels",
+            (True, True): "cuDNN and PyTorch's own kernels"}.get((cudnn, own), "no convolution kernel named")
 
 
 def vendor_time(problem, op: str, warmup: int, repeats: int, flush_bytes: int):
