@@ -90,8 +90,10 @@ TESTS_CUDA = ["tests/test_cuda.py", "tests/test_cuda_plans.py"]
 # the notebooks' own checks: no device in them, and they need nbformat, which a bare GPU machine lacks
 TESTS_NOTEBOOK_ONLY = ["tests/test_editions.py", "tests/test_prose_numbers.py"]
 
-# chapter 16's sets and operations, with the minutes estimated for each (a set's layers times the
-# wall time of its heaviest layer, which the H200 ran: the host's float64 reference is most of it)
+# chapter 16's sets and operations, with the minutes estimated for each: a set's layers times the
+# wall time of its heaviest layer through the benchmark on the H200 (the host's float64 reference
+# is most of it) for the depthwise, 3-D and 4-D gradients but ConvNeXt's weight gradient; the
+# others (grouped, dilated, the forward passes, ConvNeXt's weight gradient) guessed from those
 ANY_SHAPE_STAGES = {"conv_forward": "any_shape", "conv_dgrad": "any_shape", "conv_wgrad": "any_shape"}
 ANY_SHAPE_TASKS = [
     ("mobilenetv2_dw", "conv_dgrad", 1.6, "MobileNetV2's depthwise input gradients beside PyTorch's"),
@@ -217,7 +219,7 @@ PLAN = [
          "chapter 15: a kernel-dominated step (five 3x3 conv + batch norm + ReLU blocks of a ResNet stage, batch 64) "
          "against PyTorch's (at most x0.9); the chooser times every stage of each layer first"),
     # chapter 16: the convolutions of any shape, each set beside PyTorch's own convolution (on 4-D,
-    # the recursion over conv3d), estimated from each set's heaviest layer run on the H200
+    # the recursion over conv3d)
     *(_bench(f"anyshape-{layers}-{op}", f"--op {op} --layers {layers} --stages {ANY_SHAPE_STAGES[op]}", minutes,
              f"chapter 16: {why}")
       for layers, op, minutes, why in ANY_SHAPE_TASKS),
