@@ -90,6 +90,28 @@ TESTS_CUDA = ["tests/test_cuda.py", "tests/test_cuda_plans.py"]
 # the notebooks' own checks: no device in them, and they need nbformat, which a bare GPU machine lacks
 TESTS_NOTEBOOK_ONLY = ["tests/test_editions.py", "tests/test_prose_numbers.py"]
 
+# chapter 16's sets and operations, with the minutes estimated for each: a set's layers times the
+# wall time of its heaviest layer through the benchmark on the H200 (the host's float64 reference
+# is most of it) for the depthwise, 3-D and 4-D gradients but ConvNeXt's weight gradient; the
+# others (grouped, dilated, the forward passes, ConvNeXt's weight gradient) guessed from those
+ANY_SHAPE_STAGES = {"conv_forward": "any_shape", "conv_dgrad": "any_shape", "conv_wgrad": "any_shape"}
+ANY_SHAPE_TASKS = [
+    ("mobilenetv2_dw", "conv_dgrad", 1.6, "MobileNetV2's depthwise input gradients beside PyTorch's"),
+    ("mobilenetv2_dw", "conv_wgrad", 1.2, "MobileNetV2's depthwise weight gradients beside PyTorch's"),
+    ("convnext_dw", "conv_dgrad", 1.5, "ConvNeXt's 7x7 depthwise input gradients beside PyTorch's"),
+    ("convnext_dw", "conv_wgrad", 1.5, "ConvNeXt's 7x7 depthwise weight gradients beside PyTorch's"),
+    ("resnext_grouped", "conv_dgrad", 1.5, "ResNeXt's grouped input gradients beside PyTorch's"),
+    ("resnext_grouped", "conv_wgrad", 1.5, "ResNeXt's grouped weight gradients beside PyTorch's"),
+    ("deeplab_dilated", "conv_dgrad", 1.5, "DeepLab's dilated input gradients beside PyTorch's"),
+    ("deeplab_dilated", "conv_wgrad", 1.5, "DeepLab's dilated weight gradients beside PyTorch's"),
+    ("video3d", "conv_forward", 1.0, "the 3-D forward pass beside PyTorch's conv3d"),
+    ("video3d", "conv_dgrad", 1.0, "the 3-D input gradients beside PyTorch's conv3d"),
+    ("video3d", "conv_wgrad", 1.5, "the 3-D weight gradients beside PyTorch's conv3d"),
+    ("conv4d", "conv_forward", 0.4, "the 4-D forward pass beside the recursion over conv3d"),
+    ("conv4d", "conv_dgrad", 0.4, "the 4-D input gradients beside the recursion over conv3d"),
+    ("conv4d", "conv_wgrad", 0.3, "the 4-D weight gradients beside the recursion over conv3d"),
+]
+
 PLAN = [
     # the timers, then what the device gets untuned and after a fresh tune, then the ladders
     Task("floor", "{python} -m helpers.floor --device {device}", names.timer_floor("{slug}"), 0.3,
@@ -202,6 +224,11 @@ PLAN = [
          "--out results/" + names.training("{slug}", "resnet_stage"), names.training("{slug}", "resnet_stage"), 6,
          "chapter 15: a kernel-dominated step (five 3x3 conv + batch norm + ReLU blocks of a ResNet stage, batch 64) "
          "against PyTorch's (at most x0.9); the chooser times every stage of each layer first"),
+    # chapter 16: the convolutions of any shape, each set beside PyTorch's own convolution (on 4-D,
+    # the recursion over conv3d)
+    *(_bench(f"anyshape-{layers}-{op}", f"--op {op} --layers {layers} --stages {ANY_SHAPE_STAGES[op]}", minutes,
+             f"chapter 16: {why}")
+      for layers, op, minutes, why in ANY_SHAPE_TASKS),
     # register counts (NVIDIA's compiler; other drivers report none and the command writes nothing)
     *(Task(f"registers-{table.replace('_', '-') if table != 'conv_dgrad' else 'direct'}",
            "{python} -m helpers.registers" + (f" --table {table}" if table != "conv_dgrad" else "") + " --device {device}",
@@ -290,10 +317,11 @@ def run_task(task: Task, device: str, slug: str, log: Path | None = None) -> int
 
 
 def listing(slug: str | None, plan=PLAN) -> str:
-    lines = [f"{'task':<22} {'minutes':>7}  {'recorded' if slug else '':<9} what it is for"]
+    width = max(len(t.name) for t in plan)
+    lines = [f"{'task':<{width}} {'minutes':>7}  {'recorded' if slug else '':<9} what it is for"]
     for t in plan:
         mark = ("yes" if recorded(t, slug) else "-") if slug else ""
-        lines.append(f"{t.name:<22} {('' if t.measured else '~') + format(t.minutes, 'g'):>7}  {mark:<9} {t.why}")
+        lines.append(f"{t.name:<{width}} {('' if t.measured else '~') + format(t.minutes, 'g'):>7}  {mark:<9} {t.why}")
     total = sum(t.minutes for t in plan)
     left = sum(t.minutes for t in plan if slug and not recorded(t, slug))
     lines.append(f"about {total:g} minutes in all" + (f"; about {left:g} not yet recorded for {slug}" if slug else "")
