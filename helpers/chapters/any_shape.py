@@ -1,0 +1,241 @@
+"""Chapter 16's models (convolutions of any shape): the layers it reads, what a grouped layer
+costs against a dense one, and the three ways to lower a convolution of any rank that the source
+article compares, written in NumPy for every rank with the extra memory each one allocates:
+
+- ``by_columns``: the column matrix (im2col, vol2col) generalized to N axes, then one GEMM;
+- ``by_implicit_gemm``: the same product tile by tile, each tile's columns gathered on the fly;
+- ``by_recursion``: a rank-r convolution as a sum of rank-(r-1) ones, one per tap and output
+  plane of the first axis, down to a ``lower`` convolution (a device stage, or NumPy).
+
+Every function takes the course's conventions: x (N, C, *size), weight (C, K, *kernel) (input
+channel first), ``stride``/``dilation`` per axis or one integer, ``padding`` per axis or per side;
+groups = 1 (the grouped case is chapter 16's first half, run by the stages). They return
+(y, extra_floats): the output in float64 and the largest temporary they allocated, in floats.
+"""
+from __future__ import annotations
+
+from math import prod
+
+import numpy as np
+
+from ..ops.reference import output_sizes, per_axis, per_side
+
+
+def conv_layer(name, n, c, size, k, kernel, stride=1, padding=0, dilation=1, groups=1) -> dict:
+    """A convolution of any shape, described by its sizes (``size`` and ``kernel`` per axis)."""
+    size, kernel = tuple(size), tuple(kernel)
+    rank = len(size)
+    return {"name": name, "n": n, "c": c, "k": k, "size": size, "kernel": kernel,
+            "stride": per_axis(stride, rank), "padding": per_side(padding, rank),
+            "dilation": per_axis(dilation, rank), "groups": groups}
+
+
+def _sq(v, rank=2):
+    return (v,) * rank
+
+
+# MobileNetV2's depthwise 3x3 layers (channels @ input side, stride), batch 32
+DEPTHWISE_3X3 = [conv_layer(f"mbv2_dw{c}@{s}" + ("/s2" if st == 2 else ""), 32, c, _sq(s), c, _sq(3), st, 1,
+                            groups=c)
+                 for c, s, st in ((32, 112, 1), (96, 112, 2), (144, 56, 1), (144, 56, 2), (192, 28, 1),
+                                  (192, 28, 2), (384, 14, 1), (576, 14, 1), (576, 14, 2), (960, 7, 1))]
+# ConvNeXt-T's depthwise 7x7 layers, padding 3, batch 32
+DEPTHWISE_7X7 = [conv_layer(f"cnx_dw{c}@{s}", 32, c, _sq(s), c, _sq(7), 1, 3, groups=c)
+                 for c, s in ((96, 56), (192, 28), (384, 14), (768, 7))]
+# ResNeXt-50 32x4d's grouped 3x3 layers (32 groups), batch 32
+GROUPED = [conv_layer(f"rnx{c}@{s}", 32, c, _sq(s), c, _sq(3), 1, 1, groups=32)
+           for c, s in ((128, 56), (256, 28), (512, 14), (1024, 7))]
+# DeepLab v3 on a 513x513 crop at output stride 16: the last ResNet stage's 3x3 layer at dilation 2
+# and the three atrous branches of its pyramid (rates 6, 12, 18), batch 8
+DILATED = [conv_layer("deeplab512@33/d2", 8, 512, _sq(33), 512, _sq(3), 1, 2, 2)] + [
+    conv_layer(f"aspp@33/d{d}", 8, 2048, _sq(33), 256, _sq(3), 1, d, d) for d in (6, 12, 18)]
+# a video network's 3x3x3 layers (R3D-18 on 16 frames of 112x112), batch 8
+VIDEO = [conv_layer(f"r3d{c}@{t}x{s}", 8, c, (t, s, s), c, _sq(3, 3), 1, 1)
+         for c, t, s in ((64, 16, 56), (128, 8, 28), (256, 4, 14), (512, 2, 7))]
+# 4-D layers (a light field or a volume over time): 3x3x3x3 kernels, padding 1, batch 2
+FOUR_D = [conv_layer("4d16@8x8x32x32", 2, 16, (8, 8, 32, 32), 16, _sq(3, 4), 1, 1),
+          conv_layer("4d32@8x16x16x16", 2, 32, (8, 16, 16, 16), 32, _sq(3, 4), 1, 1)]
+
+
+def out_size(lay: dict) -> tuple:
+    return output_sizes(lay["size"], lay["kernel"], lay["stride"], lay["padding"], lay["dilation"])
+
+
+def costs(lay: dict) -> dict:
+    """FLOPs (2 per multiply-add) and the bytes a kernel must move at the least (each float32
+    tensor once: the input, the output and the weights) of one pass, forward or either gradient:
+    the three move the same tensors."""
+    out = out_size(lay)
+    g = lay["groups"]
+    flops = 2 * lay["n"] * lay["k"] * prod(out) * lay["c"] // g * prod(lay["kernel"])
+    floats = lay["n"] * lay["c"] * prod(lay["size"]) + lay["n"] * lay["k"] * prod(out) \
+        + lay["c"] * lay["k"] // g * prod(lay["kernel"])
+    return {"flops": flops, "bytes": 4 * floats, "intensity": flops / (4 * floats)}
+
+
+def dense(lay: dict) -> dict:
+    """The same layer with every output channel reading every input channel (groups = 1)."""
+    return dict(lay, name=lay["name"] + " dense", groups=1)
+
+
+def gemm_per_group(lay: dict, op: str = "conv_dgrad") -> dict:
+    """The GEMM each group runs when the layer is lowered to matrix products (chapter 11's view):
+    rows x columns of the result and the length of the reduction. The input gradient: rows are the
+    group's C/G input channels, columns the N*H*W input positions, the reduction K/G * taps; the
+    forward pass and the weight gradient exchange the roles (K/G rows)."""
+    g, taps = lay["groups"], prod(lay["kernel"])
+    if op == "conv_dgrad":
+        return {"groups": g, "rows": lay["c"] // g, "columns": lay["n"] * prod(lay["size"]),
+                "reduction": lay["k"] // g * taps}
+    if op == "conv_forward":
+        return {"groups": g, "rows": lay["k"] // g, "columns": lay["n"] * prod(out_size(lay)),
+                "reduction": lay["c"] // g * taps}
+    if op == "conv_wgrad":
+        return {"groups": g, "rows": lay["k"] // g, "columns": lay["c"] // g * taps,
+                "reduction": lay["n"] * prod(out_size(lay))}
+    raise ValueError(f"op must be conv_forward, conv_dgrad or conv_wgrad, not {op!r}")
+
+
+def receptive_field(layers: list[tuple]) -> int:
+    """The side of the input window one output of a stack of layers sees: [(kernel, stride,
+    dilation), ...] from the input up; each layer adds dilation*(kernel-1) times the product of
+    the strides below it."""
+    field, jump = 1, 1
+    for kernel, stride, dilation in layers:
+        field += dilation * (kernel - 1) * jump
+        jump *= stride
+    return field
+
+
+# ---------------------------------------------------------------------------------------------
+# The three lowerings, for any rank
+
+def _geometry(x, weight, stride, padding, dilation):
+    rank = x.ndim - 2
+    stride, dilation, pads = per_axis(stride, rank), per_axis(dilation, rank), per_side(padding, rank)
+    kernel = tuple(weight.shape[2:])
+    return stride, pads, dilation, kernel, output_sizes(x.shape[2:], kernel, stride, pads, dilation)
+
+
+def _rows(weight) -> np.ndarray:
+    """The weight (C, K, *kernel) as the GEMM's left matrix: (K, C * taps), rows in (c, tap) order."""
+    c, k = weight.shape[:2]
+    return np.asarray(weight, np.float64).transpose(1, 0, *range(2, weight.ndim)).reshape(k, c * prod(weight.shape[2:]))
+
+
+def gather(x, positions, stride, pads, dilation, kernel, out) -> np.ndarray:
+    """The columns of the given flat output positions: (N, C * taps, len(positions)), zero where a
+    tap falls into the padding. On every axis, output o and tap t read input o*stride - begin + t*dilation."""
+    n, c = x.shape[:2]
+    coords = np.unravel_index(np.asarray(positions), out)
+    cols = np.zeros((n, c, prod(kernel), len(positions)))
+    for i, tap in enumerate(np.ndindex(*kernel)):
+        where = [o * s - b + t * d for o, t, s, (b, _), d in zip(coords, tap, stride, pads, dilation)]
+        inside = np.all([(0 <= v) & (v < size) for v, size in zip(where, x.shape[2:])], axis=0)
+        clipped = [np.clip(v, 0, size - 1) for v, size in zip(where, x.shape[2:])]
+        cols[:, :, i, :] = x[(slice(None), slice(None), *clipped)] * inside
+    return cols.reshape(n, c * prod(kernel), len(positions))
+
+
+def by_columns(x, weight, stride=1, padding=0, dilation=1):
+    """The column matrix of every output position of the whole batch, then one product."""
+    stride, pads, dilation, kernel, out = _geometry(x, weight, stride, padding, dilation)
+    cols = gather(x, range(prod(out)), stride, pads, dilation, kernel, out)       # (N, C*taps, P)
+    y = np.einsum("kq,nqp->nkp", _rows(weight), cols)
+    return y.reshape(x.shape[0], weight.shape[1], *out), cols.size
+
+
+def by_implicit_gemm(x, weight, stride=1, padding=0, dilation=1, tile: int = 64):
+    """The same product over tiles of ``tile`` output positions: each tile gathers only its own
+    columns (on a GPU, into local memory), so no column matrix of the whole layer exists."""
+    stride, pads, dilation, kernel, out = _geometry(x, weight, stride, padding, dilation)
+    rows, total = _rows(weight), prod(out)
+    y = np.zeros((x.shape[0], weight.shape[1], total))
+    largest = 0
+    for start in range(0, total, tile):
+        positions = range(start, min(total, start + tile))
+        cols = gather(x, positions, stride, pads, dilation, kernel, out)
+        y[:, :, start:start + len(positions)] = np.einsum("kq,nqp->nkp", rows, cols)
+        largest = max(largest, cols.size)
+    return y.reshape(x.shape[0], weight.shape[1], *out), largest
+
+
+def by_recursion(x, weight, stride=1, padding=0, dilation=1, lower=None, base: int = 2, calls=None):
+    """A rank-r convolution as a sum of rank-(r-1) ones: output plane o of the first axis adds,
+    for every tap t of that axis whose input plane i = o*stride - begin + t*dilation exists, the
+    lower-rank convolution of input plane i with the weight's slice t. Recurses until rank
+    ``base``, where ``lower(x, weight, stride, padding, dilation)`` runs (default: the column
+    matrix). ``calls``: a list that collects each lower call's rank. Extra memory: the partial
+    output a lower call returns, before it is added."""
+    stride, pads, dilation, kernel, out = _geometry(x, weight, stride, padding, dilation)
+    if x.ndim - 2 <= base:
+        if calls is not None:
+            calls.append(x.ndim - 2)
+        if lower is None:
+            return by_columns(x, weight, stride, pads, dilation)
+        return np.asarray(lower(x, weight, stride, pads, dilation), np.float64), 0
+    y = np.zeros((x.shape[0], weight.shape[1], *out))
+    largest = 0
+    for o in range(out[0]):
+        for t in range(kernel[0]):
+            i = o * stride[0] - pads[0][0] + t * dilation[0]
+            if 0 <= i < x.shape[2]:
+                part, extra = by_recursion(x[:, :, i], weight[:, :, t], stride[1:], pads[1:], dilation[1:],
+                                           lower, base, calls)
+                y[:, :, o] += part
+                largest = max(largest, extra + part.size)
+    return y, largest
+
+
+def memory(lay: dict, tile: int = 64, base: int = 2) -> dict:
+    """Floats each lowering needs beyond the tensors themselves, from the shapes (what the
+    functions above allocate): the whole column matrix; one tile's columns; the partial output of
+    one lower-rank call (rank ``base``, with the column matrix of that call), and how many lower
+    calls the recursion makes (one per output plane and tap of every axis above ``base`` whose
+    input plane exists)."""
+    out, taps = out_size(lay), prod(lay["kernel"])
+    rank = len(out)
+    lower_taps, lower_out = prod(lay["kernel"][rank - base:]), prod(out[rank - base:])
+    calls = prod(sum(0 <= o * s - b + t * d < v for o in range(n_out) for t in range(k))
+                 for n_out, k, s, (b, _), d, v in list(zip(out, lay["kernel"], lay["stride"], lay["padding"],
+                                                           lay["dilation"], lay["size"]))[:rank - base])
+    return {"tensors": lay["n"] * lay["c"] * prod(lay["size"]) + lay["n"] * lay["k"] * prod(out)
+            + lay["c"] * lay["k"] * taps,
+            "columns": lay["n"] * lay["c"] * taps * prod(out),
+            "implicit": lay["n"] * lay["c"] * taps * min(tile, prod(out)),
+            "recursion": lay["n"] * lay["k"] * lower_out + lay["n"] * lay["c"] * lower_taps * lower_out,
+            "recursion_calls": calls}
+
+
+def random_layer_args(lay: dict, op: str, seed: int = 0) -> dict:
+    """Random float32 arguments of ``op`` (conv_forward, conv_dgrad, conv_wgrad) for a layer of
+    this module, with the fixed seed; weights scaled by 1/sqrt(terms) so outputs stay near 1."""
+    rng = np.random.default_rng(seed)
+    g, kernel = lay["groups"], lay["kernel"]
+    xs, ws = (lay["n"], lay["c"], *lay["size"]), (lay["c"], lay["k"] // g, *kernel)
+    geometry = {"stride": lay["stride"], "padding": lay["padding"], "dilation": lay["dilation"], "groups": g}
+    if op == "conv_forward":
+        return dict(input=rng.standard_normal(xs, dtype=np.float32), weight=_weight(rng, ws, g), **geometry)
+    dy = rng.standard_normal((lay["n"], lay["k"], *out_size(lay)), dtype=np.float32)
+    if op == "conv_dgrad":
+        return dict(grad_output=dy, weight=_weight(rng, ws, g), input_shape=xs, **geometry)
+    if op == "conv_wgrad":
+        return dict(input=rng.standard_normal(xs, dtype=np.float32), grad_output=dy, weight_shape=ws, **geometry)
+    raise ValueError(f"op must be conv_forward, conv_dgrad or conv_wgrad, not {op!r}")
+
+
+def _weight(rng, shape, groups):
+    terms = prod(shape[2:]) * shape[0] // groups
+    return (rng.standard_normal(shape, dtype=np.float32) / np.float32(np.sqrt(terms))).astype(np.float32)
+
+
+def scaled(lay: dict, n: int = 1, channels: int | None = None, side: int | None = None) -> dict:
+    """A CPU-sized copy of a layer: batch ``n``, at most ``channels`` channels (depthwise and
+    grouped layers keep their ratio of channels to groups), every spatial extent at most ``side``."""
+    c = lay["c"] if channels is None else min(lay["c"], channels)
+    per_group = lay["c"] // lay["groups"]
+    groups = max(1, c // per_group) if lay["groups"] > 1 else 1
+    c = groups * per_group if lay["groups"] > 1 else c
+    k = c if lay["k"] == lay["c"] else min(lay["k"], c)
+    size = lay["size"] if side is None else tuple(min(v, side) for v in lay["size"])
+    return dict(lay, name=lay["name"] + " (scaled)", n=n, c=c, k=k, size=size, groups=groups)
