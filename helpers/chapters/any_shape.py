@@ -160,14 +160,16 @@ def by_implicit_gemm(x, weight, stride=1, padding=0, dilation=1, tile: int = 64)
     return y.reshape(x.shape[0], weight.shape[1], *out), largest
 
 
-def by_recursion(x, weight, stride=1, padding=0, dilation=1, lower=None, base: int = 2, calls=None):
+def by_recursion(x, weight, stride=1, padding=0, dilation=1, lower=None, base: int | None = None, calls=None):
     """A rank-r convolution as a sum of rank-(r-1) ones: output plane o of the first axis adds,
     for every tap t of that axis whose input plane i = o*stride - begin + t*dilation exists, the
     lower-rank convolution of input plane i with the weight's slice t. Recurses until rank
-    ``base``, where ``lower(x, weight, stride, padding, dilation)`` runs (default: the column
-    matrix). ``calls``: a list that collects each lower call's rank. Extra memory: the partial
-    output a lower call returns, before it is added."""
+    ``base`` (default: one rank lower than x's), where ``lower(x, weight, stride, padding,
+    dilation)`` runs (default: the column matrix). ``calls``: a list that collects each lower
+    call's rank. Extra memory: the partial output a lower call returns, before it is added, at
+    every level, and the lower call's own."""
     stride, pads, dilation, kernel, out = _geometry(x, weight, stride, padding, dilation)
+    base = max(1, x.ndim - 3) if base is None else base
     if x.ndim - 2 <= base:
         if calls is not None:
             calls.append(x.ndim - 2)
@@ -187,23 +189,25 @@ def by_recursion(x, weight, stride=1, padding=0, dilation=1, lower=None, base: i
     return y, largest
 
 
-def memory(lay: dict, tile: int = 64, base: int = 2) -> dict:
+def memory(lay: dict, tile: int = 64, base: int | None = None) -> dict:
     """Floats each lowering needs beyond the tensors themselves, from the shapes (what the
-    functions above allocate): the whole column matrix; one tile's columns; the partial output of
-    one lower-rank call (rank ``base``, with the column matrix of that call), and how many lower
-    calls the recursion makes (one per output plane and tap of every axis above ``base`` whose
-    input plane exists)."""
+    functions above allocate): the whole column matrix; one tile's columns; for the recursion down
+    to rank ``base`` (default: one rank lower), the partial output held at each level and the column
+    matrix of one lower call (a lower call that lowers by columns), and how many lower calls it
+    makes (one per output plane and tap of every axis above ``base`` whose input plane exists)."""
     out, taps = out_size(lay), prod(lay["kernel"])
     rank = len(out)
-    lower_taps, lower_out = prod(lay["kernel"][rank - base:]), prod(out[rank - base:])
+    base = max(1, rank - 1) if base is None else base
+    top = rank - base                      # the axes the recursion walks
+    partials = sum(lay["n"] * lay["k"] * prod(out[j:]) for j in range(1, top + 1))
     calls = prod(sum(0 <= o * s - b + t * d < v for o in range(n_out) for t in range(k))
                  for n_out, k, s, (b, _), d, v in list(zip(out, lay["kernel"], lay["stride"], lay["padding"],
-                                                           lay["dilation"], lay["size"]))[:rank - base])
+                                                           lay["dilation"], lay["size"]))[:top])
     return {"tensors": lay["n"] * lay["c"] * prod(lay["size"]) + lay["n"] * lay["k"] * prod(out)
             + lay["c"] * lay["k"] * taps,
             "columns": lay["n"] * lay["c"] * taps * prod(out),
             "implicit": lay["n"] * lay["c"] * taps * min(tile, prod(out)),
-            "recursion": lay["n"] * lay["k"] * lower_out + lay["n"] * lay["c"] * lower_taps * lower_out,
+            "recursion": partials + lay["n"] * lay["c"] * prod(lay["kernel"][top:]) * prod(out[top:]),
             "recursion_calls": calls}
 
 
@@ -239,3 +243,26 @@ def scaled(lay: dict, n: int = 1, channels: int | None = None, side: int | None 
     k = c if lay["k"] == lay["c"] else min(lay["k"], c)
     size = lay["size"] if side is None else tuple(min(v, side) for v in lay["size"])
     return dict(lay, name=lay["name"] + " (scaled)", n=n, c=c, k=k, size=size, groups=groups)
+
+
+def recorded_ladder(op: str, layer_set: str) -> list[str] | None:
+    """The recorded GPU runs of ``op`` over ``layer_set`` as lines: per layer, each stage's median
+    in µs and the vendor's (PyTorch: cuDNN or its own kernels), then the best stage's speed-up over
+    the vendor; None when results/ holds no such run yet."""
+    from ..analysis import results
+    runs = results.find(op, layer_set)
+    if not runs:
+        return None
+    lines = []
+    for run in runs:
+        stages = list(dict.fromkeys(r["stage"] for r in run["rows"]))
+        vendor = {v["layer"]: v["median_ms"] for v in run.get("vendor", []) if "median_ms" in v}
+        lines.append(f"{op} on {layer_set} ({results.device_label(run)}, {run['date'][:10]}), median µs per call:")
+        lines.append(f"{'layer':<22}" + "".join(f"{s:>14}" for s in stages) + f"{'PyTorch':>10}{'best/PyTorch':>14}")
+        for lay in dict.fromkeys(r["layer"] for r in run["rows"]):
+            t = {r["stage"]: r["median_ms"] for r in run["rows"] if r["layer"] == lay and r.get("median_ms")}
+            best = min(t.values()) if t else None
+            ratio = f"x{vendor[lay] / best:.2f}" if best and lay in vendor else "-"
+            lines.append(f"{lay:<22}" + "".join(f"{1000 * t[s]:>14.1f}" if s in t else f"{'-':>14}" for s in stages)
+                         + (f"{1000 * vendor[lay]:>10.1f}" if lay in vendor else f"{'-':>10}") + f"{ratio:>14}")
+    return lines
