@@ -154,3 +154,26 @@ def reach(lay: dict) -> str:
     span = [d * (k - 1) + 1 for d, k in zip(lay["dilation"], lay["kernel"])]
     return f"{lay['name']}: {'x'.join(map(str, lay['kernel']))} taps over {'x'.join(map(str, span))}, " \
            f"output {'x'.join(map(str, out_size(lay)))}, {prod(lay['kernel'])} taps of {prod(span)} positions"
+
+
+def draw_column_matrix(ax, c: int = 2, size=(3, 3, 3), kernel=(2, 2, 2)):
+    """The column matrix of a small 3-D input (one image, stride 1, no padding): a row per
+    (channel, tap), a column per output position, each cell the flat index of the input value it
+    copies, coloured by it. The same colour recurs along anti-diagonal runs: one value, many taps."""
+    import numpy as np
+    from .any_shape import gather
+    x = np.arange(c * prod(size), dtype=float).reshape(1, c, *size)
+    out = tuple(v - k + 1 for v, k in zip(size, kernel))
+    cols = gather(x, range(prod(out)), (1,) * len(size), ((0, 0),) * len(size), (1,) * len(size), kernel, out)[0]
+    ax.imshow(cols, cmap="viridis", aspect="auto")
+    for (i, j), v in np.ndenumerate(cols):
+        ax.text(j, i, f"{int(v)}", ha="center", va="center", fontsize=6, color="white" if v < cols.max() / 2 else "black")
+    taps = [f"c{ci} {''.join(map(str, t))}" for ci in range(c) for t in np.ndindex(*kernel)]
+    ax.set_yticks(range(len(taps)), taps, fontsize=6)
+    ax.set_xticks(range(prod(out)), ["".join(map(str, p)) for p in np.ndindex(*out)], fontsize=6)
+    ax.set_xlabel("output position (od oh ow)", fontsize=8)
+    ax.set_ylabel("row: channel, tap (t r s)", fontsize=8)
+    ax.grid(False)
+    uses = np.bincount(cols.astype(int).ravel(), minlength=x.size)
+    ax.set_title(f"column matrix of a {'x'.join(map(str, size))} input, {c} channels, {'x'.join(map(str, kernel))} "
+                 f"kernel: {cols.size} cells for {x.size} values, each copied up to {uses.max()} times", fontsize=9)
