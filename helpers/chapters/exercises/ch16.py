@@ -34,10 +34,9 @@ def check_dilated_tap(answer_fn) -> bool:
     for case in cases:
         got = answer_fn(*case)
         if got != want(*case):
-            why = named_mistake(answer_fn, cases, mistakes) or f"{_compare(got, want(*case))}"
-            o, t, s, p, d = case
-            return _verdict(False, "", f"output {o}, tap {t}, stride {s}, padding {p}, dilation {d}: you give "
-                            f"{got}: {why}")
+            named = dict(zip(("output", "tap", "stride", "padding", "dilation"), case))
+            why = named_mistake(answer_fn, cases, mistakes) or _compare(got, want(*case))
+            return _verdict(False, "", ", ".join(f"{k} {v}" for k, v in named.items()) + f": you give {got}: {why}")
     return _verdict(True, "each tap sits dilation apart inside a window that moves by the stride and starts "
                     "at -padding", "")
 
