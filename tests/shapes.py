@@ -13,7 +13,7 @@ positions (CPW, XPW, float4s) meets every partial last block; WIDE, 3x3 stride-1
 K % 16 == 0 on rows wide enough for the direct stages' in-kernel fast branch; and LARGE, planes
 larger than a work-group's tile in both directions (37 x 61, 64 x 67 ...), so that tiles repeat
 and the last ones are partial. ANY_SHAPE, after them in every convolution's grid: groups,
-dilation, strides per axis, padding per side, 1 to 3 spatial axes (the any-shape stages run them,
+dilation, strides per axis, padding per side, 1 to 4 spatial axes (the any-shape stages run them,
 the others refuse them by name).
 """
 import itertools
@@ -25,6 +25,7 @@ from helpers.ops import conv3d_dgrad, conv_dgrad, conv_forward, conv_wgrad, gemm
 from helpers.ops import reference as ref
 from helpers.ops.batchnorm_backward import random_backward_args
 from helpers.ops.batchnorm_forward import random_args as bn_forward_args
+from helpers.ops.shape import random_args
 from helpers.runner import path_of
 
 ACTS = ("none", "relu", "sigmoid", "tanh")
@@ -142,7 +143,7 @@ VOL_CASES = [(1, 2, 4, 5, 3, 3, 3, 1, 1), (2, 3, 5, 4, 6, 4, 3, 2, 1), (1, 1, 1,
 # Convolutions of any shape (chapter 16), run by every stage of the three convolutions: the
 # any-shape stages check them, the others refuse them by name (the last case is a plain 2-D shape
 # spelled per axis and per side, which every stage runs). Each is (x shape, weight shape (C,
-# K/groups, *kernel), stride, padding, dilation, groups, activation): ranks 1-3, groups with
+# K/groups, *kernel), stride, padding, dilation, groups, activation): ranks 1-4, groups with
 # depthwise among them (groups = C, with channel multipliers 1 and 2), dilation on each axis,
 # strides that differ per axis, padding that differs per side, unit extents, 1x1 kernels.
 ANY_SHAPE = [
@@ -161,6 +162,12 @@ ANY_SHAPE = [
     ((2, 6, 5, 4, 4), (6, 3, 1, 3, 3), (2, 1, 1), ((0, 0), (1, 1), (1, 1)), 1, 2, "sigmoid"),
     ((1, 3, 1, 1, 7), (3, 2, 1, 1, 3), 1, ((0, 0), (0, 0), (1, 1)), (1, 1, 3), 1, "relu"),
     ((2, 4, 6, 4, 5), (4, 2, 2, 2, 2), (1, 2, 3), ((1, 0), (1, 1), (0, 1)), (2, 1, 1), 2, "none"),
+    # 4-D: depthwise with unequal strides and padding per side; grouped and dilated along the
+    # fourth axis; a dense 3x3x3x3; unit extents and a stride past the kernel
+    ((2, 4, 3, 4, 5, 3), (4, 1, 2, 3, 2, 2), (2, 1, 2, 1), ((1, 0), (0, 1), (1, 1), (0, 0)), (1, 2, 1, 1), 4, "relu"),
+    ((1, 6, 5, 3, 4, 4), (6, 2, 3, 3, 1, 3), (1, 1, 2, 1), ((1, 1), (1, 1), (0, 0), (1, 2)), (2, 1, 1, 1), 2, "tanh"),
+    ((2, 3, 4, 3, 3, 5), (3, 2, 3, 3, 3, 3), 1, 1, 1, 1, "sigmoid"),
+    ((1, 2, 1, 2, 1, 3), (2, 1, 1, 2, 1, 2), (1, 1, 1, 3), ((0, 0), (1, 0), (0, 0), (0, 1)), 1, 2, "none"),
     ((2, 5, 7, 8), (5, 3, 3, 3), (2, 2), ((1, 1), (1, 1)), (1, 1), 1, "relu"),
 ]
 
@@ -168,21 +175,7 @@ ANY_SHAPE = [
 def any_shape_args(op: str, case, seed: int) -> dict:
     """Random arguments of ``op`` for one case of ANY_SHAPE (a bias on even seeds, forward)."""
     xs, ws, stride, padding, dilation, groups, act = case
-    rng = np.random.default_rng(seed)
-    taps = int(np.prod(ws[2:])) * ws[0] // groups
-    x = rng.standard_normal(xs, dtype=np.float32)
-    w = (rng.standard_normal(ws, dtype=np.float32) / np.float32(np.sqrt(taps))).astype(np.float32)
-    out = ref.output_sizes(xs[2:], ws[2:], stride, padding, dilation)
-    dy = rng.standard_normal((xs[0], ws[1] * groups, *out), dtype=np.float32)
-    geometry = dict(stride=stride, padding=padding, dilation=dilation, groups=groups, activation=act)
-    if op == "conv_forward":
-        return dict(input=x, weight=w, **geometry, **({"bias": rng.standard_normal(dy.shape[1], dtype=np.float32)}
-                                                      if seed % 2 == 0 else {}))
-    if act != "none":
-        geometry["output"] = ref.activation(act, rng.standard_normal(dy.shape)).astype(np.float32)
-    if op == "conv_dgrad":
-        return dict(grad_output=dy, weight=w, input_shape=xs, **geometry)
-    return dict(input=x, grad_output=dy, weight_shape=ws, **geometry)
+    return random_args(op, xs, ws, stride, padding, dilation, groups, act, seed, bias=seed % 2 == 0)
 
 
 def any_shape_id(case) -> str:

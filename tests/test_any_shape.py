@@ -54,8 +54,9 @@ def forward(**over):
                                                    r"fit in the padded 9x8 input"),
     (dict(input=np.ones((2, 6, 9, 8, 4), F32)), ValueError, r"input must have 4 dimensions \(N, C, H, W\) like "
                                                             r"weight \(a 2-D convolution\), got shape \(2, 6, 9, 8, 4\)"),
-    (dict(input=np.ones((2, 6), F32)), ValueError, r"input must have 3, 4 or 5 dimensions \(N, C and 1 to 3 "
+    (dict(input=np.ones((2, 6), F32)), ValueError, r"input must have 3 to 6 dimensions \(N, C and 1 to 4 "
                                                    r"spatial axes\)"),
+    (dict(input=np.ones((1, 1, 1, 1, 1, 1, 1), F32)), ValueError, r"input must have 3 to 6 dimensions"),
     (dict(weight=np.ones((4, 2, 3, 3), F32)), ValueError, r"weight is \(C_in, C_out/groups, R, S\) = \(4, 2, 3, 3\), "
                                                           r"so its first dimension must equal the input's channels"),
 ])
@@ -88,6 +89,30 @@ def test_bad_arguments_of_the_gradients(ctx, monkeypatch):
                                          r"dilation \(1, 1, 1\), groups 2; got \(1, 4, 1, 4, 5\)"):
         helpers.run_stage("conv_wgrad", "any_shape", ctx=ctx, input=np.ones((1, 4, 3, 6, 6), F32),
                           grad_output=np.ones((1, 4, 1, 4, 5), F32), weight_shape=(4, 2, 3, 3, 3), groups=2)
+
+
+def test_bad_arguments_of_a_4d_convolution(ctx, monkeypatch):
+    """The fourth axis is named in every message: ranks that disagree, a stride or padding of the
+    wrong length, a grad_output whose shape does not follow."""
+    no_launch(monkeypatch)
+    x, w = np.ones((1, 4, 3, 4, 4, 4), F32), np.ones((4, 1, 3, 3, 3, 3), F32)
+    with pytest.raises(ValueError, match=r"conv_forward: input must have 5 dimensions \(N, C, D, H, W\) like weight "
+                                         r"\(a 3-D convolution\), got shape \(1, 4, 3, 4, 4, 4\)"):
+        helpers.run_stage("conv_forward", "any_shape", ctx=ctx, input=x, weight=np.ones((4, 1, 3, 3, 3), F32))
+    with pytest.raises(ValueError, match=r"stride has 3 entries but the convolution is 4-D: give one integer, or one "
+                                         r"per spatial axis \(A, D, H, W\)"):
+        helpers.run_stage("conv_forward", "any_shape", ctx=ctx, input=x, weight=w, groups=4, stride=(1, 2, 1))
+    with pytest.raises(ValueError, match=r"padding 3 on axis A is larger than the kernel's reach 2"):
+        helpers.run_stage("conv_forward", "any_shape", ctx=ctx, input=x, weight=np.ones((4, 1, 2, 3, 3, 3), F32),
+                          groups=4, padding=((3, 0), (1, 1), (1, 1), (1, 1)))
+    with pytest.raises(ValueError, match=r"conv_dgrad: grad_output must have shape \(N, K, OA, OD, OH, OW\) = "
+                                         r"\(1, 4, 3, 4, 4, 4\) for input \(1, 4, 3, 4, 4, 4\), a 3x3x3x3 kernel"):
+        helpers.run_stage("conv_dgrad", "any_shape", ctx=ctx, grad_output=np.ones((1, 4, 3, 4, 4, 3), F32), weight=w,
+                          input_shape=x.shape, padding=1, groups=4)
+    with pytest.raises(ValueError, match=r"conv_wgrad: weight_shape must have 6 entries \(C, K/groups, Q, T, R, S\) "
+                                         r"like input and grad_output \(a 4-D convolution\)"):
+        helpers.run_stage("conv_wgrad", "any_shape", ctx=ctx, input=x, grad_output=np.ones((1, 4, 3, 4, 4, 4), F32),
+                          weight_shape=(4, 1, 3, 3, 3), padding=1, groups=4)
 
 
 # ---- the plain 2-D problem is what it was --------------------------------------------------------
@@ -163,12 +188,19 @@ def tier(op):
     # dilation dropped on the H axis: only a case dilated along H shows it
     ("conv_forward", "oh * SH + r * DH - PH", "oh * SH + r - PH", r"failed on 2d_n2c3k5_\(9, 9\).*d2g1"),
     # every channel read as group 0's: only a grouped case shows it (the first one is 1-D)
-    ("conv_dgrad", "const int g = c / CG;", "const int g = 0;", r"failed on 1d_n2c4k6_.*g2_relu"),
+    ("conv_dgrad", "KG = K / G, g = c / CG;", "KG = K / G, g = 0;", r"failed on 1d_n2c4k6_.*g2_relu"),
     # the padding before the depth axis forgotten: only a 3-D case padded in front along D shows it
     ("conv_wgrad", "od * SD + t * DD - PD", "od * SD + t * DD", r"failed on 3d_n1c2k3_"),
     # the last output of the single-element 1-D case written one past the output
-    ("conv_forward", "y[(n * K + k) * (OD * OH * OW) + o]", "y[(n * K + k) * (OD * OH * OW) + o + (N * K * OD * OH * OW == 1)]",
+    ("conv_forward", "y[((n * K + k) * OA + oa) * (OD * OH * OW) + o]",
+     "y[((n * K + k) * OA + oa) * (OD * OH * OW) + o + (N * K * OA * OD * OH * OW == 1)]",
      r"failed on 1d_n1c1k1_.*\n.*output.*after the tensor"),
+    # the fourth axis' stride ignored: only a 4-D case strided along it shows it (the first one)
+    ("conv_forward", "oa * SA + q * DA - PA", "oa + q * DA - PA", r"failed on 4d_n2c4k4_"),
+    # the fourth axis' dilation dropped: only the 4-D case dilated along it shows it
+    ("conv_dgrad", "a + PA - q * DA", "a + PA - q", r"failed on 4d_n1c6k4_"),
+    # every weight's tap on the fourth axis taken as 0: the first 4-D case (two taps there) shows it
+    ("conv_wgrad", "const int q = (i / (S * R * T)) % Q;", "const int q = 0;", r"failed on 4d_n2c4k4_"),
 ])
 def test_a_planted_fault_in_an_any_shape_kernel_is_caught_on_the_tier(ctx, op, old, new, caught):
     bad = planted(helpers.get_stage(op, "any_shape"), old, new)

@@ -21,8 +21,8 @@ from helpers import bench
     (["--stages", "winograd4", "--tune-only", "GEMM_LDS"], "GEMM_LDS: no selected stage of conv_dgrad tunes it"),
     # an op given a layer set of another kind of op, or an op with no layer sets
     (["--op", "gemm", "--layers", "ci"], "layer set 'ci' holds conv layers, but gemm takes gemm layers: choose from gemm, gemm_small"),
-    (["--op", "conv_dgrad", "--layers", "bn_ci"], "layer set 'bn_ci' holds batchnorm layers, but conv_dgrad takes conv layers"),
-    (["--op", "conv_wgrad", "--layers", "gemm"], "but conv_wgrad takes conv layers"),
+    (["--op", "conv_dgrad", "--layers", "bn_ci"], "layer set 'bn_ci' holds batchnorm layers, but conv_dgrad takes conv or anyshape layers"),
+    (["--op", "conv_wgrad", "--layers", "gemm"], "but conv_wgrad takes conv or anyshape layers"),
     (["--op", "batchnorm_backward", "--layers", "gemm"], "but batchnorm_backward takes batchnorm layers: choose from bn, bn_ci, bn_small"),
     (["--op", "conv3d_dgrad"], "conv3d_dgrad has no layer sets to benchmark"),
     # counts that make no sense

@@ -1,11 +1,13 @@
 """The float64 references of convolutions of any shape (helpers/ops/reference.py: conv_*_nd) are
 right: against plain loops written from the definition, the 2-D references, the adjoint identity,
-finite differences and, where it is installed, PyTorch.
+finite differences and PyTorch (1-D to 3-D; CI installs it, and there its absence fails).
 
-Every shape below mixes what chapter 16 adds: 1 to 3 spatial axes, groups (depthwise among them),
-dilation, a stride per axis and a padding per side.
+Every shape below mixes what chapter 16 adds: 1 to 4 spatial axes, groups (depthwise among them),
+dilation, a stride per axis and a padding per side. The 4-D references are computed by recursion
+over the 3-D ones; the loops take every axis alike.
 """
 import itertools
+import os
 
 import numpy as np
 import pytest
@@ -21,6 +23,12 @@ SHAPES = [
     ((1, 2, 4, 5, 6), (2, 3, 3, 2, 3), (1, 2, 1), ((1, 1), (0, 1), (2, 0)), (1, 1, 2), 1),
     ((2, 6, 3, 4, 5), (6, 1, 2, 3, 1), (2, 1, 3), ((1, 0), (0, 2), (0, 0)), (2, 1, 1), 3),
 ]
+SHAPES_4D = [
+    ((2, 4, 3, 4, 5, 3), (4, 1, 2, 3, 2, 2), (2, 1, 2, 1), ((1, 0), (0, 1), (1, 1), (0, 0)), (1, 2, 1, 1), 4),  # depthwise
+    ((1, 6, 5, 3, 4, 4), (6, 2, 3, 3, 1, 3), (1, 1, 2, 1), ((1, 1), (1, 1), (0, 0), (1, 2)), (2, 1, 1, 1), 2),
+    ((1, 2, 4, 3, 3, 3), (2, 3, 3, 3, 3, 3), (3, 1, 1, 1), ((2, 1), (1, 1), (1, 1), (1, 1)), (1, 1, 1, 1), 1),
+]
+ALL = SHAPES + SHAPES_4D
 
 
 def ids(shape):
@@ -78,7 +86,7 @@ def tensors(shape, seed):
     return x, w, dy, (stride, pads, dilation, groups)
 
 
-@pytest.mark.parametrize("shape", SHAPES, ids=ids)
+@pytest.mark.parametrize("shape", ALL, ids=ids)
 def test_the_three_references_match_plain_loops(shape):
     x, w, dy, geometry = tensors(shape, 1)
     np.testing.assert_allclose(ref.conv_forward_nd(x, w, *geometry), forward_loops(x, w, *geometry), rtol=1e-12, atol=1e-12)
@@ -88,7 +96,7 @@ def test_the_three_references_match_plain_loops(shape):
                                rtol=1e-12, atol=1e-12)
 
 
-@pytest.mark.parametrize("shape", SHAPES, ids=ids)
+@pytest.mark.parametrize("shape", ALL, ids=ids)
 def test_adjoint_identity(shape):
     """<conv(x, w), dy> = <x, dgrad(dy, w)> = <w, wgrad(x, dy)>."""
     x, w, dy, geometry = tensors(shape, 2)
@@ -97,7 +105,8 @@ def test_adjoint_identity(shape):
     assert lhs == pytest.approx(np.sum(w * ref.conv_wgrad_nd(x, dy, w.shape, *geometry)), rel=1e-10)
 
 
-@pytest.mark.parametrize("shape, act", list(zip(SHAPES, ("tanh", "sigmoid", "relu", "tanh", "sigmoid", "none"))),
+@pytest.mark.parametrize("shape, act", list(zip(ALL, ("tanh", "sigmoid", "relu", "tanh", "sigmoid", "none", "relu",
+                                                      "tanh", "sigmoid"))),
                          ids=lambda v: v if isinstance(v, str) else ids(v))
 def test_finite_differences(shape, act):
     """Loss = sum(g * act(conv(x, w))): its numerical gradient matches dgrad and wgrad with the
@@ -149,11 +158,36 @@ def test_a_fault_in_the_references_is_caught_by_the_loops(monkeypatch):
     assert not np.allclose(ref.conv_forward_nd(x, w, *geometry), forward_loops(x, w, *geometry))
 
 
-# ---- PyTorch, where it is installed (CI) ----------------------------------------------------------
+@pytest.mark.parametrize("op", ("forward", "dgrad", "wgrad"))
+def test_a_fault_in_the_4d_recursion_is_caught_by_the_loops(monkeypatch, op):
+    """The 4-D checks can fail: the recursion's windows of the fourth axis taken without its
+    dilation (the shape dilated along it) differ from the loops in each of the three references."""
+    x, w, dy, geometry = tensors(SHAPES_4D[1], 7)
+    windows = ref.first_axis_windows
+    monkeypatch.setattr(ref, "first_axis_windows", lambda kernel, out, stride, dilation: windows(kernel, out, stride, 1))
+    got, loops = {"forward": (lambda: ref.conv_forward_nd(x, w, *geometry), lambda: forward_loops(x, w, *geometry)),
+                  "dgrad": (lambda: ref.conv_dgrad_nd(dy, w, x.shape, *geometry),
+                            lambda: dgrad_loops(dy, w, x.shape, *geometry)),
+                  "wgrad": (lambda: ref.conv_wgrad_nd(x, dy, w.shape, *geometry),
+                            lambda: wgrad_loops(x, dy, w.shape, *geometry))}[op]
+    assert not np.allclose(got(), loops())
+
+
+# ---- PyTorch: CI installs it; elsewhere its absence is a skip with the reason ----------------------
+
+def require_torch():
+    if os.environ.get("COURSE_CI") == "1":
+        try:
+            import torch
+        except ImportError:
+            pytest.fail("COURSE_CI=1 but PyTorch is not installed: pip install torch (the CPU build)")
+        return torch
+    return pytest.importorskip("torch")
+
 
 @pytest.mark.parametrize("shape", SHAPES, ids=ids)
 def test_the_references_match_pytorch(shape):
-    torch = pytest.importorskip("torch")
+    torch = require_torch()
     F = torch.nn.functional
     x, w, dy, (stride, pads, dilation, groups) = tensors(shape, 6)
     rank = x.ndim - 2

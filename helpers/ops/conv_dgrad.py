@@ -4,7 +4,7 @@ run_stage("conv_dgrad", stage, grad_output=(N,K,OH,OW), weight=(C,K,R,S) IOHW, i
           stride=1, padding=0, activation="none", output=None) -> grad_input (N,C,H,W)
 
 Any shape as conv_forward takes it (helpers/ops/shape.py): ``groups``, ``dilation``, ``stride``
-per axis, ``padding`` per axis or per side, 1 to 3 spatial axes (input_shape (N,C,*size), weight
+per axis, ``padding`` per axis or per side, 1 to 4 spatial axes (input_shape (N,C,*size), weight
 (C,K/groups,*kernel)); the any-shape stage runs them, the others refuse them by name.
 
 ``output`` is the layer's forward output after its activation; the activation's derivative is
@@ -21,7 +21,7 @@ from . import reference as ref
 from ..engine.check import rtol_for_sum, rtol_mma
 from .problem import (ACT_CODES, Problem, activation_output, backward_conv_problem, reject_unknown, shape4,
                       shape_requires, tensor)
-from .shape import check_grad_output, conv_shape, rank_of
+from .shape import check_grad_output, conv_shape, rank_of, layer_args as any_shape_layer_args
 
 OP = "conv_dgrad"
 # the layer sets the benchmark takes (helpers/ops/layers.py: their kind, the small default set)
@@ -111,6 +111,8 @@ def random_problem_args(n, c, h, w, k, kernel=3, stride=1, padding=1, activation
 
 def layer_args(layer: dict, activation: str = "none", seed: int = 0) -> dict:
     """Arguments for one layer of a set in helpers/ops/layers.py."""
+    if "size" in layer:                 # a layer of any shape (helpers/ops/layers.py: nd_layer)
+        return any_shape_layer_args(OP, layer, activation, seed)
     return random_problem_args(layer["n"], layer["c"], layer["h"], layer["w"], layer["k"], layer["kernel"],
                                layer["stride"], layer["padding"], activation, seed)
 
@@ -118,6 +120,9 @@ def layer_args(layer: dict, activation: str = "none", seed: int = 0) -> dict:
 def vendor_time(problem: Problem, warmup: int, repeats: int, flush_bytes: int, precision: str = "fp32"):
     """cuDNN's input gradient through PyTorch on an NVIDIA GPU, or None: fp32 with TF32 off, or
     the precision of a tensor-core stage (tf32, fp16, bf16)."""
+    if not problem.dims["plain"]:       # groups, dilation, 1-D, 3-D, 4-D: PyTorch's own convolution
+        from .vendor_nd import vendor_time as any_shape_time
+        return any_shape_time(problem, OP, warmup, repeats, flush_bytes)
     from .vendor import cudnn_conv_dgrad
     d = problem.dims
     return cudnn_conv_dgrad(problem.inputs["grad_output"], problem.inputs["weight"],

@@ -3,7 +3,7 @@
 run_stage("conv_forward", stage, input=(N,C,H,W), weight=(C,K,R,S) IOHW, stride=1, padding=0,
           bias=None, activation="none") -> output (N,K,OH,OW) = act(convolution + bias)
 
-Any shape (helpers/ops/shape.py): input (N,C,*size) with 1 to 3 spatial axes, weight
+Any shape (helpers/ops/shape.py): input (N,C,*size) with 1 to 4 spatial axes, weight
 (C,K/groups,*kernel), ``groups``, ``dilation``, ``stride`` per axis and ``padding`` per axis or
 per side; the stages of chapters 00-15 run the plain 2-D shape and refuse the others by name
 (stage_requires), the any-shape stage runs them all.
@@ -25,7 +25,7 @@ from . import reference as ref
 from ..engine.check import rtol_for_sum, rtol_mma
 from .problem import (ACT_CODES, FLOPS_2D, FLOPS_ANY, Problem, conv_problem_parts, reject_unknown, shape_requires,
                       tensor)
-from .shape import conv_shape, rank_of
+from .shape import conv_shape, rank_of, layer_args as any_shape_layer_args
 
 OP = "conv_forward"
 # the layer sets the benchmark takes (helpers/ops/layers.py: their kind, the small default set)
@@ -188,6 +188,8 @@ def layer_args(layer: dict, activation: str = "none", seed: int = 0) -> dict:
     """Arguments for one layer of a set in helpers/ops/layers.py. With an activation the layer is
     a network's whole forward step, act(convolution + bias), so a bias comes with it (the fused
     epilogue of chapter 13's forward stages); without one, the bare convolution."""
+    if "size" in layer:                 # a layer of any shape (helpers/ops/layers.py: nd_layer)
+        return any_shape_layer_args(OP, layer, activation, seed)
     return random_problem_args(layer["n"], layer["c"], layer["h"], layer["w"], layer["k"], layer["kernel"],
                                layer["stride"], layer["padding"], seed, activation, bias=activation != "none")
 
@@ -196,6 +198,9 @@ def vendor_time(problem: Problem, warmup: int, repeats: int, flush_bytes: int, p
     """cuDNN's forward convolution through PyTorch on an NVIDIA GPU, or None: fp32 with TF32 off,
     or the precision of a tensor-core stage; with the problem's bias and activation (PyTorch's
     own kernels, all timed)."""
+    if not problem.dims["plain"]:       # groups, dilation, 1-D, 3-D, 4-D: PyTorch's own convolution
+        from .vendor_nd import vendor_time as any_shape_time
+        return any_shape_time(problem, OP, warmup, repeats, flush_bytes)
     from .vendor import cudnn_conv_forward
     d = problem.dims
     return cudnn_conv_forward(problem.inputs["input"], problem.inputs["weight"], d["stride"], d["pad"],

@@ -10,7 +10,7 @@ over the N*OH*OW output positions:
     dw[c][k][r][s] = sum over (n, oh, ow) of x[n][c][oh*STRIDE + r - PAD][ow*STRIDE + s - PAD] * dy'[n][k][oh][ow]
 
 Any shape as conv_forward takes it (helpers/ops/shape.py): weight_shape (C,K/groups,*kernel),
-``groups``, ``dilation``, ``stride`` per axis, ``padding`` per axis or per side, 1 to 3 spatial
+``groups``, ``dilation``, ``stride`` per axis, ``padding`` per axis or per side, 1 to 4 spatial
 axes; the any-shape stage runs them, the others refuse them by name.
 
 Kernels of every stage take ``(x, dy, y, dw, N, C, H, W, K, OH, OW, PAD)`` and are built with
@@ -26,7 +26,7 @@ from . import reference as ref
 from ..engine.check import rtol_for_sum
 from .problem import (ACT_CODES, INT32_MAX, Problem, activation_output, backward_conv_problem, reject_unknown,
                       shape4, shape_requires, tensor)
-from .shape import check_grad_output, conv_shape, rank_of
+from .shape import check_grad_output, conv_shape, rank_of, layer_args as any_shape_layer_args
 
 OP = "conv_wgrad"
 # the layer sets the benchmark takes (helpers/ops/layers.py: their kind, the small default set)
@@ -127,12 +127,17 @@ def random_problem_args(n, c, h, w, k, kernel=3, stride=1, padding=1, activation
 
 def layer_args(layer: dict, activation: str = "none", seed: int = 0) -> dict:
     """Arguments for one layer of a set in helpers/ops/layers.py."""
+    if "size" in layer:                 # a layer of any shape (helpers/ops/layers.py: nd_layer)
+        return any_shape_layer_args(OP, layer, activation, seed)
     return random_problem_args(layer["n"], layer["c"], layer["h"], layer["w"], layer["k"], layer["kernel"],
                                layer["stride"], layer["padding"], activation, seed)
 
 
 def vendor_time(problem: Problem, warmup: int, repeats: int, flush_bytes: int):
     """cuDNN's fp32 weight gradient (TF32 off) through PyTorch on an NVIDIA GPU, or None."""
+    if not problem.dims["plain"]:       # groups, dilation, 1-D, 3-D, 4-D: PyTorch's own convolution
+        from .vendor_nd import vendor_time as any_shape_time
+        return any_shape_time(problem, OP, warmup, repeats, flush_bytes)
     from .vendor import cudnn_conv_wgrad
     d = problem.dims
     return cudnn_conv_wgrad(problem.inputs["input"], problem.inputs["grad_output"],

@@ -1,7 +1,10 @@
 """Named layer sets for the benchmark and the notebooks. All 3x3 convolutions unless stated.
 
 A layer is a dict of conv_dgrad's shape arguments; ``args(layer, activation)`` makes random,
-reproducible tensors for it (helpers/ops/conv_dgrad.py: random_problem_args).
+reproducible tensors for it (helpers/ops/conv_dgrad.py: random_problem_args). The convolutions of
+any shape (chapter 16: depthwise, grouped, dilated, 3-D and 4-D) are a kind of their own,
+``nd_layer``: each carries its ConvShape's arguments, and each convolution's ``layer_args`` makes
+its tensors (helpers/ops/shape.py: layer_args).
 """
 from __future__ import annotations
 
@@ -75,11 +78,63 @@ LAYER_SETS.update({
 })
 
 
+def nd_layer(name, n, c, size, k, kernel, stride=1, padding=0, dilation=1, groups=1):
+    """A convolution of any shape (helpers/ops/shape.py): ``size`` and ``kernel`` per spatial axis
+    (their length is the rank, 1 to 4); ``stride``, ``padding`` and ``dilation`` as the three
+    convolutions take them (one integer, or one per axis); the weight is (C, K/groups, *kernel)."""
+    return {"name": name, "n": n, "c": c, "k": k, "size": tuple(size), "kernel": tuple(kernel), "stride": stride,
+            "padding": padding, "dilation": dilation, "groups": groups}
+
+
+def depthwise(name, n, c, size, kernel, stride=1):
+    """A 2-D depthwise layer (groups = C = K), padded to keep the size at stride 1."""
+    return nd_layer(name, n, c, (size, size), c, (kernel, kernel), stride, kernel // 2, groups=c)
+
+
+LAYER_SETS.update({
+    # MobileNetV2's depthwise 3x3 layers at batch 64 (channels @ input size, /s2: stride 2)
+    "mobilenetv2_dw": [depthwise(f"dw{c}@{s}{'/s2' if st == 2 else ''}", 64, c, s, 3, st) for c, s, st in
+                       ((32, 112, 1), (96, 112, 2), (144, 56, 1), (144, 56, 2), (192, 28, 1), (192, 28, 2),
+                        (384, 14, 1), (576, 14, 1), (576, 14, 2), (960, 7, 1))],
+    # ConvNeXt's depthwise 7x7 layers (padding 3) at batch 64
+    "convnext_dw": [depthwise(f"dw7x7_{c}@{s}", 64, c, s, 7) for c, s in ((96, 56), (192, 28), (384, 14), (768, 7))],
+    # ResNeXt-50 32x4d's grouped 3x3 layers (32 groups, C = K) at batch 64
+    "resnext_grouped": [nd_layer(f"g32_{c}@{s}{'/s2' if st == 2 else ''}", 64, c, (s, s), c, (3, 3), st, 1, groups=32)
+                        for c, s, st in ((128, 56, 1), (256, 56, 2), (256, 28, 1), (512, 28, 2), (512, 14, 1),
+                                         (1024, 14, 2), (1024, 7, 1))],
+    # DeepLabv3 at output stride 16 (33x33 at batch 16): layer4's dilated 3x3, ASPP's three atrous
+    # 3x3 branches; padding = dilation keeps the size
+    "deeplab_dilated": [nd_layer(f"{name}_d{d}", 16, c, (33, 33), k, (3, 3), 1, d, d) for name, c, k, d in
+                        (("layer4", 512, 512, 2), ("aspp", 2048, 256, 6), ("aspp", 2048, 256, 12),
+                         ("aspp", 2048, 256, 18))],
+    # a 3-D ResNet-18's 3x3x3 layers on video clips (frames x height x width) at batch 8
+    "video3d": [nd_layer(f"v{c}@{d}x{s}x{s}", 8, c, (d, s, s), c, (3, 3, 3), 1, 1) for c, d, s in
+                ((64, 16, 56), (128, 8, 28), (256, 4, 14), (512, 2, 7))]
+               + [nd_layer("v64to128@16x56x56/s2", 8, 64, (16, 56, 56), 128, (3, 3, 3), 2, 1)],
+    # 4-D: 3x3x3x3 convolutions (padding 1, C = K) at batch 2
+    "conv4d": [nd_layer(f"c4d{c}@{a}x{s}x{s}x{s}", 2, c, (a, s, s, s), c, (3, 3, 3, 3), 1, 1)
+               for c, a, s in ((16, 8, 16), (32, 8, 8))],
+    # 4-D layers that run in seconds on a CPU through PoCL
+    "conv4d_small": [nd_layer("c4d4@4x6x6x6", 1, 4, (4, 6, 6, 6), 4, (3, 3, 3, 3), 1, 1),
+                     nd_layer("c4d8@4x6x6x6/s2", 2, 8, (4, 6, 6, 6), 8, (3, 3, 3, 3), 2, 1)],
+    # one small layer of each shape above, and a 1-D one: what CI and a CPU run in seconds
+    "anyshape_ci": [depthwise("dw16@12/s2", 2, 16, 12, 3, 2), depthwise("dw7x7_8@9", 1, 8, 9, 7),
+                    nd_layer("g4_16@10", 2, 16, (10, 10), 16, (3, 3), 1, 1, groups=4),
+                    nd_layer("layer_d2", 1, 8, (11, 11), 4, (3, 3), 1, 2, 2),
+                    nd_layer("v4@4x6x6", 1, 4, (4, 6, 6), 4, (3, 3, 3), 1, 1),
+                    nd_layer("c4d2@3x4x4x4", 1, 2, (3, 4, 4, 4), 2, (3, 3, 3, 3), 1, 1),
+                    nd_layer("dw1d16@50", 2, 16, (50,), 16, (5,), 1, 2, groups=16)],
+})
+
+
 # What each kind of layer describes, by the keys its layers carry: an op takes the sets of one kind
-# (its module's LAYERS: the kind, and the small set its benchmark runs when none is named)
+# (its module's LAYERS: the kind, and the small set its benchmark runs when none is named), and
+# the kinds ALSO names beside it: the convolutions take layers of any shape too
 KINDS = {"conv": ("n", "c", "h", "w", "k", "kernel", "stride", "padding"),
          "gemm": ("m", "n", "k"),
-         "batchnorm": ("n", "c", "h", "w")}
+         "batchnorm": ("n", "c", "h", "w"),
+         "anyshape": ("n", "c", "k", "size", "kernel", "stride", "padding", "dilation", "groups")}
+ALSO = {"conv": ("anyshape",)}
 
 
 def kind_of(name: str) -> str:
@@ -100,9 +155,10 @@ def layer_set(name: str, op: str | None = None) -> list[dict]:
     if op is not None:
         from . import op_module
         kind, _ = op_layers(op_module(op))
-        if kind_of(name) != kind:
-            raise ValueError(f"layer set {name!r} holds {kind_of(name)} layers, but {op} takes {kind} layers: "
-                             f"choose from {', '.join(sets_of(kind))}")
+        kinds = (kind, *ALSO.get(kind, ()))
+        if kind_of(name) not in kinds:
+            raise ValueError(f"layer set {name!r} holds {kind_of(name)} layers, but {op} takes "
+                             f"{' or '.join(kinds)} layers: choose from {', '.join(n for k in kinds for n in sets_of(k))}")
     return LAYER_SETS[name]
 
 

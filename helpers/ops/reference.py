@@ -113,10 +113,13 @@ def conv2d_wgrad(x: np.ndarray, grad_output: np.ndarray, weight_shape, stride: i
 
 
 # ---------------------------------------------------------------------------------------------
-# Convolutions of any shape: 1 to 3 spatial axes (x is (N, C, *size)), a stride and a dilation
+# Convolutions of any shape: 1 to 4 spatial axes (x is (N, C, *size)), a stride and a dilation
 # per axis, a (begin, end) padding per axis, groups. The weight is (C, K/groups, *kernel): input
 # channel c belongs to group g = c // (C/groups), whose output channels are g*K/groups ..
 # (g+1)*K/groups - 1. With one axis pair of each and groups = 1 these are the functions above.
+# Up to 3-D each function sums over the kernel's taps directly; a 4-D convolution is computed by
+# recursion over 3-D ones (below: _by_recursion), as a framework whose convolutions stop at 3-D
+# computes it.
 
 def per_axis(value, rank: int) -> tuple:
     """An int for every axis, or a tuple of one per axis."""
@@ -151,13 +154,16 @@ def conv_forward_nd(x, weight, stride=1, padding=0, dilation=1, groups: int = 1)
     x, weight = np.asarray(x, dtype=np.float64), np.asarray(weight, dtype=np.float64)
     rank = x.ndim - 2
     stride, dilation, pads = per_axis(stride, rank), per_axis(dilation, rank), per_side(padding, rank)
+    if rank > 3:
+        return _forward_by_recursion(x, weight, stride, pads, dilation, groups)
     kernel, kg = weight.shape[2:], weight.shape[1]
     out = output_sizes(x.shape[2:], kernel, stride, pads, dilation)
     xp = _grouped(np.pad(x, ((0, 0), (0, 0), *pads)), groups)               # (N, G, C/G, *padded)
     wg = weight.reshape(groups, -1, kg, *kernel)                            # (G, C/G, K/G, *kernel)
     y = np.zeros((x.shape[0], groups, kg, *out))
     for tap in np.ndindex(*kernel):
-        y += np.einsum("ngc...,gck->ngk...", _tap_window(xp, tap, out, stride, dilation), wg[(Ellipsis, *tap)])
+        window = _tap_window(xp, tap, out, stride, dilation).reshape(*y.shape[:2], -1, np.prod(out, dtype=int))
+        y += np.matmul(wg[(Ellipsis, *tap)].swapaxes(1, 2), window).reshape(y.shape)   # per group: (K/G, C/G) @ (C/G, P)
     return y.reshape(x.shape[0], groups * kg, *out)
 
 
@@ -170,13 +176,16 @@ def conv_dgrad_nd(grad_output, weight, input_shape, stride=1, padding=0, dilatio
     weight = np.asarray(weight, dtype=np.float64)
     rank = len(input_shape) - 2
     stride, dilation, pads = per_axis(stride, rank), per_axis(dilation, rank), per_side(padding, rank)
+    if rank > 3:
+        return _dgrad_by_recursion(dy, weight, tuple(input_shape), stride, pads, dilation, groups)
     kernel, kg, out = weight.shape[2:], weight.shape[1], dy.shape[2:]
     n, c = input_shape[:2]
     dxp = np.zeros((n, groups, c // groups, *(v + b + e for v, (b, e) in zip(input_shape[2:], pads))))
     wg = weight.reshape(groups, -1, kg, *kernel)
     dyg = _grouped(dy, groups)                                               # (N, G, K/G, *out)
     for tap in np.ndindex(*kernel):
-        _tap_window(dxp, tap, out, stride, dilation)[...] += np.einsum("ngk...,gck->ngc...", dyg, wg[(Ellipsis, *tap)])
+        window = _tap_window(dxp, tap, out, stride, dilation)
+        window += np.matmul(wg[(Ellipsis, *tap)], dyg.reshape(*dyg.shape[:3], -1)).reshape(window.shape)
     inside = tuple(slice(b, b + v) for v, (b, _) in zip(input_shape[2:], pads))
     return dxp.reshape(n, c, *dxp.shape[3:])[(Ellipsis, *inside)]
 
@@ -191,15 +200,73 @@ def conv_wgrad_nd(x, grad_output, weight_shape, stride=1, padding=0, dilation=1,
     x = np.asarray(x, dtype=np.float64)
     rank = x.ndim - 2
     stride, dilation, pads = per_axis(stride, rank), per_axis(dilation, rank), per_side(padding, rank)
+    if rank > 3:
+        return _wgrad_by_recursion(x, dy, tuple(weight_shape), stride, pads, dilation, groups)
     kernel, out = tuple(weight_shape[2:]), dy.shape[2:]
     xp = _grouped(np.pad(x, ((0, 0), (0, 0), *pads)), groups)
     n, groups_of = x.shape[0], (groups, x.shape[1] // groups)
     dyg = _grouped(dy, groups).reshape(n, groups, -1, int(np.prod(out)))     # positions flattened
+    dyt = dyg.transpose(1, 0, 3, 2).reshape(groups, -1, dyg.shape[2])          # (G, N*P, K/G)
     dw = np.zeros((*groups_of, weight_shape[1], *kernel))
     for tap in np.ndindex(*kernel):
         window = _tap_window(xp, tap, out, stride, dilation).reshape(n, *groups_of, -1)
-        dw[(Ellipsis, *tap)] = np.einsum("ngcp,ngkp->gck", window, dyg)
+        dw[(Ellipsis, *tap)] = np.matmul(window.transpose(1, 2, 0, 3).reshape(*groups_of, -1), dyt)  # per group
     return dw.reshape(weight_shape)
+
+
+# A convolution of rank R > 3 as a sum of convolutions of rank R - 1. Output slice oa of the
+# first axis reads input slice oa*stride + q*dilation - padding through tap q of that axis, so
+# for each tap q the slices oa = 0 .. OA-1 it reads (a strided window of the padded first axis)
+# are moved into the batch, (N, C, OA, ...) -> (N*OA, C, ...), and convolved by the rank R - 1
+# convolution with the weight's slice w[:, :, q]; the sum over q is the convolution. The input
+# gradient sends each tap's (R - 1)-D gradient back into its window of the first axis; the weight
+# gradient of tap q is the (R - 1)-D weight gradient of its window against dy.
+
+def first_axis_windows(kernel: int, out: int, stride: int, dilation: int) -> list:
+    """(q, the slice of the padded first axis that tap q reads for outputs 0 .. out-1)."""
+    return [(q, slice(dilation * q, dilation * q + stride * (out - 1) + 1, stride)) for q in range(kernel)]
+
+
+def into_batch(t: np.ndarray) -> np.ndarray:
+    """(N, C, A, ...) -> (N*A, C, ...): the first spatial axis moved into the batch (a NumPy array or
+    a torch tensor: helpers/ops/vendor_nd.py recurses the same way)."""
+    return t.swapaxes(1, 2).reshape(t.shape[0] * t.shape[2], t.shape[1], *t.shape[3:])
+
+
+def _out_of_batch(t: np.ndarray, n: int) -> np.ndarray:
+    """(N*A, C, ...) -> (N, C, A, ...)."""
+    return t.reshape(n, -1, *t.shape[1:]).swapaxes(1, 2)
+
+
+def _pad_first_axis(t: np.ndarray, pair) -> np.ndarray:
+    return np.pad(t, ((0, 0), (0, 0), tuple(pair)) + ((0, 0),) * (t.ndim - 3))
+
+
+def _forward_by_recursion(x, weight, stride, pads, dilation, groups):
+    xp = _pad_first_axis(x, pads[0])
+    out = (xp.shape[2] - dilation[0] * (weight.shape[2] - 1) - 1) // stride[0] + 1
+    rest = (stride[1:], pads[1:], dilation[1:], groups)
+    return sum(_out_of_batch(conv_forward_nd(into_batch(xp[:, :, window]), weight[:, :, q], *rest), x.shape[0])
+               for q, window in first_axis_windows(weight.shape[2], out, stride[0], dilation[0]))
+
+
+def _dgrad_by_recursion(dy, weight, input_shape, stride, pads, dilation, groups):
+    (n, c, a), (b, e) = input_shape[:3], pads[0]
+    dxp = np.zeros((n, c, a + b + e, *input_shape[3:]))
+    batch = (n * dy.shape[2], c, *input_shape[3:])
+    for q, window in first_axis_windows(weight.shape[2], dy.shape[2], stride[0], dilation[0]):
+        dxp[:, :, window] += _out_of_batch(conv_dgrad_nd(into_batch(dy), weight[:, :, q], batch, stride[1:],
+                                                         pads[1:], dilation[1:], groups), n)
+    return dxp[:, :, b:b + a]
+
+
+def _wgrad_by_recursion(x, dy, weight_shape, stride, pads, dilation, groups):
+    xp, dyb = _pad_first_axis(x, pads[0]), into_batch(dy)
+    dw = np.zeros(weight_shape)
+    for q, window in first_axis_windows(weight_shape[2], dy.shape[2], stride[0], dilation[0]):
+        dw[:, :, q] = conv_wgrad_nd(into_batch(xp[:, :, window]), dyb, weight_shape[:2] + weight_shape[3:],
+                                    stride[1:], pads[1:], dilation[1:], groups)
+    return dw
 
 # ---------------------------------------------------------------------------------------------
 # Batch normalization (chapter 14): per channel c, over the N*H*W values x[:, c, :, :].

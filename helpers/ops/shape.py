@@ -1,4 +1,4 @@
-"""The geometry of a convolution of any shape: 1 to 3 spatial axes, groups, dilation, a stride
+"""The geometry of a convolution of any shape: 1 to 4 spatial axes, groups, dilation, a stride
 per axis and a padding per side.
 
 The three convolution operations (conv_forward, conv_dgrad, conv_wgrad) read their ``stride``,
@@ -6,8 +6,9 @@ The three convolution operations (conv_forward, conv_dgrad, conv_wgrad) read the
 and get a ``ConvShape``, or a one-line TypeError/ValueError that says what to change, before
 anything touches a device. Conventions:
 
-- the spatial rank is the input's number of dimensions minus 2: (N, C, W), (N, C, H, W) or
-  (N, C, D, H, W); the weight is (C, K/groups, *kernel) (input channel first, as in every
+- the spatial rank is the input's number of dimensions minus 2: (N, C, W), (N, C, H, W),
+  (N, C, D, H, W) or (N, C, A, D, H, W) (A: the fourth axis, in front, such as time over a
+  volume); the weight is (C, K/groups, *kernel) (input channel first, as in every
   convolution of the course), grad_output (N, K, *out);
 - ``stride`` and ``dilation``: one integer for every axis, or one per axis;
 - ``padding``: one integer for every side, one per axis (both sides), or a (begin, end) pair per
@@ -26,14 +27,16 @@ from math import prod
 
 import numpy as np
 
+from . import reference as ref
 from .problem import positive_int
 
-RANKS = (1, 2, 3)
-# the any-shape kernels' int arguments, in order (ConvShape.geometry3)
-GEOMETRY = ("N", "C", "K", "G", "D", "OD", "T", "SD", "PD", "DD", "H", "OH", "R", "SH", "PH", "DH",
-            "W", "OW", "S", "SW", "PW", "DW")
-AXES = {1: "W", 2: "H, W", 3: "D, H, W"}
-KERNEL_AXES = {1: "S", 2: "R, S", 3: "T, R, S"}
+RANKS = (1, 2, 3, 4)
+# the any-shape kernels' int arguments, in order (ConvShape.geometry): per axis A, D, H, W its
+# input extent, output extent, kernel extent, stride, padding before and dilation
+GEOMETRY = ("N", "C", "K", "G", "A", "OA", "Q", "SA", "PA", "DA", "D", "OD", "T", "SD", "PD", "DD",
+            "H", "OH", "R", "SH", "PH", "DH", "W", "OW", "S", "SW", "PW", "DW")
+AXES = {1: "W", 2: "H, W", 3: "D, H, W", 4: "A, D, H, W"}
+KERNEL_AXES = {1: "S", 2: "R, S", 3: "T, R, S", 4: "Q, T, R, S"}
 
 
 @dataclass(frozen=True)
@@ -86,19 +89,19 @@ class ConvShape:
         return (f"{'x'.join(map(str, self.size))} K{self.k} {'x'.join(map(str, self.kernel))} s{self.stride} "
                 f"p{self.pads} d{self.dilation} g{self.groups}")
 
-    def geometry3(self) -> tuple:
-        """The any-shape kernels' int arguments: N, C, K, groups, then for each of the three axes
-        (D, H, W; unit extents in front for 1-D and 2-D) the input extent, output extent, kernel
+    def geometry(self) -> tuple:
+        """The any-shape kernels' int arguments: N, C, K, groups, then for each of the four axes
+        (A, D, H, W; unit extents in front for 1-D to 3-D) the input extent, output extent, kernel
         extent, stride, padding before and dilation."""
-        lead = 3 - self.rank
+        lead = 4 - self.rank
         per_axis = zip((1,) * lead + self.size, (1,) * lead + self.out, (1,) * lead + self.kernel,
                        (1,) * lead + self.stride, (0,) * lead + tuple(b for b, _ in self.pads),
                        (1,) * lead + self.dilation)
         return (self.n, self.c, self.k, self.groups, *(v for axis in per_axis for v in axis))
 
     def arguments(self) -> dict:
-        """geometry3 by name (GEOMETRY): a Problem's scalars where the shape is not plain."""
-        return dict(zip(GEOMETRY, self.geometry3()))
+        """geometry by name (GEOMETRY): a Problem's scalars where the shape is not plain."""
+        return dict(zip(GEOMETRY, self.geometry()))
 
 
 def layout(kind: str, rank: int, groups: int = 1) -> str:
@@ -117,7 +120,7 @@ def rank_of(op: str, shapes: list, groups: int = 1) -> int:
     is named; of two, the weight decides."""
     name, shape, _, word = shapes[0]
     if not len(shape) - 2 in RANKS:
-        raise ValueError(f"{op}: {name} must have 3, 4 or 5 {word} (N, C and 1 to 3 spatial axes), got {shape}")
+        raise ValueError(f"{op}: {name} must have 3 to 6 {word} (N, C and 1 to 4 spatial axes), got {shape}")
     counts = [len(s) for _, s, _, _ in shapes]
     ndim = max(set(counts), key=lambda v: (counts.count(v), v == counts[1]))
     for name, shape, kind, word in shapes:
@@ -213,3 +216,35 @@ def check_grad_output(op: str, dy_shape: tuple, shape: ConvShape, kg: int, input
     raise ValueError(f"{op}: grad_output must have shape {layout('grad_output', shape.rank)} = {(shape.n, k, *shape.out)} "
                      f"for input {tuple(input_shape)}, a {'x'.join(map(str, shape.kernel))} kernel{channels}, "
                      f"{geometry}; got {tuple(dy_shape)}")
+
+
+def random_args(op: str, x_shape: tuple, weight_shape: tuple, stride=1, padding=0, dilation=1, groups: int = 1,
+                activation: str = "none", seed: int = 0, bias: bool = False) -> dict:
+    """Random, reproducible arguments of ``op`` (conv_forward, conv_dgrad, conv_wgrad) for one
+    convolution of any shape: input (N, C, *size) and weight (C, K/groups, *kernel) of unit-scale
+    sums, grad_output and, with an activation, the forward output its derivative is taken from;
+    ``bias``: forward with a bias."""
+    rng = np.random.default_rng(seed)
+    taps = prod(weight_shape[2:]) * weight_shape[0] // groups
+    x = rng.standard_normal(x_shape, dtype=np.float32)
+    w = (rng.standard_normal(weight_shape, dtype=np.float32) / np.float32(np.sqrt(taps))).astype(np.float32)
+    out = ref.output_sizes(x_shape[2:], weight_shape[2:], stride, padding, dilation)
+    dy = rng.standard_normal((x_shape[0], weight_shape[1] * groups, *out), dtype=np.float32)
+    geometry = dict(stride=stride, padding=padding, dilation=dilation, groups=groups, activation=activation)
+    if op == "conv_forward":
+        return dict(input=x, weight=w, **geometry,
+                    **({"bias": rng.standard_normal(dy.shape[1], dtype=np.float32)} if bias else {}))
+    if activation != "none":
+        geometry["output"] = ref.activation(activation, rng.standard_normal(dy.shape)).astype(np.float32)
+    if op == "conv_dgrad":
+        return dict(grad_output=dy, weight=w, input_shape=tuple(x_shape), **geometry)
+    return dict(input=x, grad_output=dy, weight_shape=tuple(weight_shape), **geometry)
+
+
+def layer_args(op: str, layer: dict, activation: str = "none", seed: int = 0) -> dict:
+    """random_args for a layer of an any-shape set (helpers/ops/layers.py: kind "anyshape"); the
+    forward pass of a layer with an activation gets a bias too, as conv_forward.layer_args does."""
+    x_shape = (layer["n"], layer["c"], *layer["size"])
+    weight_shape = (layer["c"], layer["k"] // layer["groups"], *layer["kernel"])
+    return random_args(op, x_shape, weight_shape, layer["stride"], layer["padding"], layer["dilation"],
+                       layer["groups"], activation, seed, bias=op == "conv_forward" and activation != "none")

@@ -312,10 +312,10 @@ STAGES = [
           tune=NHWC_TC_TUNE, jit="nhwc_tf32", requires="mma_nhwc_requires",
           ptx=(MMA_TF32, TO_TF32, ".entry dy_to_nchw32(")),
 
-    # Chapter 16: every shape (groups, dilation, a stride per axis, a padding per side, 1-3 axes)
+    # Chapter 16: every shape (groups, dilation, a stride per axis, a padding per side, 1-4 axes)
     Stage("conv_dgrad", 16, "any_shape", "conv_dgrad/16_any_shape.cl",
-          "one work-item per input element of a convolution of any shape (1-3 spatial axes, groups, "
-          "dilation, strides per axis, padding per side) seen as 3-D, stage 02's checks on every axis",
+          "one work-item per input element of a convolution of any shape (1-4 spatial axes, groups, "
+          "dilation, strides per axis, padding per side) seen as 4-D, stage 02's checks on every axis",
           family="direct_nd", launch="per_input_element", defines=WG, tune=WG_TUNE, any_shape=True),
 
     # Chapter 11's algorithm chooser: times the other registered stages once per device and layer

@@ -59,10 +59,10 @@ STAGES = [
           family="tensor_cores", launch="mma_fwd_tf32", backend="cuda", precision="tf32", defines=FORWARD_TC,
           tune=TC_TILES_TUNE, jit="tf32_operands", requires="mma_fwd_tf32_requires", epilogue=True,
           ptx=(MMA_TF32, TO_TF32, ".entry to_channel_last(", ".entry conv_forward(")),
-    # chapter 16: every shape (groups, dilation, a stride per axis, a padding per side, 1-3 axes)
+    # chapter 16: every shape (groups, dilation, a stride per axis, a padding per side, 1-4 axes)
     Stage("conv_forward", 16, "any_shape", "conv_forward/16_any_shape.cl",
-          "one work-item per output element of a convolution of any shape (1-3 spatial axes, groups, "
-          "dilation, strides per axis, padding per side) seen as 3-D, with the bias and activation",
+          "one work-item per output element of a convolution of any shape (1-4 spatial axes, groups, "
+          "dilation, strides per axis, padding per side) seen as 4-D, with the bias and activation",
           family="direct_nd", launch="per_output_element", defines=WG, tune={"WG": [64, 128, 256]},
           epilogue=True, any_shape=True),
 ]

@@ -36,9 +36,9 @@ STAGES = [
           family="wgrad", launch="igemm_phases", defines={**TILES, "SLICE": 4096, "WG": 256},
           tune={**GEMM_TUNE, "SLICE": [1024, 4096, 16384]}, jit="vectors", requires="phases_requires",
           fallback="igemm", fast={"GEMM_VEC_A": 1}, variants=({"SLICE": 32, "WG": 8},)),
-    # chapter 16: every shape (groups, dilation, a stride per axis, a padding per side, 1-3 axes)
+    # chapter 16: every shape (groups, dilation, a stride per axis, a padding per side, 1-4 axes)
     Stage("conv_wgrad", 16, "any_shape", "conv_wgrad/16_any_shape.cl",
-          "one work-item per weight of a convolution of any shape (1-3 spatial axes, groups, dilation, "
-          "strides per axis, padding per side) seen as 3-D, walking its whole sum alone",
+          "one work-item per weight of a convolution of any shape (1-4 spatial axes, groups, dilation, "
+          "strides per axis, padding per side) seen as 4-D, walking its whole sum alone",
           family="direct_nd", launch="per_weight", defines=WG, tune=WG_TUNE, any_shape=True),
 ]

@@ -38,7 +38,7 @@ class Stage:
     epilogue: bool = False           # conv_forward: adds the bias and applies the activation
                                      # (helpers/ops/conv_forward.py: stage_requires)
     any_shape: bool = False          # conv ops: runs every shape of helpers/ops/shape.py (groups,
-                                     # dilation, a stride per axis, a padding per side, 1-3 spatial
+                                     # dilation, a stride per axis, a padding per side, 1-4 spatial
                                      # axes); the others run plain 2-D ones (ops/problem.py: shape_requires)
     arch: str = ""                   # CUDA: the one GPU architecture the kernel is built for
                                      # (sm_90a: Hopper's wgmma); empty: the device's own
