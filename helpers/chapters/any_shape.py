@@ -18,43 +18,20 @@ from math import prod
 
 import numpy as np
 
+from ..ops.layers import layer_set
 from ..ops.reference import output_sizes, per_axis, per_side
+from ..ops.shape import layer_args
 
 
-def conv_layer(name, n, c, size, k, kernel, stride=1, padding=0, dilation=1, groups=1) -> dict:
-    """A convolution of any shape, described by its sizes (``size`` and ``kernel`` per axis)."""
-    size, kernel = tuple(size), tuple(kernel)
-    rank = len(size)
-    return {"name": name, "n": n, "c": c, "k": k, "size": size, "kernel": kernel,
-            "stride": per_axis(stride, rank), "padding": per_side(padding, rank),
-            "dilation": per_axis(dilation, rank), "groups": groups}
+def sets(*names: str) -> list[dict]:
+    """The layers of the named any-shape sets (helpers/ops/layers.py), the recorded runs' shapes."""
+    return [lay for name in names for lay in layer_set(name)]
 
 
-def _sq(v, rank=2):
-    return (v,) * rank
-
-
-# MobileNetV2's depthwise 3x3 layers (channels @ input side, stride), batch 32
-DEPTHWISE_3X3 = [conv_layer(f"mbv2_dw{c}@{s}" + ("/s2" if st == 2 else ""), 32, c, _sq(s), c, _sq(3), st, 1,
-                            groups=c)
-                 for c, s, st in ((32, 112, 1), (96, 112, 2), (144, 56, 1), (144, 56, 2), (192, 28, 1),
-                                  (192, 28, 2), (384, 14, 1), (576, 14, 1), (576, 14, 2), (960, 7, 1))]
-# ConvNeXt-T's depthwise 7x7 layers, padding 3, batch 32
-DEPTHWISE_7X7 = [conv_layer(f"cnx_dw{c}@{s}", 32, c, _sq(s), c, _sq(7), 1, 3, groups=c)
-                 for c, s in ((96, 56), (192, 28), (384, 14), (768, 7))]
-# ResNeXt-50 32x4d's grouped 3x3 layers (32 groups), batch 32
-GROUPED = [conv_layer(f"rnx{c}@{s}", 32, c, _sq(s), c, _sq(3), 1, 1, groups=32)
-           for c, s in ((128, 56), (256, 28), (512, 14), (1024, 7))]
-# DeepLab v3 on a 513x513 crop at output stride 16: the last ResNet stage's 3x3 layer at dilation 2
-# and the three atrous branches of its pyramid (rates 6, 12, 18), batch 8
-DILATED = [conv_layer("deeplab512@33/d2", 8, 512, _sq(33), 512, _sq(3), 1, 2, 2)] + [
-    conv_layer(f"aspp@33/d{d}", 8, 2048, _sq(33), 256, _sq(3), 1, d, d) for d in (6, 12, 18)]
-# a video network's 3x3x3 layers (R3D-18 on 16 frames of 112x112), batch 8
-VIDEO = [conv_layer(f"r3d{c}@{t}x{s}", 8, c, (t, s, s), c, _sq(3, 3), 1, 1)
-         for c, t, s in ((64, 16, 56), (128, 8, 28), (256, 4, 14), (512, 2, 7))]
-# 4-D layers (a light field or a volume over time): 3x3x3x3 kernels, padding 1, batch 2
-FOUR_D = [conv_layer("4d16@8x8x32x32", 2, 16, (8, 8, 32, 32), 16, _sq(3, 4), 1, 1),
-          conv_layer("4d32@8x16x16x16", 2, 32, (8, 16, 16, 16), 32, _sq(3, 4), 1, 1)]
+def geometry(lay: dict) -> tuple:
+    """(stride, pads, dilation) of a layer, per axis, pads as (begin, end) pairs."""
+    rank = len(lay["size"])
+    return per_axis(lay["stride"], rank), per_side(lay["padding"], rank), per_axis(lay["dilation"], rank)
 
 
 def out_size(lay: dict) -> tuple:
@@ -200,37 +177,16 @@ def memory(lay: dict, tile: int = 64, base: int | None = None) -> dict:
     base = max(1, rank - 1) if base is None else base
     top = rank - base                      # the axes the recursion walks
     partials = sum(lay["n"] * lay["k"] * prod(out[j:]) for j in range(1, top + 1))
+    stride, pads, dilation = geometry(lay)
     calls = prod(sum(0 <= o * s - b + t * d < v for o in range(n_out) for t in range(k))
-                 for n_out, k, s, (b, _), d, v in list(zip(out, lay["kernel"], lay["stride"], lay["padding"],
-                                                           lay["dilation"], lay["size"]))[:top])
+                 for n_out, k, s, (b, _), d, v in list(zip(out, lay["kernel"], stride, pads, dilation,
+                                                           lay["size"]))[:top])
     return {"tensors": lay["n"] * lay["c"] * prod(lay["size"]) + lay["n"] * lay["k"] * prod(out)
             + lay["c"] * lay["k"] * taps,
             "columns": lay["n"] * lay["c"] * taps * prod(out),
             "implicit": lay["n"] * lay["c"] * taps * min(tile, prod(out)),
             "recursion": partials + lay["n"] * lay["c"] * prod(lay["kernel"][top:]) * prod(out[top:]),
             "recursion_calls": calls}
-
-
-def random_layer_args(lay: dict, op: str, seed: int = 0) -> dict:
-    """Random float32 arguments of ``op`` (conv_forward, conv_dgrad, conv_wgrad) for a layer of
-    this module, with the fixed seed; weights scaled by 1/sqrt(terms) so outputs stay near 1."""
-    rng = np.random.default_rng(seed)
-    g, kernel = lay["groups"], lay["kernel"]
-    xs, ws = (lay["n"], lay["c"], *lay["size"]), (lay["c"], lay["k"] // g, *kernel)
-    geometry = {"stride": lay["stride"], "padding": lay["padding"], "dilation": lay["dilation"], "groups": g}
-    if op == "conv_forward":
-        return dict(input=rng.standard_normal(xs, dtype=np.float32), weight=_weight(rng, ws, g), **geometry)
-    dy = rng.standard_normal((lay["n"], lay["k"], *out_size(lay)), dtype=np.float32)
-    if op == "conv_dgrad":
-        return dict(grad_output=dy, weight=_weight(rng, ws, g), input_shape=xs, **geometry)
-    if op == "conv_wgrad":
-        return dict(input=rng.standard_normal(xs, dtype=np.float32), grad_output=dy, weight_shape=ws, **geometry)
-    raise ValueError(f"op must be conv_forward, conv_dgrad or conv_wgrad, not {op!r}")
-
-
-def _weight(rng, shape, groups):
-    terms = prod(shape[2:]) * shape[0] // groups
-    return (rng.standard_normal(shape, dtype=np.float32) / np.float32(np.sqrt(terms))).astype(np.float32)
 
 
 def scaled(lay: dict, n: int = 1, channels: int | None = None, side: int | None = None) -> dict:

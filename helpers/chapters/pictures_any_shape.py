@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from math import prod
 
-from .any_shape import memory, out_size
+from .any_shape import geometry, memory, out_size
 
 GROUP_COLOURS = ["#4C72B0", "#DD8452", "#55A868", "#C44E52", "#8172B3", "#937860", "#DA8BC3", "#8C8C8C"]
 
@@ -151,7 +151,7 @@ def gemm_lines(layers: list[dict], gemm_per_group, tile_rows: int = 64) -> list[
 
 def reach(lay: dict) -> str:
     """A dilated layer's kernel span and output size, as text."""
-    span = [d * (k - 1) + 1 for d, k in zip(lay["dilation"], lay["kernel"])]
+    span = [d * (k - 1) + 1 for d, k in zip(geometry(lay)[2], lay["kernel"])]
     return f"{lay['name']}: {'x'.join(map(str, lay['kernel']))} taps over {'x'.join(map(str, span))}, " \
            f"output {'x'.join(map(str, out_size(lay)))}, {prod(lay['kernel'])} taps of {prod(span)} positions"
 
