@@ -9,6 +9,7 @@ from helpers.chapters import exercises as ex
 from helpers.chapters.direct import valid_table
 from helpers.chapters.kernel_exercises import GAPS, kernel_gap
 from helpers.engine.backends.opencl import ClPlan
+from helpers.ops import reference
 from helpers.ops.reference import output_size
 
 
@@ -751,3 +752,96 @@ def test_the_swizzle_gap_hides_the_rotation_not_the_chapters_xor():
     assert key_of(src[a]) not in secret_lines() and gap.secrets() == {}
     nb = nbformat.read(Path(__file__).resolve().parent.parent / "notebooks" / "10_bank_conflicts.ipynb", as_version=4)
     assert any(k.startswith("#defineWADDR(R,cc)") and "+(R))%(CB/4)" in k for k in notebook_secrets(nb))
+
+
+# Chapter 16: each check accepts the right method and names each wrong one by what it does.
+
+def _planes_3d(plane, keep=lambda i, d: 0 <= i < d):
+    """A 3-D convolution from the check's 2-D one: output plane o adds, for each depth tap t, the
+    2-D convolution of input plane ``plane(o, t, stride, pad, T)`` where ``keep`` says it exists."""
+    def answer(x, w, stride, padding, conv2d):
+        od = (x.shape[2] + 2 * padding[0] - w.shape[2]) // stride[0] + 1
+        planes = []
+        for o in range(od):
+            acc = None
+            for t in range(w.shape[2]):
+                i = plane(o, t, stride[0], padding[0], w.shape[2])
+                if keep(i, x.shape[2]):
+                    part = conv2d(x[:, :, i], w[:, :, t], stride[1:], padding[1:])
+                    acc = part if acc is None else acc + part
+            planes.append(acc if acc is not None else
+                          np.zeros_like(conv2d(x[:, :, 0], w[:, :, 0], stride[1:], padding[1:])))
+        return np.stack(planes, axis=2)
+    return answer
+
+
+def _column_bytes(xs, k, s, p, d, dilated=True):
+    from math import prod
+    out = [(n + 2 * pp - (dd if dilated else 1) * (kk - 1) - 1) // ss + 1 for n, kk, ss, pp, dd in zip(xs[2:], k, s, p, d)]
+    return 4 * xs[0] * xs[1] * prod(k) * prod(out)
+
+
+def _group_of(k, c, kk, g):
+    grp = k // (kk // g)
+    return grp, list(range(grp * (c // g), (grp + 1) * (c // g)))
+
+
+CH16 = {
+    ex.check_dilated_tap: (lambda o, t, s, p, d: o * s + t * d - p, {
+        "the dilation spreads the taps, not the outputs": lambda o, t, s, p, d: o * s * d + t - p,
+        "the dilation is missing": lambda o, t, s, p, d: o * s + t - p,
+        "the padding shifts the window back": lambda o, t, s, p, d: o * s + p + t * d,
+        "the stride moves the window from output to output": lambda o, t, s, p, d: (o + t * d) * s - p,
+        "the taps are d apart, not d-1": lambda o, t, s, p, d: o * s - p + t * (d - 1)}),
+    ex.check_group_channels: (_group_of, {
+        "not dealt round-robin": lambda k, c, kk, g: (k % g, list(range(k % g * (c // g), (k % g + 1) * (c // g)))),
+        "counts K/groups output channels per group, not C/groups":
+            lambda k, c, kk, g: (k // (c // g), list(range(k // (c // g) * (c // g), (k // (c // g) + 1) * (c // g)))),
+        "a group reads C/groups input channels":
+            lambda k, c, kk, g: (k // (kk // g), list(range(k // (kk // g) * (kk // g), (k // (kk // g) + 1) * (kk // g)))),
+        "only its own group's input channels, not all C": lambda k, c, kk, g: (_group_of(k, c, kk, g)[0], list(range(c)))}),
+    ex.check_conv3d_by_2d: (_planes_3d(lambda o, t, s, p, T: o * s - p + t), {
+        "wraps around to the last planes": _planes_3d(lambda o, t, s, p, T: o * s - p + t, keep=lambda i, d: i < d),
+        "the depth stride is missing": _planes_3d(lambda o, t, s, p, T: o - p + t),
+        "the depth padding is missing": _planes_3d(lambda o, t, s, p, T: o * s + t),
+        "the taps are read from the far end": _planes_3d(lambda o, t, s, p, T: o * s - p + (T - 1 - t)),
+        "read past the input's last plane": _planes_3d(lambda o, t, s, p, T: o * s - p + t, keep=lambda i, d: i >= 0),
+        "pass it one depth tap of the 3-D weight": lambda x, w, s, p, conv2d: conv2d(
+            x.reshape(x.shape[0], -1, *x.shape[3:]), w.reshape(-1, w.shape[1], *w.shape[3:]), s[1:], p[1:]),
+        "conv2d was never called": lambda x, w, s, p, conv2d: np.zeros((1,)),
+        "the course's own reference": lambda x, w, s, p, conv2d: __import__(
+            "helpers.ops.reference", fromlist=["x"]).conv_forward_nd(x, w, s, p)}),
+    ex.check_column_memory: (_column_bytes, {
+        "the input's extents count more":
+            lambda xs, k, s, p, d: 4 * xs[0] * xs[1] * int(np.prod(k)) * int(np.prod(xs[2:])),
+        "the batch has N of them": lambda xs, k, s, p, d: _column_bytes(xs, k, s, p, d) // xs[0],
+        "C times the taps of every axis": lambda xs, k, s, p, d: _column_bytes(xs, k, s, p, d) // xs[1],
+        "a float32 is 4 bytes": lambda xs, k, s, p, d: _column_bytes(xs, k, s, p, d) // 4,
+        "dilation*(kernel-1)+1": lambda xs, k, s, p, d: _column_bytes(xs, k, s, p, d, dilated=False),
+        "the taps of only two axes": lambda xs, k, s, p, d: _column_bytes(xs, k, s, p, d) // int(np.prod(k))
+            * int(np.prod(k[-2:]))}),
+}
+
+
+@pytest.mark.parametrize("check", list(CH16), ids=[c.__name__ for c in CH16])
+def test_chapter_16_checks_accept_the_method_and_name_each_mistake(check, capsys):
+    right, wrong = CH16[check]
+    ok, out = _run(check, right, capsys)
+    assert ok and out.startswith("Correct"), out
+    _names_each_mistake(check, wrong, capsys)
+
+
+def _through_a_helper(x, w, stride, padding, conv2d):
+    def inner():
+        return reference.conv_forward_nd(x, w, stride, padding)
+    return inner()
+
+
+def test_the_3d_check_refuses_an_answer_that_calls_the_course_s_3d_reference_by_any_path(capsys):
+    """Through a helper of the learner's own too (calls_reference reads nested code), and through
+    the course's N-D lowerings and stages."""
+    from helpers.chapters import any_shape
+    for answer, name in ((_through_a_helper, "conv_forward_nd"),
+                         (lambda x, w, s, p, c: any_shape.by_recursion(x, w, s, p)[0], "by_recursion")):
+        ok, out = _run(ex.check_conv3d_by_2d, answer, capsys)
+        assert not ok and f"calls {name}" in out, out

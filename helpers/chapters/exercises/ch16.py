@@ -1,0 +1,225 @@
+"""Chapter 16's exercise checks (convolutions of any shape): the input a dilated tap reads, the
+group of an output channel and its input channels, a 3-D convolution as a sum of 2-D ones, and
+the memory of the N-D column matrix. Each names the mistake made, by what the whole answer does."""
+from __future__ import annotations
+
+from math import prod
+
+import numpy as np
+
+from .verdict import _verdict, _compare, calls_reference, exercise, named_mistake, reference_refused
+
+
+@exercise
+def check_dilated_tap(answer_fn) -> bool:
+    """(out, tap, stride, pad, dilation) -> the input index that output ``out`` reads through tap
+    ``tap`` on one axis (negative or past the input: in the padding)."""
+    if (name := calls_reference(answer_fn, ("dilated_taps", "gather"))):
+        return reference_refused(name)
+    cases = [(o, t, s, p, d) for o in (0, 1, 5) for t in (0, 1, 2) for s in (1, 2) for p in (0, 1, 4)
+             for d in (1, 2, 3)]
+    want = lambda o, t, s, p, d: o * s - p + t * d
+    mistakes = [
+        ("the dilation spreads the taps, not the outputs: it multiplies the tap, and only the tap",
+         lambda o, t, s, p, d: o * s * d + t - p),
+        ("the dilation is missing: tap t lies dilation*t positions from the window's first tap",
+         lambda o, t, s, p, d: o * s + t - p),
+        ("the padding shifts the window back: output 0's first tap reads input -pad",
+         lambda o, t, s, p, d: o * s + p + t * d),
+        ("the stride moves the window from output to output, not the taps inside it",
+         lambda o, t, s, p, d: (o + t * d) * s - p),
+        ("a dilation of d leaves d-1 gaps, but the taps are d apart, not d-1",
+         lambda o, t, s, p, d: o * s - p + t * (d - 1)),
+    ]
+    for case in cases:
+        got = answer_fn(*case)
+        if got != want(*case):
+            named = dict(zip(("output", "tap", "stride", "padding", "dilation"), case))
+            why = named_mistake(answer_fn, cases, mistakes) or _compare(got, want(*case))
+            return _verdict(False, "", ", ".join(f"{k} {v}" for k, v in named.items()) + f": you give {got}: {why}")
+    return _verdict(True, "each tap sits dilation apart inside a window that moves by the stride and starts "
+                    "at -padding", "")
+
+
+@exercise
+def check_group_channels(answer_fn) -> bool:
+    """(k, C, K, groups) -> (the group of output channel k, the input channels it reads)."""
+    if (name := calls_reference(answer_fn, ("reads", "draw_group_reads"))):
+        return reference_refused(name)
+    cases = [(k, c, kk, g) for c, kk, g in ((8, 8, 1), (8, 8, 2), (8, 8, 8), (6, 12, 3), (12, 6, 3), (32, 64, 32),
+                                            (4, 8, 2)) for k in range(kk)]
+
+    def want(k, c, kk, g):
+        return k // (kk // g), list(range(k // (kk // g) * (c // g), (k // (kk // g) + 1) * (c // g)))
+
+    def same(a, b):
+        return int(a[0]) == b[0] and sorted(int(v) for v in a[1]) == b[1]
+    mistakes = [
+        ("output channels are not dealt round-robin: group g owns the K/groups consecutive channels "
+         "g*K/groups, ..., (g+1)*K/groups - 1",
+         lambda k, c, kk, g: (k % g, list(range(k % g * (c // g), (k % g + 1) * (c // g))))),
+        ("the group of an output channel counts K/groups output channels per group, not C/groups",
+         lambda k, c, kk, g: (k // (c // g), list(range(k // (c // g) * (c // g), (k // (c // g) + 1) * (c // g))))),
+        ("a group reads C/groups input channels; K/groups is how many output channels it has",
+         lambda k, c, kk, g: (k // (kk // g), list(range(k // (kk // g) * (kk // g), (k // (kk // g) + 1) * (kk // g))))),
+        ("with groups, an output channel reads only its own group's input channels, not all C",
+         lambda k, c, kk, g: (k // (kk // g), list(range(c)))),
+    ]
+    for case in cases:
+        got = answer_fn(*case)
+        if not same(got, want(*case)):
+            why = named_mistake(answer_fn, cases, mistakes, same=lambda a, b: same(a, (b[0], sorted(b[1])))) \
+                or "check both the group and its first input channel"
+            k, c, kk, g = case
+            return _verdict(False, "", f"output channel {k} of C = {c}, K = {kk}, groups = {g}: you give group "
+                            f"{got[0]} reading {len(list(got[1]))} input channels: {why}")
+    return _verdict(True, "output channel k belongs to group k // (K/groups) and reads that group's C/groups "
+                    "consecutive input channels", "")
+
+
+def _conv3d(x, w, stride, padding):
+    from ...ops.reference import conv_forward_nd
+    return conv_forward_nd(x, w, stride, padding)
+
+
+class _Conv2d:
+    """The 2-D convolution a learner's 3-D answer may call: refuses anything but 2-D, and counts."""
+    def __init__(self, c, k, kernel2):
+        self.calls, self.shape = 0, (c, k, *kernel2)
+
+    def __call__(self, x, weight, stride=1, padding=0):
+        from ...ops.reference import conv_forward_nd
+        x, weight = np.asarray(x), np.asarray(weight)
+        if x.ndim != 4 or weight.ndim != 4:
+            raise ValueError(f"conv2d takes x (N, C, H, W) and weight (C, K, R, S); got {x.shape} and {weight.shape}")
+        if weight.shape != self.shape:
+            raise _NotATap(weight.shape)
+        self.calls += 1
+        return conv_forward_nd(x, weight, stride, padding)
+
+
+class _NotATap(Exception):
+    pass
+
+
+def _by_planes(x, w, stride, padding, plane):
+    """A model of an answer: output plane o adds, for each tap t, the 2-D convolution of the input
+    plane ``plane(o, t, stride, pad, T)`` (skipped outside the input) with the weight's slice t."""
+    from ...ops.reference import conv_forward_nd, output_sizes
+    out = output_sizes(x.shape[2:], w.shape[2:], stride, padding)
+    parts = []
+    for o in range(out[0]):
+        acc = np.zeros((x.shape[0], w.shape[1], *out[1:]))
+        for t in range(w.shape[2]):
+            i = plane(o, t, stride[0], padding[0], w.shape[2])
+            if (0 <= i or plane is _wraps) and i < x.shape[2]:     # _wraps: a negative index read as NumPy does
+                acc = acc + conv_forward_nd(x[:, :, i], w[:, :, t], stride[1:], padding[1:])
+        parts.append(acc)
+    return np.stack(parts, axis=2)
+
+
+def _wraps(o, t, s, p, T):
+    return o * s - p + t
+
+
+def _answers_like(answer_fn, plane, data) -> bool:
+    """Whether the answer gives what the model of a mistake gives, on every case."""
+    for x, w, stride, padding in data:
+        model = _by_planes(x, w, stride, padding, plane)
+        try:
+            got = np.asarray(answer_fn(x, w, stride, padding, _Conv2d(w.shape[0], w.shape[1], w.shape[3:])))
+        except Exception:     # noqa: BLE001 (an answer that fails elsewhere is not this mistake)
+            return False
+        if got.shape != model.shape or not np.allclose(got, model):
+            return False
+    return True
+
+
+@exercise
+def check_conv3d_by_2d(answer_fn) -> bool:
+    """(x, w, stride, padding, conv2d) -> the 3-D convolution (N, K, OD, OH, OW), written with the
+    given 2-D convolution ``conv2d(x2, w2, stride=(sh, sw), padding=(ph, pw))`` only; stride and
+    padding are (depth, height, width) tuples."""
+    if (name := calls_reference(answer_fn, ("conv_forward_nd", "_conv3d", "run_stage", "by_columns", "by_implicit_gemm",
+                                            "by_recursion", "check_stage", "plan_stage"))):
+        return reference_refused(name)
+    rng = np.random.default_rng(16)
+    cases = [((2, 3, 5, 6, 7), (3, 2, 3, 3, 3), (1, 1, 1), (1, 1, 1)),
+             ((1, 2, 7, 5, 5), (2, 3, 3, 3, 2), (2, 1, 2), (1, 0, 1)),
+             ((1, 1, 6, 4, 4), (1, 2, 2, 1, 3), (2, 2, 1), (0, 0, 1)),
+             ((2, 2, 4, 3, 3), (2, 1, 3, 1, 1), (1, 1, 1), (2, 0, 0))]
+    data = [(rng.standard_normal(xs), rng.standard_normal(ws), st, p) for xs, ws, st, p in cases]
+    mistakes = [
+        ("a negative input plane index wraps around to the last planes in NumPy: skip the taps whose input "
+         "plane lies in the depth padding", _wraps),
+        ("the depth stride is missing: output plane o's window starts at o*stride - padding",
+         lambda o, t, s, p, T: o - p + t),
+        ("the depth padding is missing: output plane o's first tap reads plane o*stride - padding",
+         lambda o, t, s, p, T: o * s + t),
+        ("the taps are read from the far end: a convolution layer correlates, tap t pairs with plane "
+         "o*stride - padding + t", lambda o, t, s, p, T: o * s - p + (T - 1 - t)),
+    ]
+    for x, w, stride, padding in data:
+        conv2d = _Conv2d(w.shape[0], w.shape[1], w.shape[3:])
+        case = f"x {x.shape}, weight {w.shape}, stride {stride}, padding {padding}"
+        try:
+            got = np.asarray(answer_fn(x, w, stride, padding, conv2d), dtype=np.float64)
+        except _NotATap as err:
+            return _verdict(False, "", f"{case}: conv2d was given a weight of shape {err.args[0]}: pass it one depth "
+                            f"tap of the 3-D weight, w[:, :, t], of shape {tuple(conv2d.shape)}")
+        except IndexError as err:
+            return _verdict(False, "", f"{case}: your code read past the input's last plane ({err}): skip the taps "
+                            f"whose input plane lies in the depth padding, at either end")
+        want = _conv3d(x, w, stride, padding)
+        if conv2d.calls == 0:
+            return _verdict(False, "", f"{case}: conv2d was never called: build the 3-D result from 2-D convolutions")
+        if got.shape != want.shape:
+            return _verdict(False, "", f"{case}: your result has shape {got.shape}; a 3-D convolution of this input "
+                            f"has as many output planes as depth windows fit (N, K, OD, OH, OW)")
+        if not np.allclose(got, want, rtol=1e-9, atol=1e-9):
+            why = next((msg for msg, plane in mistakes if _answers_like(answer_fn, plane, data)), None)
+            return _verdict(False, "", f"{case}: " + (why or "some output planes differ: which input plane does "
+                                                              "each (output plane, tap) pair read?"))
+    return _verdict(True, "each output plane is the sum, over the depth taps that land inside the input, of "
+                    "2-D convolutions of one input plane with one slice of the weight", "")
+
+
+@exercise
+def check_column_memory(answer_fn) -> bool:
+    """(input_shape, kernel, stride, padding, dilation) -> bytes of the float32 column matrix of
+    the whole batch, for a convolution of any rank (stride, padding, dilation: one per axis)."""
+    if (name := calls_reference(answer_fn, ("memory", "by_columns", "gather", "workspace_bytes"))):
+        return reference_refused(name)
+    cases = [((2, 3, 10), (3,), (1,), (1,), (1,)), ((4, 16, 28, 28), (3, 3), (2, 2), (1, 1), (1, 1)),
+             ((8, 64, 16, 56, 56), (3, 3, 3), (1, 1, 1), (1, 1, 1), (1, 1, 1)),
+             ((2, 16, 8, 8, 32, 32), (3, 3, 3, 3), (1, 1, 1, 1), (1, 1, 1, 1), (1, 1, 1, 1)),
+             ((1, 8, 33, 33), (3, 3), (1, 1), (6, 6), (6, 6)), ((3, 5, 9, 7, 11), (2, 3, 1), (2, 1, 3), (0, 1, 0),
+                                                                  (1, 2, 1))]
+
+    def out(xs, k, s, p, d, dilated=True):
+        return [(n + 2 * pp - (dd if dilated else 1) * (kk - 1) - 1) // ss + 1
+                for n, kk, ss, pp, dd in zip(xs[2:], k, s, p, d)]
+
+    def want(xs, k, s, p, d):
+        return 4 * xs[0] * xs[1] * prod(k) * prod(out(xs, k, s, p, d))
+    mistakes = [
+        ("the columns are one per output position, N*prod(output extents); the input's extents count more",
+         lambda xs, k, s, p, d: 4 * xs[0] * xs[1] * prod(k) * prod(xs[2:])),
+        ("that is one image's column matrix: the batch has N of them",
+         lambda xs, k, s, p, d: want(xs, k, s, p, d) // xs[0]),
+        ("every row is one (channel, tap) pair: C times the taps of every axis",
+         lambda xs, k, s, p, d: 4 * xs[0] * prod(k) * prod(out(xs, k, s, p, d))),
+        ("that counts floats: a float32 is 4 bytes", lambda xs, k, s, p, d: want(xs, k, s, p, d) // 4),
+        ("the output extents shrink with the dilated kernel's span, dilation*(kernel-1)+1, not the kernel's",
+         lambda xs, k, s, p, d: 4 * xs[0] * xs[1] * prod(k) * prod(out(xs, k, s, p, d, dilated=False))),
+        ("the taps of only two axes are counted: a rank-r kernel has a tap for every combination of its r extents",
+         lambda xs, k, s, p, d: 4 * xs[0] * xs[1] * prod(k[-2:]) * prod(out(xs, k, s, p, d))),
+    ]
+    for case in cases:
+        got = int(answer_fn(*case))
+        if got != want(*case):
+            why = named_mistake(lambda *c: int(answer_fn(*c)), cases, mistakes) or _compare(got, want(*case))
+            return _verdict(False, "", f"input {case[0]}, kernel {case[1]}, stride {case[2]}, padding {case[3]}, "
+                            f"dilation {case[4]}: you give {got:,} bytes: {why}")
+    return _verdict(True, "N * C * taps * output positions float32 values: on the video and 4-D layers many times "
+                    "the input itself", "")
