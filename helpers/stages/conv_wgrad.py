@@ -46,7 +46,7 @@ STAGES = [
           jit="vectors", requires="blocked_requires", fast={"GEMM_VEC_A": 1},
           variants=({"SLICE": 32, "TK": 8}, {"TM": 32, "TN": 32, "WM": 4, "WN": 4, "GEMM_LDS4": 1,
                                               "GEMM_PREFETCH": 1, "SLICE": 16, "TK": 8})),
-        # chapter 16: every shape (groups, dilation, a stride per axis, a padding per side, 1-4 axes)
+    # chapter 16: every shape (groups, dilation, a stride per axis, a padding per side, 1-4 axes)
     Stage("conv_wgrad", 16, "any_shape", "conv_wgrad/16_any_shape.cl",
           "one work-item per weight of a convolution of any shape (1-4 spatial axes, groups, dilation, "
           "strides per axis, padding per side) seen as 4-D, walking its whole sum alone",
