@@ -162,3 +162,21 @@ def wgrad_recorded(run: dict) -> str:
         names = dict.fromkeys(re.sub(r"^void |[<(].*$|_tilesize.*$", "", n).strip() for n in v.get("kernel_names", []))
         lines.append(f"  {layer:<14}{', '.join(names)}")
     return "\n".join(lines)
+
+
+def wgrad_stages_against_vendor(run: dict, stages=("03_igemm", "04_winograd", "06_igemm_blocked")) -> str:
+    """A recorded conv_wgrad run side by side: each stage's median ms (what ran, where it handed the
+    layer on), its share of the FMA peak, and each against the vendor timed in the same run."""
+    rows = {(r["layer"], r["key"]): r for r in run["rows"]}
+    vendor = {v["layer"]: v for v in run["vendor"]}
+    head = f"{'layer':<14}" + "".join(f"{s:>24}" for s in stages) + f"{'cuDNN ms':>10}"
+    lines = ["median ms (x cuDNN, % of the FMA peak); a stage that handed the layer on names the stage that ran", head]
+    for layer, v in vendor.items():
+        cells = []
+        for s in stages:
+            r = rows.get((layer, s))
+            ran = "" if r is None or r["ran"] == s else f" {r['ran'][:2]}"
+            cells.append("-".rjust(24) if r is None else
+                         f"{r['median_ms']:.3f} (x{r['x_vendor']:.2f},{r['pct_fma_peak']:4.0f}%){ran}".rjust(24))
+        lines.append(f"{layer:<14}" + "".join(cells) + f"{v['median_ms']:>10.3f}")
+    return "\n".join(lines)
