@@ -46,10 +46,11 @@ FORWARD = [
     Stage("batchnorm_forward", 6, "one_pass", "batchnorm/06_one_pass.cl",
           "channels that fit one work-group's registers: one launch, each tensor read once, two-pass "
           "statistics over registers (TWO_PASS_STATS=0: Welford's); larger channels run stage 05",
-          family="batchnorm", launch="group_per_channel", defines={"WG": 256, "TWO_PASS_STATS": 1},
+          family="batchnorm", launch="one_pass", defines={"WG": 128, "TWO_PASS_STATS": 1, "EARLY_PARAMS": 1, "STEP_OFFSETS": 1, "RADIX": 8, "ONE_TREE": 0},
           tune={"WG": [128, 256, 512, 1024]}, jit="one_pass_items", requires="channel_fits", fallback="fused",
           variants=({"WG": 4}, {"WG": 32}, {"TWO_PASS_STATS": 0}, {"WG": 4, "TWO_PASS_STATS": 0})),
 ]
 
 # the backward operation runs the same stages (the same files, their backward kernels)
 BACKWARD = [replace(s, op="batchnorm_backward") for s in FORWARD]
+BACKWARD[5] = replace(BACKWARD[5], defines={**BACKWARD[5].defines, "WG": 256})

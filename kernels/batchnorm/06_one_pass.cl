@@ -41,6 +41,18 @@
 #ifndef UPDATE_RUNNING
 #define UPDATE_RUNNING 0
 #endif
+#ifndef EARLY_PARAMS
+#define EARLY_PARAMS 0  // forward: 1 loads gamma, beta (and the running statistics) beside the channel
+#endif
+#ifndef STEP_OFFSETS
+#define STEP_OFFSETS 0  // forward: 1 walks the units' offsets without a division per unit
+#endif
+#ifndef RADIX
+#define RADIX 2         // forward: the radix of the statistics' trees (2: wg_sum's binary tree)
+#endif
+#ifndef ONE_TREE
+#define ONE_TREE 0      // forward, TWO_PASS_STATS: 1 each work-item's own two passes, one Chan merge
+#endif
 #ifndef HOLD_OFFSETS
 #define HOLD_OFFSETS 1  // forward: 1 holds each unit's offset in a register, 0 computes it again
 #endif
@@ -81,6 +93,23 @@ inline bool unit_ok(const int k, const int N, const int HW) {
     return k * WG + (int)get_local_id(0) < N * (HW / UNIT);
 }
 
+// The walk over a work-item's units without a division per unit: unit k*WG + lid as (image n,
+// unit r of the slab), advanced by WG units a step (q whole slabs and d units); the element where
+// the unit starts, or -1 past the channel's last unit. STEP_OFFSETS = 0: unit_start's division.
+inline void walk_start(int* n, int* r, const int per_slab) {
+    *n = (int)get_local_id(0) / per_slab;
+    *r = (int)get_local_id(0) - *n * per_slab;
+}
+
+inline int walk_next(int* n, int* r, const int q, const int d, const int per_slab,
+                     const int c, const int N, const int C, const int HW) {
+    const int e = *n < N ? (*n * C + c) * HW + *r * UNIT : -1;
+    *n += q;
+    *r += d;
+    if (*r >= per_slab) { *r -= per_slab; *n += 1; }
+    return e;
+}
+
 __kernel __attribute__((reqd_work_group_size(WG, 1, 1)))
 void bn_forward_train(__global const float* x, __global const float* gamma,
                       __global const float* beta, __global const float* running_mean,
@@ -89,68 +118,110 @@ void bn_forward_train(__global const float* x, __global const float* gamma,
                       __global float* running_mean_out, __global float* running_var_out,
                       const int N, const int C, const int HW, const float eps,
                       const float momentum) {
-#if TWO_PASS_STATS
+#if TWO_PASS_STATS && ONE_TREE
+    __local float4 buf4[WG];
+#elif TWO_PASS_STATS
     __local float buf[WG];
 #else
     __local float bn[WG], bmean[WG], bm2[WG];
 #endif
     const int c = get_group_id(0);
+#if EARLY_PARAMS
+    const float g_c = gamma[c], b_c = beta[c];         // loaded beside the channel, not after the trees
+#if UPDATE_RUNNING
+    const float rm_c = running_mean[c], rv_c = running_var[c];
+#endif
+#endif
     unit_t v[ITEMS];
 #if HOLD_OFFSETS
     int e[ITEMS];
 #endif
+    const int per_slab = HW / UNIT;
+#if STEP_OFFSETS
+    const int q = WG / per_slab, d = WG - q * per_slab;
+    int wn, wr;
+    walk_start(&wn, &wr, per_slab);
+#define NEXT_START(k) walk_next(&wn, &wr, q, d, per_slab, c, N, C, HW)
+#else
+#define NEXT_START(k) unit_start(k, c, N, C, HW)
+#endif
+    const float count = (float)N * (float)HW;
 #if TWO_PASS_STATS
     float s = 0.0f;
     #pragma unroll
     for (int k = 0; k < ITEMS; k++) {                  // the channel, loaded once
-        const int ek = unit_start(k, c, N, C, HW);
+        const int ek = NEXT_START(k);
 #if HOLD_OFFSETS
         e[k] = ek;
 #endif
         v[k] = ek >= 0 ? LOADU(x, ek) : (unit_t)(0.0f);
         s += SUMU(v[k]);
     }
-    const float count = (float)N * (float)HW;
-    const float mean = wg_sum(buf, s) / count;         // pass 1 over registers: the mean
-    float q = 0.0f;
+#if ONE_TREE
+    // each work-item's own two passes over its registers, then one Chan merge over the work-group
+    const int mine = min(ITEMS, max(0, (N * per_slab - (int)get_local_id(0) + WG - 1) / WG));
+    float n_i = (float)(mine * UNIT);
+    float mean = n_i > 0.0f ? s / n_i : 0.0f;
+    float m2 = 0.0f;
+    #pragma unroll
+    for (int k = 0; k < ITEMS; k++) {
+        const unit_t dv = k < mine ? v[k] - mean : (unit_t)(0.0f);
+        m2 += DOTU(dv, dv);
+    }
+    wg_merge_radix(buf4, &n_i, &mean, &m2, WG, RADIX);
+#else
+    const float mean = wg_sum_radix(buf, s, WG, RADIX) / count;   // pass 1 over registers: the mean
+    float qs = 0.0f;
     #pragma unroll
     for (int k = 0; k < ITEMS; k++) {                  // pass 2 over registers: squared deviations
-        const unit_t d = unit_ok(k, N, HW) ? v[k] - mean : (unit_t)(0.0f);
-        q += DOTU(d, d);
+        const unit_t dv = unit_ok(k, N, HW) ? v[k] - mean : (unit_t)(0.0f);
+        qs += DOTU(dv, dv);
     }
-    const float m2 = wg_sum(buf, q);
+    const float m2 = wg_sum_radix(buf, qs, WG, RADIX);
+#endif
 #else
     float n_i = 0.0f, mean = 0.0f, m2 = 0.0f;
     #pragma unroll
     for (int k = 0; k < ITEMS; k++) {                  // the channel, loaded once, Welford as loaded
-        const int ek = unit_start(k, c, N, C, HW);
+        const int ek = NEXT_START(k);
 #if HOLD_OFFSETS
         e[k] = ek;
 #endif
         v[k] = ek >= 0 ? LOADU(x, ek) : (unit_t)(0.0f);
         if (ek >= 0) WELFORD_U(&n_i, &mean, &m2, v[k]);
     }
-    const float count = (float)N * (float)HW;
     wg_merge(bn, bmean, bm2, &n_i, &mean, &m2);        // Chan's merge in the tree, as stage 05
 #endif
     const float inv_std = 1.0f / sqrt(m2 / count + eps);
 
-    const float scale = gamma[c] * inv_std, shift = beta[c];
-    #pragma unroll
-    for (int k = 0; k < ITEMS; k++)                    // normalize from registers
-        if (unit_ok(k, N, HW)) {
-#if HOLD_OFFSETS
-            const int ek = e[k];
+#if EARLY_PARAMS
+    const float scale = g_c * inv_std, shift = b_c;
 #else
-            const int ek = unit_start(k, c, N, C, HW);  // again: no register holds it meanwhile
+    const float scale = gamma[c] * inv_std, shift = beta[c];
 #endif
+#if !HOLD_OFFSETS && STEP_OFFSETS
+    walk_start(&wn, &wr, per_slab);
+#endif
+    #pragma unroll
+    for (int k = 0; k < ITEMS; k++) {                  // normalize from registers
+#if HOLD_OFFSETS
+        const int ek = e[k];
+#else
+        const int ek = NEXT_START(k);                  // again: no register holds it meanwhile
+#endif
+        if (ek >= 0)
             STOREU(y, ek, fma(v[k] - mean, (unit_t)(scale), (unit_t)(shift)));
-        }
+    }
+#undef NEXT_START
     if (get_local_id(0) == 0) {
         mean_out[c] = mean;
         inv_std_out[c] = inv_std;
 #if UPDATE_RUNNING
+#if EARLY_PARAMS
+        running_store(running_mean_out, running_var_out, c, rm_c, rv_c, count, mean, m2, momentum);
+#else
         running_update(running_mean, running_var, running_mean_out, running_var_out, c, count, mean, m2, momentum);
+#endif
 #endif
     }
 }
