@@ -250,24 +250,26 @@ def test_batchnorm_forward_stages_pass(ctx):
 
 BN06_Y = "STOREU(y, ek, fma(v[k] - mean, (unit_t)(scale), (unit_t)(shift)));"
 BN06_SUM = "s += SUMU(v[k]);"
+BN06_MEAN = "const float mean = wg_sum_radix(buf, s, WG, RADIX) / count;"
 
 
 def test_batchnorm_one_pass_scaled_output_is_refused(ctx):
-    """y scaled by 1.001 in stage 06 where it runs itself (N32 C16 14x14): 4.7 times the bound as a
-    whole, per element 1.7."""
+    """y scaled by 1.001 in stage 06 where it runs itself (N32 C16 14x14: 128 work-items of 13
+    float4s a channel): 17.2 times the bound as a whole."""
     refused(ctx, "batchnorm_forward_14", planted("batchnorm_forward", "one_pass",
                                                  (BN06_Y, BN06_Y.replace("STOREU(y, ek, ", "STOREU(y, ek, 1.001f * "))))
 
 
 def test_batchnorm_one_pass_dropped_image_is_refused(ctx):
-    """Stage 06's mean without the last image's values (still divided by all N*H*W; the squared
-    deviations from it over all values): 2.4 times the bound as a whole, per element 2.0."""
+    """Stage 06's mean over the first N - 1 images (counted as such; the squared deviations from it
+    over all N): y at 31.4 times the bound as a whole."""
     refused(ctx, "batchnorm_forward_14", planted("batchnorm_forward", "one_pass",
-                                                 (BN06_SUM, "s += ek < (N - 1) * C * HW ? SUMU(v[k]) : 0.0f;")))
+                                                 (BN06_SUM, "s += ek < (N - 1) * C * HW ? SUMU(v[k]) : 0.0f;"),
+                                                 (BN06_MEAN, BN06_MEAN.replace("/ count", "/ (count - (float)HW)"))))
 
 
 def test_batchnorm_one_pass_passes_at_14(ctx):
-    """Stages 05 and 06 on N32 C16 14x14, honest: at most 0.01."""
+    """Stages 05 and 06 on N32 C16 14x14, honest: at most 0.002."""
     honest(ctx, "batchnorm_forward_14", ["fused", "one_pass"])
 
 

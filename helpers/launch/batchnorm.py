@@ -134,6 +134,10 @@ def one_pass_items(p: Problem, d: dict) -> dict:
     (each checked, not recorded): at 25 units bn512@28 took 36.7 us without them and 45.4 with; at
     7, where recomputing them buys no work-group, it only cost time (bn2048@7 20.1 us against
     16.7)."""
+    r = d.get("RADIX", 2)
+    if r < 2 or r > 16 or r & (r - 1):
+        raise ValueError(f"RADIX={r} for stage 06_one_pass: the values a work-item adds per tree level "
+                         f"must be a power of two from 2 to 16 (e.g. RADIX=8)")
     wg = one_pass_wg(p, d)
     items = max(1, -(-units(p) // wg))
     if p.op != "batchnorm_forward":         # the backward kernel holds its offsets (2 float4s a unit
@@ -142,7 +146,8 @@ def one_pass_items(p: Problem, d: dict) -> dict:
 
 
 def channel_fits(p: Problem, d: dict):
-    """Stage 06 holds a whole channel in one work-group's registers: N*H*W units <= WG*MAX_ITEMS."""
+    """Stage 06 holds a whole channel in one work-group's registers: N*H*W units <= WG*MAX_ITEMS,
+    WG as one_pass_wg grows it."""
     need = wg_power_of_two(p, d)
     wg = one_pass_wg(p, d) if need is None else d["WG"]
     if need is None and units(p) > wg * MAX_ITEMS:

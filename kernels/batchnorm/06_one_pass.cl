@@ -13,15 +13,29 @@
 // two_pass_stats0/1). Larger channels do not fit: the stage falls back to stage 05
 // (helpers/launch/batchnorm.py: channel_fits).
 //
+// Small channels (ResNet-50's 14x14 and 7x7 layers at batch 32: 1,568 units a channel, C of 256
+// to 2,048) put one wave of C work-groups on the GPU, so the kernel's time is mostly its chain of
+// latencies: the channel's loads, the statistics' trees, the stores. The forward kernel shortens
+// that chain (each a switch, to time it alone):
+//   EARLY_PARAMS: gamma[c], beta[c] and the running statistics loaded with the channel, not after
+//     the trees (0: after, a second trip to memory the work-group waits for);
+//   STEP_OFFSETS: each unit's offset walked from the previous one, WG units on (0: unit_start's
+//     division per unit);
+//   RADIX: trees that add RADIX values per work-item and level: log_RADIX(WG) barriers instead of
+//     log2(WG) (2: wg_sum's binary tree);
+//   and the launch's work-group: WG work-items (128), doubled up to 256 while the channel needs
+//     more than 25 units a work-item (helpers/launch/batchnorm.py: one_pass_wg).
+//
 // Kernels and arguments: as stage 01 (no partials). NDRange: (WG * C), work-group WG.
 // HOLD_OFFSETS (forward): 1 keeps each unit's offset in a register from the load to the store; 0
 // computes it again for the store. With many units the held offsets cost occupancy: at ITEMS = 25
 // the forward kernel used 178 registers on the H200 (124 without them), so a work-group of 256
 // had an SM to itself instead of sharing it with another (results/registers_one_pass_*).
 // The launch sets 0 above 8 units (helpers/launch/batchnorm.py: one_pass_items).
-// JIT parameters: WG (a power of two), ITEMS (units per work-item: ceil(N * units per slab / WG),
-// derived from the problem), VEC4 (1 when H*W % 4 == 0), HOLD_OFFSETS (derived from ITEMS),
-// TWO_PASS_STATS (0 or 1), UPDATE_RUNNING, ACT.
+// JIT parameters: WG (a power of two: the launch's, one_pass_wg), ITEMS (units per work-item:
+// ceil(N * units per slab / WG), derived from the problem), VEC4 (1 when H*W % 4 == 0),
+// HOLD_OFFSETS (derived from ITEMS), TWO_PASS_STATS, EARLY_PARAMS, STEP_OFFSETS (0 or 1), RADIX
+// (a power of two, 2 to 16), UPDATE_RUNNING, ACT.
 
 #include "course.h"
 #include "batchnorm.h"
@@ -49,9 +63,6 @@
 #endif
 #ifndef RADIX
 #define RADIX 2         // forward: the radix of the statistics' trees (2: wg_sum's binary tree)
-#endif
-#ifndef ONE_TREE
-#define ONE_TREE 0      // forward, TWO_PASS_STATS: 1 each work-item's own two passes, one Chan merge
 #endif
 #ifndef HOLD_OFFSETS
 #define HOLD_OFFSETS 1  // forward: 1 holds each unit's offset in a register, 0 computes it again
@@ -101,11 +112,11 @@ inline void walk_start(int* n, int* r, const int per_slab) {
     *r = (int)get_local_id(0) - *n * per_slab;
 }
 
-inline int walk_next(int* n, int* r, const int q, const int d, const int per_slab,
+inline int walk_next(int* n, int* r, const int slabs, const int rest, const int per_slab,
                      const int c, const int N, const int C, const int HW) {
     const int e = *n < N ? (*n * C + c) * HW + *r * UNIT : -1;
-    *n += q;
-    *r += d;
+    *n += slabs;
+    *r += rest;
     if (*r >= per_slab) { *r -= per_slab; *n += 1; }
     return e;
 }
@@ -118,9 +129,7 @@ void bn_forward_train(__global const float* x, __global const float* gamma,
                       __global float* running_mean_out, __global float* running_var_out,
                       const int N, const int C, const int HW, const float eps,
                       const float momentum) {
-#if TWO_PASS_STATS && ONE_TREE
-    __local float4 buf4[WG];
-#elif TWO_PASS_STATS
+#if TWO_PASS_STATS
     __local float buf[WG];
 #else
     __local float bn[WG], bmean[WG], bm2[WG];
@@ -138,10 +147,10 @@ void bn_forward_train(__global const float* x, __global const float* gamma,
 #endif
     const int per_slab = HW / UNIT;
 #if STEP_OFFSETS
-    const int q = WG / per_slab, d = WG - q * per_slab;
+    const int slabs = WG / per_slab, rest = WG - slabs * per_slab;   // WG units: whole slabs and the rest
     int wn, wr;
     walk_start(&wn, &wr, per_slab);
-#define NEXT_START(k) walk_next(&wn, &wr, q, d, per_slab, c, N, C, HW)
+#define NEXT_START(k) walk_next(&wn, &wr, slabs, rest, per_slab, c, N, C, HW)
 #else
 #define NEXT_START(k) unit_start(k, c, N, C, HW)
 #endif
@@ -157,28 +166,14 @@ void bn_forward_train(__global const float* x, __global const float* gamma,
         v[k] = ek >= 0 ? LOADU(x, ek) : (unit_t)(0.0f);
         s += SUMU(v[k]);
     }
-#if ONE_TREE
-    // each work-item's own two passes over its registers, then one Chan merge over the work-group
-    const int mine = min(ITEMS, max(0, (N * per_slab - (int)get_local_id(0) + WG - 1) / WG));
-    float n_i = (float)(mine * UNIT);
-    float mean = n_i > 0.0f ? s / n_i : 0.0f;
-    float m2 = 0.0f;
-    #pragma unroll
-    for (int k = 0; k < ITEMS; k++) {
-        const unit_t dv = k < mine ? v[k] - mean : (unit_t)(0.0f);
-        m2 += DOTU(dv, dv);
-    }
-    wg_merge_radix(buf4, &n_i, &mean, &m2, WG, RADIX);
-#else
     const float mean = wg_sum_radix(buf, s, WG, RADIX) / count;   // pass 1 over registers: the mean
-    float qs = 0.0f;
+    float q = 0.0f;
     #pragma unroll
     for (int k = 0; k < ITEMS; k++) {                  // pass 2 over registers: squared deviations
-        const unit_t dv = unit_ok(k, N, HW) ? v[k] - mean : (unit_t)(0.0f);
-        qs += DOTU(dv, dv);
+        const unit_t d = unit_ok(k, N, HW) ? v[k] - mean : (unit_t)(0.0f);
+        q += DOTU(d, d);
     }
-    const float m2 = wg_sum_radix(buf, qs, WG, RADIX);
-#endif
+    const float m2 = wg_sum_radix(buf, q, WG, RADIX);
 #else
     float n_i = 0.0f, mean = 0.0f, m2 = 0.0f;
     #pragma unroll

@@ -93,41 +93,6 @@ inline float wg_sum_radix(__local float* buf, const float v, const int wg, const
     return out;
 }
 
-// Statistics (n, mean, m2) merged over a work-group by a tree of radix r (wg and r powers of two,
-// r <= 16, known when the kernel is built): at each level a work-item left takes r children, and
-// their merge is two passes over them: the count and the mean first, then m2 as the children's m2
-// plus n_j (mean_j - mean)^2 each (Chan's merge of r sets at once: every term >= 0, nothing
-// cancels). Every work-item gets the merged statistics; buf is free again on return.
-inline void wg_merge_radix(__local float4* buf, float* n, float* mean, float* m2, const int wg, const int r) {
-    const int lid = get_local_id(0);
-    buf[lid] = (float4)(*n, *mean, *m2, 0.0f);
-    barrier(CLK_LOCAL_MEM_FENCE);
-    for (int s = wg; s > 1; ) {
-        const int t = s / min(r, s);
-        if (lid < t) {
-            float cnt = 0.0f, sum = 0.0f;
-            for (int j = 0; j < s / t; j++) {
-                const float4 b = buf[lid + j * t];
-                cnt += b.x;
-                sum = fma(b.x, b.y, sum);
-            }
-            const float m = cnt > 0.0f ? sum / cnt : 0.0f;
-            float q = 0.0f;
-            for (int j = 0; j < s / t; j++) {
-                const float4 b = buf[lid + j * t];
-                const float dm = b.y - m;
-                q += fma(b.x * dm, dm, b.z);
-            }
-            buf[lid] = (float4)(cnt, m, q, 0.0f);
-        }
-        barrier(CLK_LOCAL_MEM_FENCE);
-        s = t;
-    }
-    const float4 out = buf[0];
-    barrier(CLK_LOCAL_MEM_FENCE);
-    *n = out.x; *mean = out.y; *m2 = out.z;
-}
-
 // Two sums at once (float2 lanes), the same tree.
 inline float2 wg_sum2(__local float2* buf, const float2 v) {
     const int lid = get_local_id(0);
