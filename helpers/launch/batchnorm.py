@@ -2,9 +2,10 @@
 
 Both operations share one stage list; each stage file holds the forward and the backward
 kernels. The registry's ``launch`` names the grid: ``per_channel`` (one work-item per channel),
-``group_per_channel`` (one work-group per channel; stage 06 holds the whole channel in its
-registers), ``blocks`` (many work-groups per channel:
-block partials in a workspace, then a merge). eps and momentum are float32 kernel arguments.
+``group_per_channel`` (one work-group per channel), ``one_pass`` (stage 06: one work-group per
+channel, grown until its registers hold the channel: one_pass_wg), ``blocks`` (many work-groups
+per channel: block partials in a workspace, then a merge). eps and momentum are float32 kernel
+arguments.
 """
 from __future__ import annotations
 
