@@ -347,9 +347,10 @@ def test_one_pass_is_one_launch_where_the_channel_fits(ctx, op):
 
 def test_one_pass_forward_recomputes_offsets_only_for_many_units(ctx):
     """HOLD_OFFSETS: the forward kernel holds each unit's offset up to 8 units a work-item and
-    computes it again above (bn128@28 at batch 32: 25 float4s); the backward kernel always holds
-    them (it has no such switch). The grid runs both settings: (2, 6, 14, 14) at WG 4 is 25 units.
-    The recorded register counts the rule rests on are read back."""
+    computes it again above (bn128@28 at batch 32: 25 float4s at 256 work-items; bn256@14: 13 at
+    128); the backward kernel always holds them (it has no such switch). The grid runs both
+    settings: (2, 6, 14, 14) at WG 4 is 25 units, at the default WG one. The recorded register
+    counts the rule rests on are read back."""
     from helpers.ops.layers import LAYER_SETS
     from helpers.ops.batchnorm_forward import layer_args as fwd_args
     from helpers.ops.batchnorm_backward import layer_args as bwd_args
@@ -357,7 +358,9 @@ def test_one_pass_forward_recomputes_offsets_only_for_many_units(ctx):
     jit = {name: helpers.plan_stage("batchnorm_forward", "one_pass", ctx=ctx, **fwd_args(bn[name])).jit_defines
            for name in ("bn128@28", "bn256@14")}
     assert (jit["bn128@28"]["ITEMS"], jit["bn128@28"]["HOLD_OFFSETS"]) == (25, 0)
-    assert (jit["bn256@14"]["ITEMS"], jit["bn256@14"]["HOLD_OFFSETS"]) == (7, 1)
+    assert (jit["bn256@14"]["ITEMS"], jit["bn256@14"]["HOLD_OFFSETS"]) == (13, 0)
+    tiny = helpers.plan_stage("batchnorm_forward", "one_pass", ctx=ctx, **random_args(2, 6, 14, 14)).jit_defines
+    assert (tiny["ITEMS"], tiny["HOLD_OFFSETS"]) == (1, 1)
     back = helpers.plan_stage("batchnorm_backward", "one_pass", ctx=ctx, **bwd_args(bn["bn128@28"])).jit_defines
     assert back["ITEMS"] == 25 and "HOLD_OFFSETS" not in back
     small = helpers.plan_stage("batchnorm_forward", "one_pass", ctx=ctx, defines={"WG": 4}, **random_args(2, 6, 14, 14))
@@ -385,10 +388,37 @@ def test_groups_per_unit_counts_registers_in_blocks_of_8():
     assert groups_per_unit(32, wg=1024) == 2 and groups_per_unit(33, wg=1024) == 1
 
 
+def test_one_pass_work_group_grows_with_the_channel(ctx):
+    """Stage 06's forward work-group: WG (128) work-items for ResNet-50's 14x14 and 7x7 channels at
+    batch 32 (1,568 units: 13 a work-item), doubled to 256 for its 28x28 ones (6,272 units: 25), and
+    no further: a channel of more than 256 x 25 units falls back to stage 05. The kernel is built
+    with the work-group it is launched with; a WG given above what a channel needs is kept. The
+    backward pass keeps 256."""
+    from helpers.ops.layers import LAYER_SETS
+    from helpers.ops.batchnorm_forward import layer_args as fwd_args
+    from helpers.ops.batchnorm_backward import layer_args as bwd_args
+    bn = {layer["name"]: layer for layer in LAYER_SETS["bn"]}
+
+    def launched(name, op="batchnorm_forward", make=fwd_args, defines=None):
+        plan = helpers.plan_stage(op, "one_pass", ctx=ctx, defines=defines, **make(bn[name]))
+        (step,) = plan.steps
+        assert step.local_size[0] == plan.jit_defines["WG"] and step.global_size[0] == step.local_size[0] * bn[name]["c"]
+        return plan.jit_defines["WG"], plan.jit_defines["ITEMS"]
+
+    assert launched("bn256@14") == launched("bn512@7") == launched("bn2048@7") == (128, 13)
+    assert launched("bn128@28") == launched("bn512@28") == (256, 25)
+    assert launched("bn256@14", defines={"WG": 512}) == (512, 4)
+    assert launched("bn256@14", "batchnorm_backward", bwd_args) == (256, 7)
+    plan = helpers.plan_stage("batchnorm_forward", "one_pass", ctx=ctx, **fwd_args(bn["bn64@56"]))
+    assert plan.path == "fallback"                   # 25,088 float4s a channel
+    with pytest.raises(ValueError, match="RADIX=6 for stage 06_one_pass: .* a power of two from 2 to 16"):
+        helpers.plan_stage("batchnorm_forward", "one_pass", ctx=ctx, defines={"RADIX": 6}, **random_args(2, 6, 14, 14))
+
+
 def test_defines_given_for_a_stage_do_not_reach_its_fallback(ctx):
     """A WG asked of stage 06 on a channel too large for it: stage 05 runs with its own WG (on the
     H200 stage 05's kernels allow at most 256 work-items: an inherited WG = 512 failed the launch)."""
-    args = random_args(2, 3, 64, 64, seed=1)        # 8,192 values a channel: more than 8 x 16 float4s
+    args = random_args(8, 3, 64, 64, seed=1)        # 32,768 values a channel: more than 256 x 25 float4s
     plan = helpers.plan_stage("batchnorm_forward", "one_pass", ctx=ctx, defines={"WG": 8}, **args)
     assert plan.path == "fallback" and plan.stage.key == "05_fused"
     assert plan.defines["WG"] != 8

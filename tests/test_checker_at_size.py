@@ -35,6 +35,8 @@ CASES = {
     "conv_wgrad_s2": lambda: conv_wgrad.random_problem_args(64, 4, 56, 56, 4, 3, 2, 1),    # 50,176 terms
     "batchnorm_forward": lambda: batchnorm_forward.random_args(32, 8, 56, 56, momentum=0.1),   # 100,352
     "batchnorm_backward": lambda: batchnorm_backward.random_backward_args(32, 8, 56, 56, activation="relu"),
+    # ResNet-50's 14x14 activations at batch 32: 6,272 values a channel, where stage 06 runs itself
+    "batchnorm_forward_14": lambda: batchnorm_forward.random_args(32, 16, 14, 14, momentum=0.1),
     "gemm": lambda: gemm.random_args(64, 64, 4096),                                      # 4,096 terms
     "conv3d_dgrad": lambda: conv3d_dgrad.random_problem_args(1, 8, 8, 8, 8, 128),        # 3,456 terms
 }
@@ -48,7 +50,7 @@ def args(case: str) -> dict:
 
 
 def op_of(case: str) -> str:
-    return case.removesuffix("_n64").removesuffix("_s2")
+    return case.removesuffix("_n64").removesuffix("_s2").removesuffix("_14")
 
 
 def run(ctx, case: str, stage, after=None):
@@ -250,6 +252,33 @@ def test_batchnorm_forward_dropped_image_is_refused(ctx):
 def test_batchnorm_forward_stages_pass(ctx):
     """Every OpenCL stage, training with the running statistics' update: at most 0.039 (naive)."""
     honest(ctx, "batchnorm_forward", opencl_stages("batchnorm_forward"))
+
+
+# stage 06 on N32 C16 14x14: one work-group per channel holds its 6,272 values (1,568 float4s)
+
+BN06_Y = "STOREU(y, ek, fma(v[k] - mean, (unit_t)(scale), (unit_t)(shift)));"
+BN06_SUM = "s += SUMU(v[k]);"
+BN06_MEAN = "const float mean = wg_sum_radix(buf, s, WG, RADIX) / count;"
+
+
+def test_batchnorm_one_pass_scaled_output_is_refused(ctx):
+    """y scaled by 1.001 in stage 06 where it runs itself (N32 C16 14x14: 128 work-items of 13
+    float4s a channel): 17.2 times the bound as a whole."""
+    refused(ctx, "batchnorm_forward_14", planted("batchnorm_forward", "one_pass",
+                                                 (BN06_Y, BN06_Y.replace("STOREU(y, ek, ", "STOREU(y, ek, 1.001f * "))))
+
+
+def test_batchnorm_one_pass_dropped_image_is_refused(ctx):
+    """Stage 06's mean over the first N - 1 images (counted as such; the squared deviations from it
+    over all N): y at 31.4 times the bound as a whole."""
+    refused(ctx, "batchnorm_forward_14", planted("batchnorm_forward", "one_pass",
+                                                 (BN06_SUM, "s += ek < (N - 1) * C * HW ? SUMU(v[k]) : 0.0f;"),
+                                                 (BN06_MEAN, BN06_MEAN.replace("/ count", "/ (count - (float)HW)"))))
+
+
+def test_batchnorm_one_pass_passes_at_14(ctx):
+    """Stages 05 and 06 on N32 C16 14x14, honest: at most 0.002."""
+    honest(ctx, "batchnorm_forward_14", ["fused", "one_pass"])
 
 
 BN_DX = "dx[e] = k * (GRAD_IN(dy, out, e) - mb - xhat * mg);"

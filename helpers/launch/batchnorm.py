@@ -2,9 +2,10 @@
 
 Both operations share one stage list; each stage file holds the forward and the backward
 kernels. The registry's ``launch`` names the grid: ``per_channel`` (one work-item per channel),
-``group_per_channel`` (one work-group per channel; stage 06 holds the whole channel in its
-registers), ``blocks`` (many work-groups per channel:
-block partials in a workspace, then a merge). eps and momentum are float32 kernel arguments.
+``group_per_channel`` (one work-group per channel), ``one_pass`` (stage 06: one work-group per
+channel, grown until its registers hold the channel: one_pass_wg), ``blocks`` (many work-groups
+per channel: block partials in a workspace, then a merge). eps and momentum are float32 kernel
+arguments.
 """
 from __future__ import annotations
 
@@ -48,13 +49,34 @@ def group_per_channel(p: Problem, d: dict):
     return (d["WG"] * p.dims["C"],), (d["WG"],)
 
 
+# Stage 06: the work-group a channel gets: WG work-items, doubled (up to ONE_PASS_WG_MAX) while the
+# channel has more than MAX_ITEMS units a work-item. 256 is as far as 25 units go: their 178
+# registers a work-item (the forward kernel on the H200) times 256 work-items fill a compute unit's
+# 65,536. A small WG serves the small channels, the doubled one the large (bn128@28's 6,272 units).
+ONE_PASS_WG_MAX = 256
+
+
+def one_pass_wg(p: Problem, d: dict) -> int:
+    wg = d["WG"]
+    while wg < ONE_PASS_WG_MAX and units(p) > wg * MAX_ITEMS:
+        wg *= 2
+    return wg
+
+
+def one_pass_group(p: Problem, d: dict):
+    """Stage 06: one work-group of one_pass_wg work-items per channel."""
+    wg = one_pass_wg(p, d)
+    return (wg * p.dims["C"],), (wg,)
+
+
 def channel_blocks(p: Problem, d: dict):
     """Blocks of a channel x channels."""
     return (d["WG"] * blocks(p, d), p.dims["C"]), (d["WG"], 1)
 
 
 # the family's launches, by name (the registry's ``launch``): their grids
-LAUNCHES = {"per_channel": per_channel, "group_per_channel": group_per_channel, "blocks": channel_blocks}
+LAUNCHES = {"per_channel": per_channel, "group_per_channel": group_per_channel, "one_pass": one_pass_group,
+            "blocks": channel_blocks}
 
 
 def steps(stage, p: Problem, d: dict) -> list:
@@ -113,17 +135,24 @@ def one_pass_items(p: Problem, d: dict) -> dict:
     (each checked, not recorded): at 25 units bn512@28 took 36.7 us without them and 45.4 with; at
     7, where recomputing them buys no work-group, it only cost time (bn2048@7 20.1 us against
     16.7)."""
-    items = max(1, -(-units(p) // d["WG"]))
+    r = d.get("RADIX", 2)
+    if r < 2 or r > 16 or r & (r - 1):
+        raise ValueError(f"RADIX={r} for stage 06_one_pass: the values a work-item adds per tree level "
+                         f"must be a power of two from 2 to 16 (e.g. RADIX=8)")
+    wg = one_pass_wg(p, d)
+    items = max(1, -(-units(p) // wg))
     if p.op != "batchnorm_forward":         # the backward kernel holds its offsets (2 float4s a unit
-        return {**vec4(p, d), "ITEMS": items}   # and one offset: more than 128 registers either way)
-    return {**vec4(p, d), "ITEMS": items, "HOLD_OFFSETS": int(items <= HOLD_OFFSETS_MAX)}
+        return {**vec4(p, d), "WG": wg, "ITEMS": items}   # and one offset: more than 128 registers either way)
+    return {**vec4(p, d), "WG": wg, "ITEMS": items, "HOLD_OFFSETS": int(items <= HOLD_OFFSETS_MAX)}
 
 
 def channel_fits(p: Problem, d: dict):
-    """Stage 06 holds a whole channel in one work-group's registers: N*H*W units <= WG*MAX_ITEMS."""
+    """Stage 06 holds a whole channel in one work-group's registers: N*H*W units <= WG*MAX_ITEMS,
+    WG as one_pass_wg grows it."""
     need = wg_power_of_two(p, d)
-    if need is None and units(p) > d["WG"] * MAX_ITEMS:
+    wg = one_pass_wg(p, d) if need is None else d["WG"]
+    if need is None and units(p) > wg * MAX_ITEMS:
         need = (f"a channel of N*H*W = {p.dims['N'] * p.dims['HW']:,} values must fit one work-group's "
-                f"registers: at most WG * {MAX_ITEMS} = {d['WG'] * MAX_ITEMS:,} "
+                f"registers: at most {wg} * {MAX_ITEMS} = {wg * MAX_ITEMS:,} "
                 f"{'float4s' if p.dims['HW'] % 4 == 0 else 'floats'}")
     return need

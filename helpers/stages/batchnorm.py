@@ -4,7 +4,8 @@ each stage's file holds the forward (training and inference) and the backward ke
 ``variants`` run over the grid beside the defaults: small work-groups and blocks, so that trees
 have many levels and stage 05 many blocks (stage 02's COALESCED=0: chunks of one element, of
 many, and work-items left with none), and every switch (stage 02's COALESCED and SPLIT_SUMS,
-05's REVERSE and EARLY_LOADS, 06's TWO_PASS_STATS) at its other setting.
+05's REVERSE and EARLY_LOADS, 06's TWO_PASS_STATS, EARLY_PARAMS and STEP_OFFSETS, and its RADIX
+at 2, 4 and 16) at its other setting.
 """
 from dataclasses import replace
 
@@ -42,14 +43,18 @@ FORWARD = [
           variants=({"WG": 4, "ITEMS": 1}, {"WG": 16, "ITEMS": 3, "REVERSE": 0}, {"WG": 4, "ITEMS": 3, "EARLY_LOADS": 0},
                     {"WG": 16, "ITEMS": 1, "REVERSE": 0, "EARLY_LOADS": 0})),
     # WG 4 holds at most 4 x MAX_ITEMS = 100 units a channel: (2, 6, 14, 14), 98 float4s, fills 25 a
-    # work-item; the larger shapes of the grid fall back to stage 05
+    # work-item; a larger channel doubles the work-group (up to 256), a channel beyond 256 x 25 units
+    # falls back to stage 05
     Stage("batchnorm_forward", 6, "one_pass", "batchnorm/06_one_pass.cl",
           "channels that fit one work-group's registers: one launch, each tensor read once, two-pass "
           "statistics over registers (TWO_PASS_STATS=0: Welford's); larger channels run stage 05",
-          family="batchnorm", launch="group_per_channel", defines={"WG": 256, "TWO_PASS_STATS": 1},
+          family="batchnorm", launch="one_pass", defines={"WG": 128, "TWO_PASS_STATS": 1, "EARLY_PARAMS": 1, "STEP_OFFSETS": 1, "RADIX": 8},
           tune={"WG": [128, 256, 512, 1024]}, jit="one_pass_items", requires="channel_fits", fallback="fused",
-          variants=({"WG": 4}, {"WG": 32}, {"TWO_PASS_STATS": 0}, {"WG": 4, "TWO_PASS_STATS": 0})),
+          variants=({"WG": 4}, {"WG": 32}, {"TWO_PASS_STATS": 0}, {"WG": 4, "TWO_PASS_STATS": 0},
+                    {"EARLY_PARAMS": 0, "STEP_OFFSETS": 0, "RADIX": 2}, {"WG": 4, "RADIX": 16},
+                    {"WG": 32, "RADIX": 4, "STEP_OFFSETS": 0}, {"EARLY_PARAMS": 0})),
 ]
 
 # the backward operation runs the same stages (the same files, their backward kernels)
 BACKWARD = [replace(s, op="batchnorm_backward") for s in FORWARD]
+BACKWARD[5] = replace(BACKWARD[5], defines={**BACKWARD[5].defines, "WG": 256})

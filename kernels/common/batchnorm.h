@@ -40,12 +40,19 @@ inline void welford_add4(float* n, float* mean, float* m2, const float4 v) {
 
 // Per-channel results of training: the running statistics' momentum update uses the unbiased
 // variance m2 / (count - 1), as PyTorch does; the batch statistics themselves are biased.
+// running_store: the same from the old running values already loaded (rm, rv).
+inline void running_store(__global float* running_mean_out, __global float* running_var_out,
+                          const int c, const float rm, const float rv, const float count,
+                          const float mean, const float m2, const float momentum) {
+    running_mean_out[c] = (1.0f - momentum) * rm + momentum * mean;
+    running_var_out[c] = (1.0f - momentum) * rv + momentum * (m2 / (count - 1.0f));
+}
+
 inline void running_update(__global const float* running_mean, __global const float* running_var,
                            __global float* running_mean_out, __global float* running_var_out,
                            const int c, const float count, const float mean, const float m2,
                            const float momentum) {
-    running_mean_out[c] = (1.0f - momentum) * running_mean[c] + momentum * mean;
-    running_var_out[c] = (1.0f - momentum) * running_var[c] + momentum * (m2 / (count - 1.0f));
+    running_store(running_mean_out, running_var_out, c, running_mean[c], running_var[c], count, mean, m2, momentum);
 }
 
 // Sum over a work-group of WG work-items (WG a power of two) through local memory: the
@@ -61,6 +68,29 @@ inline float wg_sum(__local float* buf, const float v) {
     const float r = buf[0];
     barrier(CLK_LOCAL_MEM_FENCE);
     return r;
+}
+
+// The same sum over a work-group of wg work-items by a tree of radix r (wg and r powers of two,
+// known when the kernel is built, so the loops unroll): each level adds r values per work-item
+// left, log_r(wg) levels and as many barriers instead of log2(wg). r = 2 is wg_sum's tree.
+inline float wg_sum_radix(__local float* buf, const float v, const int wg, const int r) {
+    const int lid = get_local_id(0);
+    buf[lid] = v;
+    barrier(CLK_LOCAL_MEM_FENCE);
+    for (int s = wg; s > 1; ) {
+        const int t = s / min(r, s);               // work-items left after this level
+        if (lid < t) {                             // reads lid, lid + t, ...: its own slot and
+            float a = buf[lid];                    // slots >= t no other work-item writes
+            for (int j = 1; j < s / t; j++)
+                a += buf[lid + j * t];
+            buf[lid] = a;
+        }
+        barrier(CLK_LOCAL_MEM_FENCE);
+        s = t;
+    }
+    const float out = buf[0];
+    barrier(CLK_LOCAL_MEM_FENCE);
+    return out;
 }
 
 // Two sums at once (float2 lanes), the same tree.
