@@ -42,6 +42,71 @@ inline void stage_tile(__local float* dst, __global const float* src, __global c
     }
 }
 
+// The input gradient's arguments and first steps (16_dw_tiles, 16_dw_regs of conv_dgrad): the
+// group's tile (TH x TW elements of dx from (h0, w0)) and slice z's plane (n*C + c); the slice
+// stages the dy tile every tap of it reads, from dy row oh0 and column ow0 (floor: they may lie in
+// the padding), and the channel's filter; then the work-group's barrier.
+#define DGRAD_ARGS                                                                           \
+    __global const float* restrict dy,  /* gradient w.r.t. the layer output */                \
+    __global const float* restrict y,   /* layer output after activation */                   \
+    __global const float* restrict w,   /* weights (C,1,R,S) */                               \
+    __global float* restrict dx,        /* gradient w.r.t. the layer input */                 \
+    const int planes, const int C, const int H, const int W, const int OH, const int OW,      \
+    const int tiles_x, const int tiles_y
+
+typedef struct { int plane, h0, w0, oh0, ow0; bool live; } dgrad_tile;
+
+inline dgrad_tile dgrad_stage(__local float* tile, __local float* taps, __global const float* dy,
+                              __global const float* y, __global const float* w, const int planes,
+                              const int C, const int OH, const int OW, const int tiles_x, const int tiles_y) {
+    const int lid = get_local_id(1) * BX + get_local_id(0);
+    int g = get_group_id(0);
+    dgrad_tile t;
+    t.w0 = (g % tiles_x) * TW;
+    g /= tiles_x;
+    t.h0 = (g % tiles_y) * TH;
+    t.plane = (g / tiles_y) * PL + get_local_id(2);
+    t.live = t.plane < planes;           // the last group's spare slices only meet the barrier
+    t.oh0 = floor_div(t.h0 + PH - (R - 1) * DH, SH);
+    t.ow0 = floor_div(t.w0 + PW - (S - 1) * DW, SW);
+    if (t.live) {
+        stage_tile(tile, dy, y, 1, t.plane * OH * OW, OH, OW, t.oh0, t.ow0, lid);
+        for (int i = lid; i < RS; i += SLICE) taps[i] = w[(t.plane % C) * RS + i];
+    }
+    barrier(CLK_LOCAL_MEM_FENCE);
+    return t;
+}
+
+// The weight gradient's arguments and one step of its walk over the tiles (16_dw_tiles,
+// 16_dw_regs of conv_wgrad): the work-group is channel c's split ``split`` (per_split tiles of
+// the channel's N * tiles_y * tiles_x from ``first``); slice z takes tile t0 + z of them, a TH x TW
+// tile of output positions from (oh0, ow0) of image n, and stages the input it reads, rows from
+// oh0*SH - PH and columns from ow0*SW - PW, between two barriers.
+#define WGRAD_ARGS                                                                           \
+    __global const float* restrict x, __global const float* restrict dy,                       \
+    __global const float* restrict y, __global float* restrict partials,                       \
+    const int N, const int C, const int H, const int W, const int OH, const int OW,           \
+    const int tiles_x, const int tiles_y, const int per_split
+
+typedef struct { int n, oh0, ow0; bool live; } wgrad_tile;
+
+inline wgrad_tile wgrad_stage(__local float* tile, __global const float* x, const int t0, const int last,
+                              const int c, const int C, const int H, const int W, const int tiles_x,
+                              const int tiles_y) {
+    const int t = t0 + get_local_id(2), per_image = tiles_x * tiles_y;
+    wgrad_tile at;
+    at.n = t / per_image;
+    at.oh0 = (t % per_image) / tiles_x * TH;
+    at.ow0 = t % tiles_x * TW;
+    at.live = t < last;
+    barrier(CLK_LOCAL_MEM_FENCE);        // the previous tile's reads are done
+    if (at.live)
+        stage_tile(tile, x, x, 0, (at.n * C + c) * H * W, H, W, at.oh0 * SH - PH, at.ow0 * SW - PW,
+                   get_local_id(1) * BX + get_local_id(0));
+    barrier(CLK_LOCAL_MEM_FENCE);
+    return at;
+}
+
 // The weight gradient's end of a work-group (16_dw_tiles, 16_dw_regs of conv_wgrad): each of its
 // NT work-items holds RS partial sums (acc); they are added across the work-group in a fixed
 // order, a tree in local memory (red: RS x NT/2 floats; the upper half's sums first stored, the

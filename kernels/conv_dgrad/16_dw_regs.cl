@@ -20,38 +20,21 @@
 #include "depthwise.h"
 
 __kernel __attribute__((reqd_work_group_size(BX, BY, PL)))
-void conv_dgrad(__global const float* restrict dy,  // gradient w.r.t. the layer output
-                __global const float* restrict y,   // layer output after activation
-                __global const float* restrict w,   // weights (C,1,R,S)
-                __global float* restrict dx,        // gradient w.r.t. the layer input
-                const int planes, const int C, const int H, const int W, const int OH, const int OW,
-                const int tiles_x, const int tiles_y) {
+void conv_dgrad(DGRAD_ARGS) {
     __local float tiles[PL][LH * LW];
     __local float taps[PL][RS];
-    const int tx = get_local_id(0), ty = get_local_id(1), z = get_local_id(2);
-    const int lid = ty * BX + tx;
-    int g = get_group_id(0);
-    const int w0 = (g % tiles_x) * TW;
-    g /= tiles_x;
-    const int h0 = (g % tiles_y) * TH;
-    const int plane = (g / tiles_y) * PL + z;
-    const bool live = plane < planes;
-    const int oh0 = floor_div(h0 + PH - (R - 1) * DH, SH), ow0 = floor_div(w0 + PW - (S - 1) * DW, SW);
-    if (live) {
-        stage_tile(tiles[z], dy, y, 1, plane * OH * OW, OH, OW, oh0, ow0, lid);
-        for (int i = lid; i < RS; i += SLICE) taps[z][i] = w[(plane % C) * RS + i];
-    }
-    barrier(CLK_LOCAL_MEM_FENCE);
-    const int h = h0 + ty, x0 = w0 + tx * XPW;
-    if (!live || h >= H || x0 >= W) return;
+    const int z = get_local_id(2);
+    const dgrad_tile t = dgrad_stage(tiles[z], taps[z], dy, y, w, planes, C, OH, OW, tiles_x, tiles_y);
+    const int h = t.h0 + get_local_id(1), x0 = t.w0 + get_local_id(0) * XPW;
+    if (!t.live || h >= H || x0 >= W) return;
 
     float grad[XPW];
 #pragma unroll
     for (int i = 0; i < XPW; i++) grad[i] = 0.0f;
-    const int col = x0 / SW + JMIN - ow0;          // the window's first column in the tile: >= 0
+    const int col = x0 / SW + JMIN - t.ow0;        // the window's first column in the tile: >= 0
 #pragma unroll
     for (int r = 0; r < R; r++) {
-        const int a = h + PH - r * DH - oh0 * SH;
+        const int a = h + PH - r * DH - t.oh0 * SH;
         if (SH > 1 && a % SH != 0) continue;
         __local const float* row = tiles[z] + (a / SH) * LW + col;
         float win[NWIN];                           // the dy values the XPW elements share
@@ -67,7 +50,7 @@ void conv_dgrad(__global const float* restrict dy,  // gradient w.r.t. the layer
             }
         }
     }
-    __global float* out = dx + plane * H * W + h * W + x0;
+    __global float* out = dx + t.plane * H * W + h * W + x0;
 #if VEC
 #pragma unroll
     for (int i = 0; i < XPW; i += 4)               // W % 4 == 0: a float4 is all in or all out

@@ -20,40 +20,22 @@
 #include "depthwise.h"
 
 __kernel __attribute__((reqd_work_group_size(BX, BY, PL)))
-void conv_dgrad(__global const float* restrict dy,  // gradient w.r.t. the layer output
-                __global const float* restrict y,   // layer output after activation
-                __global const float* restrict w,   // weights (C,1,R,S)
-                __global float* restrict dx,        // gradient w.r.t. the layer input
-                const int planes, const int C, const int H, const int W, const int OH, const int OW,
-                const int tiles_x, const int tiles_y) {
+void conv_dgrad(DGRAD_ARGS) {
     __local float tiles[PL][LH * LW];      // each slice's dy tile, with its halo
     __local float taps[PL][RS];            // each slice's filter
-    const int tx = get_local_id(0), ty = get_local_id(1), z = get_local_id(2);
-    const int lid = ty * BX + tx;
-    int g = get_group_id(0);
-    const int w0 = (g % tiles_x) * TW;
-    g /= tiles_x;
-    const int h0 = (g % tiles_y) * TH;
-    const int plane = (g / tiles_y) * PL + z;
-    const bool live = plane < planes;      // the last group's spare slices only meet the barrier
-    // the first dy row and column any tap of the tile reads (floor: may lie in the padding)
-    const int oh0 = floor_div(h0 + PH - (R - 1) * DH, SH), ow0 = floor_div(w0 + PW - (S - 1) * DW, SW);
-    if (live) {
-        stage_tile(tiles[z], dy, y, 1, plane * OH * OW, OH, OW, oh0, ow0, lid);
-        for (int i = lid; i < RS; i += SLICE) taps[z][i] = w[(plane % C) * RS + i];
-    }
-    barrier(CLK_LOCAL_MEM_FENCE);
-    const int h = h0 + ty, x = w0 + tx;
-    if (!live || h >= H || x >= W) return;
+    const int z = get_local_id(2);
+    const dgrad_tile t = dgrad_stage(tiles[z], taps[z], dy, y, w, planes, C, OH, OW, tiles_x, tiles_y);
+    const int plane = t.plane, h = t.h0 + get_local_id(1), x = t.w0 + get_local_id(0);
+    if (!t.live || h >= H || x >= W) return;
 
     float grad = 0.0f;
 #pragma unroll
     for (int r = 0; r < R; r++) {
-        const int a = h + PH - r * DH - oh0 * SH;  // oh*SH relative to the tile: >= 0
-        if (SH > 1 && a % SH != 0) continue;       // no output row reads row h through tap r
+        const int a = h + PH - r * DH - t.oh0 * SH;    // oh*SH relative to the tile: >= 0
+        if (SH > 1 && a % SH != 0) continue;           // no output row reads row h through tap r
 #pragma unroll
         for (int s = 0; s < S; s++) {
-            const int b = x + PW - s * DW - ow0 * SW;
+            const int b = x + PW - s * DW - t.ow0 * SW;
             if (SW > 1 && b % SW != 0) continue;
             grad += tiles[z][(a / SH) * LW + b / SW] * taps[z][r * S + s];
         }

@@ -15,62 +15,51 @@
 #include "depthwise.h"
 
 __kernel __attribute__((reqd_work_group_size(BX, BY, PL)))
-void wgrad_dw_partial(__global const float* restrict x, __global const float* restrict dy,
-                      __global const float* restrict y, __global float* restrict partials,
-                      const int N, const int C, const int H, const int W, const int OH, const int OW,
-                      const int tiles_x, const int tiles_y, const int per_split) {
+void wgrad_dw_partial(WGRAD_ARGS) {
     __local float buffer[RED];
-    const int tx = get_local_id(0), ty = get_local_id(1), z = get_local_id(2);
-    const int slid = ty * BX + tx, lid = z * SLICE + slid;
+    const int tx = get_local_id(0), ty = get_local_id(1);
     const int c = get_group_id(0) % C, split = get_group_id(0) / C;
-    const int per_image = tiles_x * tiles_y, count = N * per_image;
-    const int first = split * per_split, last = min(first + per_split, count);
-    __local float* tile = buffer + z * (LH * LW);
+    const int first = split * per_split, last = min(first + per_split, N * tiles_x * tiles_y);
+    __local float* tile = buffer + get_local_id(2) * (LH * LW);
 
     float acc[RS];
 #pragma unroll
     for (int i = 0; i < RS; i++) acc[i] = 0.0f;
     for (int t0 = first; t0 < last; t0 += PL) {
-        const int t = t0 + z, n = t / per_image;
-        const int oh0 = (t % per_image) / tiles_x * TH, ow0 = t % tiles_x * TW;
-        const bool live = t < last;
-        barrier(CLK_LOCAL_MEM_FENCE);
-        if (live) stage_tile(tile, x, x, 0, (n * C + c) * H * W, H, W, oh0 * SH - PH, ow0 * SW - PW, slid);
-        barrier(CLK_LOCAL_MEM_FENCE);
-        const int oh = oh0 + ty, ow = ow0 + tx * XPW;
-        if (live && oh < OH && ow < OW) {
-            const int o = ((n * C + c) * OH + oh) * OW + ow;
-            float g[XPW];
+        const wgrad_tile t = wgrad_stage(tile, x, t0, last, c, C, H, W, tiles_x, tiles_y);
+        const int oh = t.oh0 + ty, ow = t.ow0 + tx * XPW;
+        if (!t.live || oh >= OH || ow >= OW) continue;
+        const int o = ((t.n * C + c) * OH + oh) * OW + ow;
+        float g[XPW];                      // the XPW positions' dy'
 #if VEC
 #pragma unroll
-            for (int i = 0; i < XPW; i += 4) {     // OW % 4 == 0: a float4 is all in or all out
-                float4 v = ow + i < OW ? *(__global const float4*)(dy + o + i) : (float4)(0.0f);
+        for (int i = 0; i < XPW; i += 4) {     // OW % 4 == 0: a float4 is all in or all out
+            float4 v = ow + i < OW ? *(__global const float4*)(dy + o + i) : (float4)(0.0f);
 #if ACT != ACT_NONE
-                if (ow + i < OW) {
-                    const float4 a = *(__global const float4*)(y + o + i);
-                    v *= (float4)(act_derivative(a.x), act_derivative(a.y), act_derivative(a.z), act_derivative(a.w));
-                }
-#endif
-                g[i] = v.x; g[i + 1] = v.y; g[i + 2] = v.z; g[i + 3] = v.w;
+            if (ow + i < OW) {
+                const float4 a = *(__global const float4*)(y + o + i);
+                v *= (float4)(act_derivative(a.x), act_derivative(a.y), act_derivative(a.z), act_derivative(a.w));
             }
+#endif
+            g[i] = v.x; g[i + 1] = v.y; g[i + 2] = v.z; g[i + 3] = v.w;
+        }
 #else
 #pragma unroll
-            for (int i = 0; i < XPW; i++) g[i] = ow + i < OW ? GRAD_IN(dy, y, o + i) : 0.0f;
+        for (int i = 0; i < XPW; i++) g[i] = ow + i < OW ? GRAD_IN(dy, y, o + i) : 0.0f;
 #endif
-            __local const float* at = tile + ty * SH * LW + tx * XPW * SW;
+        __local const float* at = tile + ty * SH * LW + tx * XPW * SW;
 #pragma unroll
-            for (int r = 0; r < R; r++) {
-                float win[NWIN];                   // the input values the XPW windows share
+        for (int r = 0; r < R; r++) {
+            float win[NWIN];                   // the input values the XPW windows share
 #pragma unroll
-                for (int j = 0; j < NWIN; j++) win[j] = at[r * DH * LW + j];
+            for (int j = 0; j < NWIN; j++) win[j] = at[r * DH * LW + j];
 #pragma unroll
-                for (int s = 0; s < S; s++)
+            for (int s = 0; s < S; s++)
 #pragma unroll
-                    for (int i = 0; i < XPW; i++) acc[r * S + s] += win[i * SW + s * DW] * g[i];
-            }
+                for (int i = 0; i < XPW; i++) acc[r * S + s] += win[i * SW + s * DW] * g[i];
         }
     }
-    reduce_weights(acc, buffer, lid, partials + split * (C * RS) + c * RS);
+    reduce_weights(acc, buffer, (get_local_id(2) * BY + ty) * BX + tx, partials + split * (C * RS) + c * RS);
 }
 
 #include "wgrad_sum.h"

@@ -25,39 +25,28 @@
 #include "depthwise.h"
 
 __kernel __attribute__((reqd_work_group_size(BX, BY, PL)))
-void wgrad_dw_partial(__global const float* restrict x, __global const float* restrict dy,
-                      __global const float* restrict y, __global float* restrict partials,
-                      const int N, const int C, const int H, const int W, const int OH, const int OW,
-                      const int tiles_x, const int tiles_y, const int per_split) {
+void wgrad_dw_partial(WGRAD_ARGS) {
     __local float buffer[RED];             // the slices' staged tiles, then the reduction
-    const int tx = get_local_id(0), ty = get_local_id(1), z = get_local_id(2);
-    const int slid = ty * BX + tx, lid = z * SLICE + slid;
+    const int tx = get_local_id(0), ty = get_local_id(1);
     const int c = get_group_id(0) % C, split = get_group_id(0) / C;
-    const int per_image = tiles_x * tiles_y, count = N * per_image;
-    const int first = split * per_split, last = min(first + per_split, count);
-    __local float* tile = buffer + z * (LH * LW);
+    const int first = split * per_split, last = min(first + per_split, N * tiles_x * tiles_y);
+    __local float* tile = buffer + get_local_id(2) * (LH * LW);
 
-    float acc[RS];
+    float acc[RS];                         // the R x S sums of this work-item's positions
 #pragma unroll
     for (int i = 0; i < RS; i++) acc[i] = 0.0f;
     for (int t0 = first; t0 < last; t0 += PL) {
-        const int t = t0 + z, n = t / per_image;
-        const int oh0 = (t % per_image) / tiles_x * TH, ow0 = t % tiles_x * TW;
-        const bool live = t < last;
-        barrier(CLK_LOCAL_MEM_FENCE);      // the previous tile's reads are done
-        if (live) stage_tile(tile, x, x, 0, (n * C + c) * H * W, H, W, oh0 * SH - PH, ow0 * SW - PW, slid);
-        barrier(CLK_LOCAL_MEM_FENCE);
-        const int oh = oh0 + ty, ow = ow0 + tx;
-        if (live && oh < OH && ow < OW) {
-            const float g = GRAD_IN(dy, y, ((n * C + c) * OH + oh) * OW + ow);
-            __local const float* at = tile + ty * SH * LW + tx * SW;   // the window's corner
+        const wgrad_tile t = wgrad_stage(tile, x, t0, last, c, C, H, W, tiles_x, tiles_y);
+        const int oh = t.oh0 + ty, ow = t.ow0 + tx;
+        if (!t.live || oh >= OH || ow >= OW) continue;
+        const float g = GRAD_IN(dy, y, ((t.n * C + c) * OH + oh) * OW + ow);
+        __local const float* at = tile + ty * SH * LW + tx * SW;     // the window's corner
 #pragma unroll
-            for (int r = 0; r < R; r++)
+        for (int r = 0; r < R; r++)
 #pragma unroll
-                for (int s = 0; s < S; s++) acc[r * S + s] += g * at[r * DH * LW + s * DW];
-        }
+            for (int s = 0; s < S; s++) acc[r * S + s] += g * at[r * DH * LW + s * DW];
     }
-    reduce_weights(acc, buffer, lid, partials + split * (C * RS) + c * RS);
+    reduce_weights(acc, buffer, (get_local_id(2) * BY + ty) * BX + tx, partials + split * (C * RS) + c * RS);
 }
 
 #include "wgrad_sum.h"      // wgrad_sum: each weight's SPLITS partial sums, in split order
