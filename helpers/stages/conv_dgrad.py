@@ -330,7 +330,7 @@ STAGES = [
           "filter row read into registers once, the taps a stride skips dropped when compiled, "
           "float4 stores when W % 4 == 0",
           defines=DW_REGS, tune=DW_REGS_TUNE, fast={"VEC": 1}, launch="dgrad",
-          variants=({"TX": 2, "TY": 2, "XPW": 8},), **DEPTHWISE),
+          variants=({"TX": 2, "TY": 2, "XPW": 4},), **DEPTHWISE),
 
     # Chapter 11's algorithm chooser: times the other registered stages once per device and layer
     # shape within the caller's workspace budget (workspace_limit), caches the winner, runs it.

@@ -55,6 +55,6 @@ STAGES = [
     Stage("conv_wgrad", 16, "dw_regs", "conv_wgrad/16_dw_regs.cl",
           "dw_tiles with XPW positions of a row per work-item: their dy' in registers (float4s when "
           "OW % 4 == 0), each tap row's shared input window read once from local memory",
-          defines={**DW_REGS, "SPLIT_TARGET": 2048}, tune={**DW_REGS_TUNE, "SPLIT_TARGET": SPLIT_TARGETS},
-          fast={"VEC": 1}, variants=({"TX": 2, "TY": 2, "XPW": 8, "SPLIT_TARGET": 1},), launch="wgrad", **DEPTHWISE),
+          defines={**DW_REGS, "SPLIT_TARGET": 4096}, tune={**DW_REGS_TUNE, "SPLIT_TARGET": SPLIT_TARGETS},
+          fast={"VEC": 1}, variants=({"TX": 2, "TY": 2, "XPW": 4, "SPLIT_TARGET": 1},), launch="wgrad", **DEPTHWISE),
 ]
