@@ -3,7 +3,7 @@
 from .params import DEPTHWISE, DW_REGS, DW_REGS_TUNE, DW_TILES, DW_TILES_TUNE, GEMM_TUNE, TILES, WG, WG_TUNE
 from .stage import Stage
 
-SPLIT_TARGETS = [512, 1024, 2048, 4096, 8192]    # depthwise: the work-groups the splits aim for
+SPLIT_TARGETS = [1024, 2048, 4096, 8192]    # depthwise: the work-groups the splits aim for
 
 STAGES = [
     Stage("conv_wgrad", 1, "naive", "conv_wgrad/01_naive.cl",

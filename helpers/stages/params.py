@@ -45,6 +45,6 @@ TC_TILES_TUNE = {"BN": [64, 128], "STAGES": [2, 3], "CH": [4, 8]}
 # (results/depthwise/dw_times_nvidia-h200.json; the strided layers' weight gradient preferred XPW = 4)
 DEPTHWISE = dict(family="depthwise", jit="jit", requires="depthwise_requires", fallback="any_shape", any_shape=True)
 DW_TILES = {"TX": 32, "TY": 8}
-DW_TILES_TUNE = {"TX": [16, 32, 64], "TY": [2, 4, 8, 16]}
+DW_TILES_TUNE = {"TX": [16, 32], "TY": [4, 8, 16]}
 DW_REGS = {"TX": 8, "TY": 8, "XPW": 8}
-DW_REGS_TUNE = {"TX": [4, 8, 16, 32], "TY": [2, 4, 8, 16], "XPW": [2, 4, 8]}
+DW_REGS_TUNE = {"TX": [4, 8, 16], "TY": [4, 8, 16], "XPW": [4, 8]}
