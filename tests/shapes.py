@@ -140,6 +140,38 @@ VOL_CASES = [(1, 2, 4, 5, 3, 3, 3, 1, 1), (2, 3, 5, 4, 6, 4, 3, 2, 1), (1, 1, 1,
              (1, 5, 6, 3, 5, 7, 2, 2, 0), (2, 4, 3, 7, 4, 2, 3, 3, 2)]
 
 
+# 2-D depthwise convolutions with channel multiplier 1 (groups = C = K), the depthwise stages'
+# (16_dw_tiles, 16_dw_regs): 3x3, 5x5, 7x7, 1x1 and 3x5 filters, strides 1-3 (per axis too),
+# dilation 2, padding per side; widths W and output widths OW on and off multiples of 4 (their
+# float4 paths, at least MIN_PER_PATH each), planes smaller than a tile and larger than it in
+# both directions (37 x 61, 45 x 40, 20 x 36: several tiles, the last partial)
+DEPTHWISE = [
+    ((2, 5, 13, 11), (5, 1, 3, 3), 1, 1, 1, 5, "none"),
+    ((1, 3, 9, 16), (3, 1, 3, 3), 2, 1, 1, 3, "relu"),
+    ((2, 4, 12, 12), (4, 1, 7, 7), 1, 3, 1, 4, "tanh"),
+    ((1, 6, 17, 19), (6, 1, 3, 3), (2, 1), ((1, 0), (2, 1)), 2, 6, "sigmoid"),
+    ((1, 2, 37, 61), (2, 1, 5, 5), (1, 3), ((2, 1), (0, 2)), (2, 1), 2, "none"),
+    ((3, 7, 8, 8), (7, 1, 3, 3), 2, 1, 1, 7, "none"),
+    ((1, 4, 20, 36), (4, 1, 3, 3), 1, 1, 1, 4, "relu"),
+    ((2, 3, 7, 7), (3, 1, 7, 7), 1, 3, 1, 3, "none"),
+    ((1, 5, 14, 14), (5, 1, 3, 3), 2, ((0, 1), (0, 1)), 1, 5, "tanh"),
+    ((1, 8, 24, 28), (8, 1, 3, 3), 1, 2, 2, 8, "sigmoid"),
+    ((2, 2, 19, 33), (2, 1, 5, 5), 1, 2, 1, 2, "none"),
+    ((1, 3, 45, 40), (3, 1, 3, 3), 2, 1, 1, 3, "relu"),
+    ((1, 4, 11, 20), (4, 1, 1, 1), 1, 0, 1, 4, "none"),
+    ((1, 4, 11, 16), (4, 1, 1, 1), 2, 0, 1, 4, "tanh"),
+    ((2, 3, 10, 13), (3, 1, 3, 5), (1, 2), ((1, 1), (2, 2)), (1, 2), 3, "relu"),
+    ((1, 6, 9, 24), (6, 1, 7, 7), 1, 3, 1, 6, "none"),
+    ((1, 2, 5, 6), (2, 1, 3, 3), 3, ((2, 0), (1, 2)), 1, 2, "sigmoid"),
+    ((1, 3, 16, 15), (3, 1, 3, 3), 2, 1, 2, 3, "none"),
+    ((2, 5, 6, 4), (5, 1, 3, 3), 1, 1, 1, 5, "relu"),
+    ((1, 7, 13, 8), (7, 1, 5, 5), 1, ((2, 2), (1, 3)), 1, 7, "tanh"),
+    ((3, 2, 4, 12), (2, 1, 3, 3), (2, 2), 1, (2, 1), 2, "none"),
+    ((1, 9, 11, 11), (9, 1, 3, 3), 1, ((0, 0), (1, 1)), 1, 9, "relu"),
+    ((2, 4, 21, 10), (4, 1, 3, 3), 2, 1, 1, 4, "sigmoid"),
+    ((1, 3, 6, 50), (3, 1, 1, 3), (1, 2), ((0, 0), (1, 1)), 1, 3, "none"),
+]
+
 # Convolutions of any shape (chapter 16), run by every stage of the three convolutions: the
 # any-shape stages check them, the others refuse them by name (the last case is a plain 2-D shape
 # spelled per axis and per side, which every stage runs). Each is (x shape, weight shape (C,
@@ -168,6 +200,7 @@ ANY_SHAPE = [
     ((1, 6, 5, 3, 4, 4), (6, 2, 3, 3, 1, 3), (1, 1, 2, 1), ((1, 1), (1, 1), (0, 0), (1, 2)), (2, 1, 1, 1), 2, "tanh"),
     ((2, 3, 4, 3, 3, 5), (3, 2, 3, 3, 3, 3), 1, 1, 1, 1, "sigmoid"),
     ((1, 2, 1, 2, 1, 3), (2, 1, 1, 2, 1, 2), (1, 1, 1, 3), ((0, 0), (1, 0), (0, 0), (0, 1)), 1, 2, "none"),
+    *DEPTHWISE,
     ((2, 5, 7, 8), (5, 3, 3, 3), (2, 2), ((1, 1), (1, 1)), (1, 1), 1, "relu"),
 ]
 

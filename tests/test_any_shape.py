@@ -157,7 +157,7 @@ def test_the_refusal_names_the_stage_and_those_that_can(ctx, monkeypatch):
     a = any_shape_args("conv_dgrad", ANY_SHAPE[5], 0)            # depthwise 3x3, stride 2
     with pytest.raises(ValueError, match=r"^stage 05_input_vec of conv_dgrad cannot run this problem: it runs 2-D "
                                          r"convolutions with one stride and one padding for every side, without groups "
-                                         r"or dilation; the stages that can are any_shape$"):
+                                         r"or dilation; the stages that can are any_shape, dw_tiles, dw_regs$"):
         helpers.run_stage("conv_dgrad", "input_vec", ctx=ctx, **a)
     # a stage with a fallback is refused too: its fallback is a 2-D stage
     with pytest.raises(ValueError, match="stage 12_winograd4 of conv_dgrad cannot run this problem: it runs 2-D"):

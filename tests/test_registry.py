@@ -43,7 +43,7 @@ MISTAKES = [
     pytest.param("conv_dgrad", "naive", dict(number="2"),
                  r"is not a chapter number", id="number not an integer"),
     pytest.param("conv_dgrad", "naive", dict(family="direkt"),
-                 r"family 'direkt' is none of helpers/launch/'s: batchnorm, direct", id="unknown family"),
+                 r"family 'direkt' is none of helpers/launch/'s: batchnorm, depthwise, direct", id="unknown family"),
     pytest.param("conv_dgrad", "naive", dict(launch="per_output"),
                  r"launch 'per_output' is none of the direct family's: per_input_element", id="unknown launch"),
     pytest.param("conv_dgrad", "output_depth", dict(jit="depth_16"),
@@ -159,15 +159,15 @@ def test_a_chapter_number_naming_one_stage_picks_it():
     assert get_stage("conv_wgrad", 4).key == "04_winograd"
     ambiguous = {(op, s.number) for op, ss in REGISTRY.items() for s in ss
                  if sum(t.number == s.number and t.backend == "opencl" for t in ss) > 1}
-    assert ambiguous == {("conv_dgrad", n) for n in (2, 9, 10, 11, 12)}
+    assert ambiguous == {("conv_dgrad", n) for n in (2, 9, 10, 11, 12, 16)} | {("conv_wgrad", 16)}
 
 
 def test_families_and_launches_are_found_where_they_are_defined():
-    assert families() == ["batchnorm", "direct", "direct_nd", "gemm", "local", "tensor_cores", "wgrad", "winograd"]
+    assert families() == ["batchnorm", "depthwise", "direct", "direct_nd", "gemm", "local", "tensor_cores", "wgrad", "winograd"]
     used = {(s.family, s.launch) for ss in REGISTRY.values() for s in ss if not s.choose}
     for name in families():
         assert {launch for fam, launch in used if fam == name} == set(family(name).LAUNCHES), name
-    with pytest.raises(ValueError, match="unknown kernel family 'unrolled'; the families are batchnorm, direct"):
+    with pytest.raises(ValueError, match="unknown kernel family 'unrolled'; the families are batchnorm, depthwise, direct"):
         family("unrolled")          # a module of helpers/launch/, but no family
 
 

@@ -5,7 +5,8 @@ defines and tune lists (the validator checks it); its fallback is a CUDA stage.
 """
 from dataclasses import replace
 
-from .params import GEMM_TUNE, TC_TILES, TC_TILES_TUNE, TILES, TILES_WG, WG, WG_TUNE, WINO_F23, WINO_F43
+from .params import (DEPTHWISE, DW_REGS, DW_REGS_TUNE, DW_TILES, DW_TILES_TUNE, GEMM_TUNE, TC_TILES, TC_TILES_TUNE, TILES,
+                     TILES_WG, WG, WG_TUNE, WINO_F23, WINO_F43)
 from .stage import Stage
 
 # Chapter 09: tiles in local memory (helpers/launch/local.py: geometry, constraints). Stride 1
@@ -317,6 +318,19 @@ STAGES = [
           "one work-item per input element of a convolution of any shape (1-4 spatial axes, groups, "
           "dilation, strides per axis, padding per side) seen as 4-D, stage 02's checks on every axis",
           family="direct_nd", launch="per_input_element", defines=WG, tune=WG_TUNE, any_shape=True),
+    # the depthwise ladder's next rungs (helpers/launch/depthwise.py): 2-D, groups = C = K; other
+    # shapes run any_shape
+    Stage("conv_dgrad", 16, "dw_tiles", "conv_dgrad/16_dw_tiles.cl",
+          "depthwise (groups = C = K, 2-D): a slice of the work-group stages its tile of dy with the "
+          "halo and the channel's R x S filter in local memory, one input element per work-item; "
+          "other shapes run any_shape",
+          defines=DW_TILES, tune=DW_TILES_TUNE, launch="dgrad", variants=({"TX": 4, "TY": 2},), **DEPTHWISE),
+    Stage("conv_dgrad", 16, "dw_regs", "conv_dgrad/16_dw_regs.cl",
+          "dw_tiles with XPW elements of a row per work-item: each tap row's shared dy window and "
+          "filter row read into registers once, the taps a stride skips dropped when compiled, "
+          "float4 stores when W % 4 == 0",
+          defines=DW_REGS, tune=DW_REGS_TUNE, fast={"VEC": 1}, launch="dgrad",
+          variants=({"TX": 2, "TY": 2, "XPW": 4},), **DEPTHWISE),
 
     # Chapter 11's algorithm chooser: times the other registered stages once per device and layer
     # shape within the caller's workspace budget (workspace_limit), caches the winner, runs it.

@@ -1,7 +1,9 @@
 """conv_wgrad: the weight gradient, a long sum (N*OH*OW terms) behind each of few outputs
 (C*K*R*S), chapter 15; kernels/conv_wgrad/README.md explains the ladder."""
-from .params import GEMM_TUNE, TILES, WG, WG_TUNE
+from .params import DEPTHWISE, DW_REGS, DW_REGS_TUNE, DW_TILES, DW_TILES_TUNE, GEMM_TUNE, TILES, WG, WG_TUNE
 from .stage import Stage
+
+SPLIT_TARGETS = [1024, 2048, 4096, 8192]    # depthwise: the work-groups the splits aim for
 
 STAGES = [
     Stage("conv_wgrad", 1, "naive", "conv_wgrad/01_naive.cl",
@@ -51,4 +53,18 @@ STAGES = [
           "one work-item per weight of a convolution of any shape (1-4 spatial axes, groups, dilation, "
           "strides per axis, padding per side) seen as 4-D, walking its whole sum alone",
           family="direct_nd", launch="per_weight", defines=WG, tune=WG_TUNE, any_shape=True),
+    # the depthwise ladder (helpers/launch/depthwise.py): 2-D, groups = C = K; other shapes run
+    # any_shape. The variants: small tiles, one split per channel (a work-group walks all its
+    # tiles) and many splits
+    Stage("conv_wgrad", 16, "dw_tiles", "conv_wgrad/16_dw_tiles.cl",
+          "depthwise (groups = C = K, 2-D): each work-group sums a channel's R x S weights over a split "
+          "of its output tiles, the input tile with its halo staged in local memory, all R x S sums "
+          "in registers, added across the group in local memory; stage 02's ordered second pass",
+          defines={**DW_TILES, "SPLIT_TARGET": 2048}, tune={**DW_TILES_TUNE, "SPLIT_TARGET": SPLIT_TARGETS},
+          variants=({"TX": 4, "TY": 2, "SPLIT_TARGET": 1}, {"TX": 2, "TY": 4, "SPLIT_TARGET": 64}), launch="wgrad", **DEPTHWISE),
+    Stage("conv_wgrad", 16, "dw_regs", "conv_wgrad/16_dw_regs.cl",
+          "dw_tiles with XPW positions of a row per work-item: their dy' in registers (float4s when "
+          "OW % 4 == 0), each tap row's shared input window read once from local memory",
+          defines={**DW_REGS, "SPLIT_TARGET": 4096}, tune={**DW_REGS_TUNE, "SPLIT_TARGET": SPLIT_TARGETS},
+          fast={"VEC": 1}, variants=({"TX": 2, "TY": 2, "XPW": 4, "SPLIT_TARGET": 1},), launch="wgrad", **DEPTHWISE),
 ]

@@ -36,3 +36,15 @@ WINO_F43 = dict(family="winograd", launch="blocked_f4x4", defines=WINO4, jit="wi
 # Chapter 13's channel-last tensor-core kernel (13_tc_nhwc.cu), both directions: its tiles
 TC_TILES = {"BN": 64, "STAGES": 3, "CH": 4}
 TC_TILES_TUNE = {"BN": [64, 128], "STAGES": [2, 3], "CH": [4, 8]}
+
+# Chapter 16's depthwise stages (conv_dgrad and conv_wgrad 16_dw_tiles, 16_dw_regs;
+# helpers/launch/depthwise.py): a TX x TY tile per work-group slice (shrunk to a smaller plane,
+# the rest of the work-group more slices), XPW outputs of a row per work-item in dw_regs;
+# 2-D depthwise layers only, the rest run any_shape. dw_regs' defaults: the fastest of the sets
+# timed on most MobileNetV2 and ConvNeXt depthwise layers on the H200
+# (results/depthwise/dw_times_nvidia-h200.json; the strided layers' weight gradient preferred XPW = 4)
+DEPTHWISE = dict(family="depthwise", jit="jit", requires="depthwise_requires", fallback="any_shape", any_shape=True)
+DW_TILES = {"TX": 32, "TY": 8}
+DW_TILES_TUNE = {"TX": [16, 32], "TY": [4, 8, 16]}
+DW_REGS = {"TX": 8, "TY": 8, "XPW": 8}
+DW_REGS_TUNE = {"TX": [4, 8, 16], "TY": [4, 8, 16], "XPW": [4, 8]}
