@@ -20,6 +20,7 @@ table is the one ``table()`` renders from the recorded file.
 from __future__ import annotations
 
 import json
+from collections import Counter
 import os
 import platform
 import re
@@ -90,8 +91,10 @@ def measure(only=(), out: Path | None = None) -> Path:
     from .editions import write_student
     host = re.sub(r"[^a-z0-9]+", "-", _cpu().lower()).strip("-")
     out = Path(out or LABS / f"student_times_{host}.json")
-    old = json.loads(out.read_text())["rows"] if out.exists() else []
-    rows = {r["notebook"]: r for r in old}
+    previous = json.loads(out.read_text()) if out.exists() else {"rows": []}
+    # a row measured earlier keeps the commit it was measured at
+    rows = {r["notebook"]: {"commit": previous.get("commit"), **r} for r in previous["rows"]}
+    commit = _commit()
     saved = {k: os.environ.get(k) for k in ("XDG_CACHE_HOME", "COURSE_CHOICES")}
     with tempfile.TemporaryDirectory() as tmp:
         os.environ.update(XDG_CACHE_HOME=str(Path(tmp) / "cache"), COURSE_CHOICES=str(Path(tmp) / "choices.json"))
@@ -102,14 +105,15 @@ def measure(only=(), out: Path | None = None) -> Path:
                     continue
                 print(f"executing the student edition of {path.stem} ...", flush=True)
                 took = run_one(path)
-                rows[path.stem] = {"notebook": path.stem, **took, **counts(ROOT / "notebooks" / path.name)}
+                rows[path.stem] = {"notebook": path.stem, **took, **counts(ROOT / "notebooks" / path.name),
+                                   "commit": commit}
                 print(f"   {took['seconds']:.1f} s wall clock, {took['cpu_seconds']:.1f} s CPU, load {took['load']}",
                       flush=True)
         finally:
             for k, v in saved.items():
                 os.environ.pop(k) if v is None else os.environ.__setitem__(k, v)
     info = device_info(get_context(None))
-    record = {"kind": "lab_times", "date": time.strftime("%Y-%m-%d"), "commit": _commit(),
+    record = {"kind": "lab_times", "date": time.strftime("%Y-%m-%d"), "commit": commit,
               "machine": {"cpu": _cpu(), "cores": os.cpu_count(), "device": info["name"],
                           "platform": info["platform"]},
               "how": "python -m helpers.chapters.lab_times: the student edition, each notebook executed top to "
@@ -130,8 +134,12 @@ def table(record: dict | None = None) -> str:
     """INSTRUCTORS.md's table of class times from a recorded file (the first, by default)."""
     record = record or recorded()[0]
     m = record["machine"]
+    commits = Counter(r.get("commit", record["commit"]) for r in record["rows"])
+    which = (f"notebooks of commit {record['commit']}" if len(commits) == 1 else
+             "notebooks of commits " + ", ".join(f"{c} ({n} {'lab' if n == 1 else 'labs'})" for c, n in commits.most_common())
+             + ", each row's in results/labs/")
     lines = [f"Measured on {m['cpu']} ({m['cores']} cores; OpenCL device {m['device']}, {m['platform']}), "
-             f"{record['date']}, notebooks of commit {record['commit']}. A load average above {m['cores']} means "
+             f"{record['date']}, {which}. A load average above {m['cores']} means "
              f"other work shared the cores: the wall clock then runs long, the CPU time much less so.",
              "",
              "| lab | run, wall clock (s) | run, CPU time (s) | load average (before, after) | prose words | "
