@@ -38,3 +38,13 @@ def test_table_states_machine_commit_and_totals():
 def test_counts_reads_words_and_exercises():
     c = counts(ROOT / "notebooks" / "02_naive_dgrad.ipynb")
     assert c["exercises"] == 2 and c["words"] > 500
+
+
+def test_rows_measured_at_other_commits_are_named():
+    """Re-timing a few notebooks keeps the other rows' commits, and the header names each commit."""
+    row = {"seconds": 1.0, "cpu_seconds": 1.0, "load": [0.1, 0.1], "words": 10, "exercises": 0}
+    record = {"date": "2026-01-01", "commit": "new", "machine": {"cpu": "A CPU", "cores": 2, "device": "d", "platform": "p"},
+              "rows": [{"notebook": "00_x", **row, "commit": "old"}, {"notebook": "01_y", **row, "commit": "old"},
+                       {"notebook": "02_z", **row, "commit": "new"}]}
+    text = table(record)
+    assert "commits old (2 labs), new (1 lab)" in text and "commit new." not in text
