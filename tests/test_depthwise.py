@@ -4,6 +4,8 @@ weight gradient's fixed order of additions, and planted faults caught at the siz
 
 Their grid (every case of the convolutions' grid, the DEPTHWISE cases of the ANY_SHAPE tier among
 them, with guard regions; their float4 paths counted) runs in tests/test_stages.py."""
+import itertools
+
 import numpy as np
 import pytest
 
@@ -106,3 +108,17 @@ def test_a_planted_fault_is_caught_at_a_real_layers_size(ctx, op, name, case, ol
     helpers.check_stage(op, name, ctx=ctx, **args)          # the stage itself passes at this size
     with pytest.raises(helpers.MismatchError):
         helpers.check_stage(op, bad, ctx=ctx, **args)
+
+
+def test_the_input_gradients_staged_tile_holds_every_read():
+    """The dy rows a tile of TH input rows reads through its taps (kernel: a = h + PH - r*DH -
+    oh0*SH, read where SH divides it, row a / SH) lie in the LH staged rows, for every tile origin,
+    stride, padding and dilation: a read past them would take another slice's values."""
+    from helpers.launch.depthwise import _span
+    for taps, stride, pad, dil, th in itertools.product((1, 3, 5, 7), (1, 2, 3), (0, 1, 3), (1, 2), (1, 4, 8)):
+        lh = _span(th, pad, taps, dil, stride)
+        for h0 in range(0, 6 * th, th):
+            oh0 = (h0 + pad - (taps - 1) * dil) // stride
+            rows = {(h + pad - r * dil - oh0 * stride) // stride for h in range(h0, h0 + th) for r in range(taps)
+                    if (h + pad - r * dil - oh0 * stride) % stride == 0}
+            assert all(0 <= a < lh for a in rows), (taps, stride, pad, dil, th, h0)
