@@ -95,6 +95,8 @@ TESTS_NOTEBOOK_ONLY = ["tests/test_editions.py", "tests/test_prose_numbers.py"]
 # is most of it) for the depthwise, 3-D and 4-D gradients but ConvNeXt's weight gradient; the
 # others (grouped, dilated, the forward passes, ConvNeXt's weight gradient) guessed from those
 ANY_SHAPE_STAGES = {"conv_forward": "any_shape", "conv_dgrad": "any_shape", "conv_wgrad": "any_shape"}
+# the depthwise sets' gradients also run chapter 16's depthwise ladder
+DEPTHWISE_STAGES = ",dw_tiles,dw_regs"
 ANY_SHAPE_TASKS = [
     ("mobilenetv2_dw", "conv_dgrad", 1.6, "MobileNetV2's depthwise input gradients beside PyTorch's"),
     ("mobilenetv2_dw", "conv_wgrad", 1.2, "MobileNetV2's depthwise weight gradients beside PyTorch's"),
@@ -226,7 +228,8 @@ PLAN = [
          "against PyTorch's (at most x0.9); the chooser times every stage of each layer first"),
     # chapter 16: the convolutions of any shape, each set beside PyTorch's own convolution (on 4-D,
     # the recursion over conv3d)
-    *(_bench(f"anyshape-{layers}-{op}", f"--op {op} --layers {layers} --stages {ANY_SHAPE_STAGES[op]}", minutes,
+    *(_bench(f"anyshape-{layers}-{op}", f"--op {op} --layers {layers} --stages {ANY_SHAPE_STAGES[op]}"
+             + (DEPTHWISE_STAGES if layers.endswith("_dw") and op != "conv_forward" else ""), minutes,
              f"chapter 16: {why}")
       for layers, op, minutes, why in ANY_SHAPE_TASKS),
     # register counts (NVIDIA's compiler; other drivers report none and the command writes nothing)
