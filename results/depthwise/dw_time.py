@@ -8,7 +8,7 @@ from helpers.runner import check_plan
 from helpers.engine.timing import time_plan
 from helpers.engine.backends.opencl import DeviceTensor
 
-OUT = os.environ.get("OUT", "/tmp/x")
+OUT = os.environ.get("OUT", "results/depthwise")     # where the JSON and the log go
 SMALL = os.environ.get("SMALL") == "1"
 DEV = os.environ.get("COURSE_DEVICE", "nvidia")
 PHASE = os.environ.get("PHASE", "all")
