@@ -231,6 +231,7 @@ def recorded_depthwise(op: str) -> list[str] | None:
     rung's median µs (the fastest of the parameter sets tried, every one checked first), and the
     fastest rung against PyTorch; None when no such file exists."""
     from ..analysis.names import RESULTS
+    from ..ops.vendor_nd import dispatched
     lines = []
     for path in sorted((RESULTS / "depthwise").glob("dw_times_*.json")):
         rec = json.loads(path.read_text())
@@ -238,18 +239,18 @@ def recorded_depthwise(op: str) -> list[str] | None:
         rungs = [s for s in ("any_shape", "dw_tiles", "dw_regs") if any(r["stage"] == s for r in rows)]
         lines.append(f"{op}, results/depthwise/{path.name}: {rec['device']}, batch {rec['batch']}, PyTorch "
                      f"{rec['torch']} (fp32, TF32 off), median µs per call")
-        lines.append(f"{'layer':<20}{'PyTorch':>9}  {'its kernel':<11}" + "".join(f"{s:>11}" for s in rungs)
+        lines.append(f"{'layer':<20}{'PyTorch':>9}  {'its kernels':<22}" + "".join(f"{s:>11}" for s in rungs)
                      + f"{'best x PyTorch':>16}")
         ahead = 0
         for layer in dict.fromkeys(r["layer"] for r in rows):
             torch_row = next(r for r in rows if r["layer"] == layer and r["stage"] == "pytorch")
-            kind = "cuDNN" if any("cudnn" in k.lower() or "xmma" in k.lower() for k in torch_row["kernels"]) else "its own"
+            kind = dispatched(torch_row["kernels"])
             best = {s: min((r["median_ms"] for r in rows if r["layer"] == layer and r["stage"] == s), default=None)
                     for s in rungs}
             fastest = min(t for t in best.values() if t is not None)
             ratio = torch_row["median_ms"] / fastest
             ahead += ratio >= 1.5
-            lines.append(f"{layer:<20}{1e3 * torch_row['median_ms']:>9.1f}  {kind:<11}"
+            lines.append(f"{layer:<20}{1e3 * torch_row['median_ms']:>9.1f}  {kind:<22}"
                          + "".join(f"{1e3 * t:>11.1f}" if t is not None else f"{'-':>11}" for t in best.values())
                          + f"{'x' + format(ratio, '.2f'):>16}")
         lines.append(f"the fastest rung at least x1.50 PyTorch on {ahead} of {len(dict.fromkeys(r['layer'] for r in rows))} layers")
