@@ -21,6 +21,7 @@ import platform
 import re
 import shlex
 import sys
+import time
 from pathlib import Path
 
 import numpy as np
@@ -36,7 +37,8 @@ from .engine.timing import default_flush_bytes, time_plan, time_steps
 from .ops import op_module
 from .ops.layers import layer_set, op_layers
 from .peak import roofline
-from .runner import Plan, check_plan, prepare, reference_for
+from .engine.plan import DeviceLimitError
+from .runner import CannotRun, Plan, check_plan, prepare, reference_for
 from .stages import get_stage, stage_names
 from .trials import search
 from .tuning import TUNED, ignored as tuned_ignored, mode as tuning_mode, record as write_tuned
@@ -53,17 +55,23 @@ def versions() -> dict:
 def run(op: str = "conv_dgrad", stages=None, layers=None, ctx=None, *, activation: str = "none",
         warmup: int = 3, repeats: int = 20, vendor: bool = True, peak: bool = True, tune: bool = False,
         progress: bool = True, verbose: bool = False, record_tuned: bool = False, tag: str | None = None,
-        defines: dict | None = None, tune_only: list | None = None) -> dict:
+        defines: dict | None = None, tune_only: list | None = None, on_row=None, on_layer=None) -> dict:
     """Benchmark ``stages`` (names/numbers, default all OpenCL stages) of ``op`` over a layer set
     (a name, default the op's small set, or a list of layers); returns a dict. ``tune_only``:
-    parameter names; the search covers only those (implies ``tune``)."""
+    parameter names; the search covers only those (implies ``tune``).
+
+    A stage that cannot run a layer (its requirement unmet, the device's limits) gives a refused
+    entry (``out["refused"]``: layer, stage, reason) and the run goes on. ``on_row(row, out)`` is
+    called as each row (or refusal: a dict with ``refused``) is finished, ``on_layer(done, total,
+    seconds)`` after each layer. Ctrl-C (KeyboardInterrupt) ends the run early: the finished rows
+    are kept and ``out["partial"]`` says how far it got."""
     mod = op_module(op)
     layers = layers or op_layers(mod)[1]
     lays = layer_set(layers, op) if isinstance(layers, str) else list(layers)
     if warmup < 0 or repeats < 1:
         raise ValueError(f"warmup {warmup} and repeats {repeats}: warm-up launches are 0 or more, repeats 1 or more")
     ctx = get_context(ctx)
-    stages = [get_stage(op, s) for s in (stages or stage_names(op))]
+    stages = list({st.key: st for st in (get_stage(op, s) for s in (stages or stage_names(op)))}.values())
     for s in stages:
         require(s.backend, f"stage {s.name} of {op}")
     for s in stages:                  # wrong JIT parameters: refused before any launch
@@ -90,7 +98,7 @@ def run(op: str = "conv_dgrad", stages=None, layers=None, ctx=None, *, activatio
            "settings": {"warmup": warmup, "repeats": repeats, "flush_bytes": flush, "activation": activation,
                         "tuned_parameters": ("none: the registry's defaults (COURSE_TUNED=none)" if tuned_ignored()
                                              else "")},
-           "rows": [], "vendor": [], "tuned": {}}
+           "rows": [], "refused": [], "vendor": [], "tuned": {}}
     if tag:
         out["tag"] = tag          # a run for one comparison (e.g. cuda_twins), apart from the ladders
     if peak:
@@ -101,68 +109,98 @@ def run(op: str = "conv_dgrad", stages=None, layers=None, ctx=None, *, activatio
                         for s in stages if s.tune}
         if record_tuned:
             save_tuned(out)           # kept even if the timing below is interrupted
-    for lay in lays:
-        args = mod.layer_args(lay, activation=activation)
-        problem = prepare(op, **args)
-        expected = {}                  # per precision: the reference of what the stage reads
-        for s in stages:
-            bar.set_description(f"{lay['name']} {s.key}")
-            given = {k: v for k, v in (defines or {}).items() if k in s.defines}
-            chosen = {**(out["tuned"].get(s.key, {}).get("defines") or {}), **given} or None
-            plan = Plan(op, s.name, problem, ctx, chosen, guard=False)
-            plan.enqueue()
-            if plan.stage.precision not in expected:
-                expected[plan.stage.precision] = reference_for(plan)
-            verdict = _check(plan, expected[plan.stage.precision])            # before timing ...
-            timing = time_plan(plan, warmup=warmup, repeats=repeats, flush_bytes=flush)
-            verdict_after = _check(plan, expected[plan.stage.precision])      # ... and after
-            sec = timing.median_ms * 1e-3
-            row = {"layer": lay["name"], "shape": lay, "problem": problem.label, "stage": s.name,
-                   "key": s.key, "number": s.number, "ran": plan.stage.key,
-                   "backend": plan.stage.backend, "precision": plan.stage.precision, "path": plan.path, "defines": plan.jit_defines,
-                   **timing.summary(), "times_ms": timing.times_ms,
-                   "gflops": problem.flops / sec / 1e9, "gbps": problem.bytes_moved(plan.stage.precision) / sec / 1e9,
-                   "flops": problem.flops, "min_bytes": problem.bytes_moved(plan.stage.precision),
-                   "verified": verdict and verdict_after, "tuned_from": plan.tuned_source}
-            if len(plan.steps) > 1:          # which kernel of the stage takes the time
-                row["steps_ms"] = [[name, t.median_ms] for name, t in
-                                   time_steps(plan, warmup=1, repeats=max(3, repeats // 2), flush_bytes=flush)]
-            if peak:
-                row["pct_fma_peak"] = 100 * row["gflops"] / out["roofline"]["fma_gflops"]
-                row["pct_copy"] = 100 * row["gbps"] / out["roofline"]["copy_gbps"]
-            out["rows"].append(row)
-            bar.update()
-            if verbose:
-                bar.write(_line(row, out))
-        if not vendor:
-            out["vendor_skipped"] = "--no-vendor was given"
-        elif not hasattr(mod, "vendor_time"):
-            out["vendor_skipped"] = f"{op} has no vendor reference"
-        if vendor and hasattr(mod, "vendor_time"):
-            for precision in dict.fromkeys(s.precision for s in stages):   # each stage's, in order
-                given = {} if precision == "fp32" else {"precision": precision}
-                v = mod.vendor_time(problem, warmup=max(warmup, 5), repeats=repeats, flush_bytes=flush, **given)
-                if v is not None:
-                    v.setdefault("precision", "fp32")
-                    v.update(layer=lay["name"], gflops=problem.flops / (v["median_ms"] * 1e-3) / 1e9,
-                             gbps=problem.bytes_moved(v["precision"]) / (v["median_ms"] * 1e-3) / 1e9)
-                    out["vendor"].append(v)
-        if hasattr(mod, "library_times"):          # other libraries on the same OpenCL device (CLBlast)
-            for v in mod.library_times(problem, ctx, warmup=warmup, repeats=repeats, flush_bytes=flush):
-                v.update(layer=lay["name"], gflops=problem.flops / (v["median_ms"] * 1e-3) / 1e9,
-                         gbps=problem.min_bytes / (v["median_ms"] * 1e-3) / 1e9)
-                out.setdefault("libraries", []).append(v)
+    problem, started = None, time.perf_counter()
+    if on_layer:
+        on_layer(0, len(lays), 0.0)           # checked, about to build the first kernels
+    try:
+        for done, lay in enumerate(lays, 1):
+            problem = _bench_layer(out, mod, op, lay, stages, ctx, activation, warmup, repeats, flush, vendor, peak,
+                                   defines, bar, verbose, on_row) or problem
+            if on_layer:
+                on_layer(done, len(lays), time.perf_counter() - started)
+    except KeyboardInterrupt:
+        out["partial"] = (f"interrupted (Ctrl-C) after {len({r['layer'] for r in out['rows']})} of {len(lays)} "
+                          f"layers: the rows here are those that finished")
     bar.close()
     if not tuned_ignored():             # where each row's parameters came from (helpers/tuning.py)
         out["settings"]["tuned_parameters"] = ("COURSE_TUNED=fresh: this device's recorded values left out; "
                                                if tuning_mode() == "fresh" else "") + \
             tuning_summary({r["key"]: r["tuned_from"] for r in out["rows"]}.values())
     half = any(STORAGE[s.precision] != "float32" for s in stages)
+    problem = problem or prepare(op, **mod.layer_args(lays[0], activation=activation))
     out["formulas"] = {"gflops": problem.flops_formula,
                        "gbps": problem.bytes_formula + ("; 2 bytes per value for the fp16 and bf16 rows" if half else ""),
                        "speedup": "median time of the op's first stage / median time of this stage"}
     _relative(out)
     return out
+
+
+def _bench_layer(out, mod, op, lay, stages, ctx, activation, warmup, repeats, flush, vendor, peak, defines, bar,
+                 verbose, on_row):
+    """One layer of ``run``: every stage built, checked, timed and checked again; then the vendor.
+    Returns the layer's problem (None where no stage could take it)."""
+    args = mod.layer_args(lay, activation=activation)
+    problem = prepare(op, **args)
+    expected = {}                  # per precision: the reference of what the stage reads
+    for s in stages:
+        bar.set_description(f"{lay['name']} {s.key}")
+        given = {k: v for k, v in (defines or {}).items() if k in s.defines}
+        chosen = {**(out["tuned"].get(s.key, {}).get("defines") or {}), **given} or None
+        try:
+            plan = Plan(op, s.name, problem, ctx, chosen, guard=False)
+        except (CannotRun, DeviceLimitError) as err:   # this layer only: the run goes on
+            refused = {"layer": lay["name"], "problem": problem.label, "stage": s.name, "key": s.key,
+                       "refused": str(err)}
+            out["refused"].append(refused)
+            bar.update()
+            if on_row:
+                on_row(refused, out)
+            continue
+        plan.enqueue()
+        if plan.stage.precision not in expected:
+            expected[plan.stage.precision] = reference_for(plan)
+        verdict = _check(plan, expected[plan.stage.precision])            # before timing ...
+        timing = time_plan(plan, warmup=warmup, repeats=repeats, flush_bytes=flush)
+        verdict_after = _check(plan, expected[plan.stage.precision])      # ... and after
+        sec = timing.median_ms * 1e-3
+        row = {"layer": lay["name"], "shape": lay, "problem": problem.label, "stage": s.name,
+               "key": s.key, "number": s.number, "ran": plan.stage.key,
+               "backend": plan.stage.backend, "precision": plan.stage.precision, "path": plan.path, "defines": plan.jit_defines,
+               **timing.summary(), "times_ms": timing.times_ms,
+               "gflops": problem.flops / sec / 1e9, "gbps": problem.bytes_moved(plan.stage.precision) / sec / 1e9,
+               "flops": problem.flops, "min_bytes": problem.bytes_moved(plan.stage.precision),
+               "verified": verdict and verdict_after, "tuned_from": plan.tuned_source}
+        if len(plan.steps) > 1:          # which kernel of the stage takes the time
+            row["steps_ms"] = [[name, t.median_ms] for name, t in
+                               time_steps(plan, warmup=1, repeats=max(3, repeats // 2), flush_bytes=flush)]
+        if peak:
+            row["pct_fma_peak"] = 100 * row["gflops"] / out["roofline"]["fma_gflops"]
+            row["pct_copy"] = 100 * row["gbps"] / out["roofline"]["copy_gbps"]
+        out["rows"].append(row)
+        bar.update()
+        if verbose:
+            bar.write(_line(row, out))
+        if on_row:
+            on_row(row, out)
+    if not vendor:
+        out["vendor_skipped"] = "--no-vendor was given"
+    elif not hasattr(mod, "vendor_time"):
+        out["vendor_skipped"] = f"{op} has no vendor reference"
+    if vendor and hasattr(mod, "vendor_time"):
+        for precision in dict.fromkeys(s.precision for s in stages):   # each stage's, in order
+            given = {} if precision == "fp32" else {"precision": precision}
+            v = mod.vendor_time(problem, warmup=max(warmup, 5), repeats=repeats, flush_bytes=flush, **given)
+            if v is not None:
+                v.setdefault("precision", "fp32")
+                v.update(layer=lay["name"], gflops=problem.flops / (v["median_ms"] * 1e-3) / 1e9,
+                         gbps=problem.bytes_moved(v["precision"]) / (v["median_ms"] * 1e-3) / 1e9)
+                out["vendor"].append(v)
+    if hasattr(mod, "library_times"):          # other libraries on the same OpenCL device (CLBlast)
+        for v in mod.library_times(problem, ctx, warmup=warmup, repeats=repeats, flush_bytes=flush):
+            v.update(layer=lay["name"], gflops=problem.flops / (v["median_ms"] * 1e-3) / 1e9,
+                     gbps=problem.min_bytes / (v["median_ms"] * 1e-3) / 1e9)
+            out.setdefault("libraries", []).append(v)
+    return problem
 
 
 def _check(plan, expected) -> bool:
@@ -195,7 +233,12 @@ def _relative(out: dict) -> None:
 
 
 def _line(row: dict, out: dict) -> str:
-    parts = [f"{row['layer']:>16} {row['key']:<22} {row['median_ms']:10.4f} ms  "
+    """One printed row: a timed stage (with the stage that ran, where a fallback ran it), or a refusal."""
+    if "refused" in row:
+        return f"{row['layer']:>16} {row['key']:<22} refused: {row['refused']}"
+    ran = row.get("ran", row["key"])
+    label = row["key"] if ran == row["key"] else f"{row['key']} -> {ran} (fallback)"
+    parts = [f"{row['layer']:>16} {label:<22} {row['median_ms']:10.4f} ms  "
              f"(IQR {row['q1_ms']:.4f}-{row['q3_ms']:.4f})  {row['gflops']:9.1f} GFLOP/s  {row['gbps']:8.1f} GB/s"]
     if "x_first" in row:
         parts.append(f"x{row['x_first']:.2f} first")
@@ -208,17 +251,23 @@ def _line(row: dict, out: dict) -> str:
     return "  ".join(parts)
 
 
-def report(out: dict) -> str:
+def report(out: dict, rows: bool = True) -> str:
+    """The run as text: header, roofline, the rows (unless ``rows`` is False: the command line
+    printed each as it finished), refusals, the vendor's times and the geometric means."""
     lines = [f"{out['op']} over '{out['layer_set']}' on {out['device']['name']} ({out['device']['platform']}, "
              f"driver {out['device']['driver']})",
              f"tuned parameters: {out['settings']['tuned_parameters'] or 'none of the stages has any'}"]
+    if out.get("partial"):
+        lines.append(f"PARTIAL RUN: {out['partial']}")
     if "roofline" in out:
         r = out["roofline"]
         lines.append(f"measured copy {r['copy_gbps']:.1f} GB/s, FMA {r['fma_gflops']:.1f} GFLOP/s")
         if out["device"].get("type") == "CPU":
             lines.append("(a CPU: its measured peak varies between runs, so '% FMA peak' and '% copy' below "
                          "are relative to this run's one measurement; chapter 00 shows the spread)")
-    lines += [_line(r, out) for r in out["rows"]]
+    if rows:
+        lines += [_line(r, out) for r in out["rows"]]
+    lines += [_line(r, out) for r in out.get("refused", [])]
     for v in out["vendor"]:
         lines.append(f"{v['layer']:>16} {vendor_name(out):<22} {v['median_ms']:10.4f} ms  {v['gflops']:9.1f} "
                      f"GFLOP/s  {v['gbps']:8.1f} GB/s")
@@ -241,15 +290,29 @@ def report(out: dict) -> str:
     return "\n".join(lines)
 
 
-def refuse_overwrite(path, stages: list) -> None:
-    """Before any work: a recorded run at ``path`` of other stages than ``stages`` is another
-    comparison under the same name (a tag used twice), not one to record again; say so."""
+def refuse_overwrite(path, stages: list, op: str | None = None, layer_set: str | None = None) -> None:
+    """Before any work: the file at ``path`` may be replaced only by a run of the same kind, a
+    benchmark file of the same op, layer set and stages (the same run recorded again). Anything
+    else there, a learner's own file, another op's or set's run, or a recording of other stages
+    (a tag used twice), is refused with one line that says what the file holds."""
     path = Path(path)
     if not path.is_file():
         return
-    recorded = list(dict.fromkeys(r["stage"] for r in json.loads(path.read_text()).get("rows", [])))
+    try:
+        held = json.loads(path.read_text())
+    except (ValueError, UnicodeDecodeError):
+        raise ValueError(f"{path} exists and is not a benchmark file (not JSON); the benchmark never overwrites "
+                         f"it: choose another --out") from None
+    if not isinstance(held, dict) or held.get("kind") != "bench":
+        raise ValueError(f"{path} exists and holds other data, not a benchmark file; the benchmark never "
+                         f"overwrites it: choose another --out")
+    for what, mine in (("op", op), ("layer_set", layer_set)):
+        if mine is not None and held.get(what) != mine:
+            raise ValueError(f"{path} holds a benchmark of {held.get('op')} over '{held.get('layer_set')}', not of "
+                             f"{op} over '{layer_set}'; choose another --out")
+    recorded = list(dict.fromkeys(r["stage"] for r in held.get("rows", [])))
     if recorded and set(recorded) != set(stages):
-        raise SystemExit(f"{path} holds a recorded run of {', '.join(recorded)}; this run would replace it with "
+        raise ValueError(f"{path} holds a recorded run of {', '.join(recorded)}; this run would replace it with "
                          f"{', '.join(stages)}. Choose another --tag (or --out), or delete the file to record it anew.")
 
 
@@ -301,6 +364,9 @@ def main(argv=None) -> int:
     except (ValueError, TypeError, NoDeviceError, BackendUnavailable) as err:
         print(f"error: {err}", file=sys.stderr)
         return 2
+    except KeyboardInterrupt:
+        print("interrupted (Ctrl-C) before any layer finished: nothing written", file=sys.stderr)
+        return 130
 
 
 def parser() -> argparse.ArgumentParser:
@@ -331,6 +397,12 @@ def checked_args(argv=None) -> tuple:
     A wrong op, stage, layer set or define is refused here (helpers/record.py checks its plan so)."""
     a = parser().parse_args(argv)
     stages = [int(s) if s.isdigit() else s for s in a.stages.split(",")] if a.stages else None
+    if stages:
+        keys = [get_stage(a.op, s).key for s in stages]
+        twice = sorted({k for k in keys if keys.count(k) > 1})
+        if twice:
+            print(f"note: --stages names {', '.join(twice)} more than once; each stage runs once", file=sys.stderr)
+            stages = [s for i, s in enumerate(stages) if keys.index(keys[i]) == i]
     defines = parse_defines(a.defines)
     a.layers = a.layers or op_layers(op_module(a.op))[1]
     layer_set(a.layers, a.op)                             # a wrong name or kind: refused before any work
@@ -338,15 +410,18 @@ def checked_args(argv=None) -> tuple:
         get_stage(a.op, s)
     if a.warmup < 0:
         raise ValueError(f"--warmup {a.warmup}: the warm-up launches are 0 or more (default 3)")
-    if a.repeats < 1:
-        raise ValueError(f"--repeats {a.repeats}: the timed repetitions are 1 or more (default 20)")
+    if a.repeats < 3:
+        raise ValueError(f"--repeats {a.repeats}: the timed repetitions are 3 or more, for a median and a spread "
+                         f"(default 20)")
     if a.out is not None and a.out != "-":
         out_path(a.out)
     return a, stages, defines
 
 
 def out_path(text: str) -> Path:
-    """--out checked before any work: a file in a folder that exists ('-': write nothing)."""
+    """--out checked before any work: a file in a folder that exists, that this process can
+    really write ('-': write nothing). An existing file is opened for appending (nothing is
+    written to it); a new one is created and removed again."""
     if not text.strip():
         raise ValueError("--out names no file: give a path for the JSON, or '-' to print only")
     path = Path(text)
@@ -354,8 +429,28 @@ def out_path(text: str) -> Path:
         raise ValueError(f"--out {text}: that is a folder; name the JSON file to write (e.g. {path / 'run.json'})")
     if not path.parent.is_dir():
         raise ValueError(f"--out {text}: the folder {path.parent} does not exist; create it or choose another path")
-    if not os.access(path.parent, os.W_OK) or (path.exists() and not os.access(path, os.W_OK)):
-        raise ValueError(f"--out {text}: not writable here; choose another path")
+    try:
+        if path.exists():
+            open(path, "a").close()
+        else:
+            open(path, "x").close()
+            path.unlink()
+    except OSError as err:
+        raise ValueError(f"--out {text}: cannot write there ({err.strerror or err}); choose another path") from None
+    return path
+
+
+def write_json(out: dict, path) -> Path:
+    """The run into ``path`` (a partial run beside it, as NAME.partial.json, so an interrupted
+    run never replaces a whole recording); written to a temporary file first, then renamed."""
+    path = Path(path)
+    if out.get("partial"):
+        path = path.with_name(path.name.removesuffix(".json") + ".partial.json")
+    tmp = path.with_name(path.name + ".tmp")
+    with open(tmp, "w") as f:
+        json.dump(out, f, indent=1)
+        f.write("\n")
+    tmp.replace(path)
     return path
 
 
@@ -366,27 +461,44 @@ def _main(argv=None) -> int:
                          "into results/tuned.json: unset COURSE_TUNED to tune")
     tune_only = a.tune_only.split(",") if a.tune_only else None
     tune = a.tune or bool(tune_only)
+    chosen = [get_stage(a.op, s).name for s in stages or stage_names(a.op)]
     path = None
+    ctx = get_context(a.device)
     if a.out != "-":
-        name = device_info(get_context(a.device))["name"]
+        name = device_info(ctx)["name"]
         path = a.out or str(names.path(names.bench(a.op, a.layers, name, a.activation, a.tag)))
-        refuse_overwrite(path, [get_stage(a.op, s).name for s in stages or stage_names(a.op)])
-    out = run(a.op, stages, a.layers, a.device, activation=a.activation, warmup=a.warmup,
-              repeats=a.repeats, vendor=not a.no_vendor, tune=tune, defines=defines, progress=sys.stderr.isatty(),
-              verbose=False, record_tuned=tune and a.out != "-", tag=a.tag, tune_only=tune_only)
+        refuse_overwrite(path, chosen, a.op, a.layers)
+        out_path(path)
+    first = (f"{a.op} over '{a.layers}' ({len(layer_set(a.layers, a.op))} layers) on {device_info(ctx)['name']}: "
+             f"building and checking the kernels of {len(chosen)} stage{'s' if len(chosen) != 1 else ''} (each is "
+             f"compiled on its first layer, so the first layer takes longest) ...")
+    out = run(a.op, stages, a.layers, ctx, activation=a.activation, warmup=a.warmup,
+              repeats=a.repeats, vendor=not a.no_vendor, tune=tune, defines=defines, progress=False,
+              verbose=False, record_tuned=tune and a.out != "-", tag=a.tag, tune_only=tune_only,
+              on_row=lambda row, o: print(_line(row, o), flush=True), on_layer=lambda done, total, seconds: _layer_done(done, total, seconds, first))
     # the command that wrote the file: results/ is re-recorded by running it again
     out["settings"]["command"] = ((f"COURSE_TUNED={tuning_mode()} " if tuning_mode() else "") + "python -m helpers.bench "
                                   + shlex.join(sys.argv[1:] if argv is None else argv))
-    print(report(out))
-    if path is not None:
-        RESULTS.mkdir(exist_ok=True)
-        with open(path, "w") as f:
-            json.dump(out, f, indent=1)
-            f.write("\n")
-        print(f"wrote {path}")
+    print(report(out, rows=False))
+    if path is not None and (out["rows"] or not out.get("partial")):
+        written = write_json(out, path)
+        print(f"wrote {written}" + (" (a partial run: the rows that finished)" if out.get("partial") else ""))
         if tune:
             print(f"recorded the tuned parameters in {TUNED}")
-    return 0
+    elif out.get("partial"):
+        print("nothing written: no layer had finished", file=sys.stderr)
+    return 130 if out.get("partial") else 0
+
+
+def _layer_done(done: int, total: int, seconds: float, first: str) -> None:
+    """The progress line after each layer: how many are done and about how long the rest takes
+    (before the first, ``first``: what is about to happen)."""
+    if done == 0:
+        print(first, file=sys.stderr, flush=True)
+        return
+    left = seconds / done * (total - done)
+    eta = f", about {left / 60:.1f} min left" if left >= 60 else (f", about {left:.0f} s left" if done < total else "")
+    print(f"[{done}/{total} layers, {seconds:.0f} s{eta}]", file=sys.stderr, flush=True)
 
 
 if __name__ == "__main__":

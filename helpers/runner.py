@@ -31,6 +31,11 @@ from .stages import REGISTRY, Stage, get_stage, stages_of, twin_of
 from .tuning import Tuned, tuned_for
 
 
+class CannotRun(ValueError):
+    """A stage that cannot run this problem (its requirement unmet, no fallback; or a workspace
+    over the budget): the message names the need. A benchmark records it for that layer and goes on."""
+
+
 def check_define_values(s: Stage, defines: dict) -> None:
     """A caller's JIT parameters, before anything is built: integers, >= 1 (0 or 1 for flags: a
     default of 0 or 1 whose tuning candidates, if any, are 0 and 1 too)."""
@@ -117,14 +122,14 @@ def resolve(op: str, stage, problem: Problem, ctx, defines: dict | None,
         need = refuse(s, problem) if refuse else None
         if need is not None:
             able = ", ".join(x.name for x in REGISTRY[op] if refuse(x, problem) is None)
-            raise ValueError(f"stage {s.key} of {op} cannot run this problem: {need}; the stages that "
+            raise CannotRun(f"stage {s.key} of {op} cannot run this problem: {need}; the stages that "
                              f"can are {able or 'none'}")
         requires = hook(s, "requires")
         need = requires(problem, d) if requires else None
         if need is None:
             return s, d
         if s.fallback is None:
-            raise ValueError(f"stage {s.key} of {op} cannot run this problem: {need}")
+            raise CannotRun(f"stage {s.key} of {op} cannot run this problem: {need}")
         seen.append(s.key)
         s, given = get_stage(op, s.fallback), {}
         if s.key in seen:
@@ -180,7 +185,7 @@ def check_workspace(s: Stage, workspace: dict, limit: int | None) -> None:
     need = sum(w.nbytes for w in workspace.values())
     if limit is not None and need > limit:
         parts = ", ".join(f"{n} {w.count:,} x {w.dtype}" for n, w in workspace.items())
-        raise ValueError(f"stage {s.key} needs {need:,} bytes of workspace ({parts}), more than the "
+        raise CannotRun(f"stage {s.key} needs {need:,} bytes of workspace ({parts}), more than the "
                          f"budget of {limit:,} bytes; raise workspace_limit or choose another stage")
 
 

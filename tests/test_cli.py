@@ -27,7 +27,8 @@ from helpers import bench
     (["--op", "conv3d_dgrad"], "conv3d_dgrad has no layer sets to benchmark"),
     # counts that make no sense
     (["--warmup", "-1"], "--warmup -1: the warm-up launches are 0 or more"),
-    (["--repeats", "0"], "--repeats 0: the timed repetitions are 1 or more"),
+    (["--repeats", "0"], "--repeats 0: the timed repetitions are 3 or more"),
+    (["--repeats", "2"], "--repeats 2: the timed repetitions are 3 or more"),
     # a device index that is not one
     (["--device", "0:0:0"], "'0:0:0' is not a device index: write 'P:D'"),
     (["--device", "9:0"], "No OpenCL device matches '9:0'"),
@@ -79,19 +80,114 @@ def test_tune_only_searches_the_named_parameters_and_keeps_the_others():
     assert all(r["defines"]["GEMM_LDS4"] == t["defines"]["GEMM_LDS4"] for r in out["rows"])
 
 
-def test_bench_refuses_to_replace_a_recorded_run_of_other_stages(tmp_path):
+def test_bench_refuses_to_replace_a_recorded_run_of_other_stages(tmp_path, capsys):
     """A tag used twice for different comparisons would silently replace the first recording:
     the benchmark refuses before any work and says what the file holds. The same stages may be
     recorded again."""
     from helpers import bench
     out = tmp_path / "run.json"
-    out.write_text(json.dumps({"rows": [{"stage": "tc_fp16_nhwc"}, {"stage": "tc_bf16_nhwc"}]}))
-    with pytest.raises(SystemExit, match="holds a recorded run of tc_fp16_nhwc, tc_bf16_nhwc"):
-        bench.refuse_overwrite(out, ["igemm_phases"])
-    bench.refuse_overwrite(out, ["tc_bf16_nhwc", "tc_fp16_nhwc"])     # the same run again: allowed
+    out.write_text(json.dumps({"kind": "bench", "op": "conv_dgrad", "layer_set": "ci",
+                               "rows": [{"stage": "tc_fp16_nhwc"}, {"stage": "tc_bf16_nhwc"}]}))
+    with pytest.raises(ValueError, match="holds a recorded run of tc_fp16_nhwc, tc_bf16_nhwc"):
+        bench.refuse_overwrite(out, ["igemm_phases"], "conv_dgrad", "ci")
+    bench.refuse_overwrite(out, ["tc_bf16_nhwc", "tc_fp16_nhwc"], "conv_dgrad", "ci")   # the same run again
     bench.refuse_overwrite(tmp_path / "new.json", ["igemm_phases"])    # nothing recorded there yet
-    with pytest.raises(SystemExit, match="holds a recorded run"):
-        bench.main(["--layers", "ci", "--stages", "naive", "--no-vendor", "--out", str(out)])
+    assert bench.main(["--layers", "ci", "--stages", "naive", "--no-vendor", "--out", str(out)]) == 2
+    assert "holds a recorded run" in capsys.readouterr().err
+
+
+NOT_OURS = {
+    "json.json": '{"mydata": 1}\n',
+    "notes.txt": "my notes\n",
+    "list.json": "[1, 2, 3]\n",
+    "other_op.json": json.dumps({"kind": "bench", "op": "conv_wgrad", "layer_set": "ci", "rows": []}),
+    "other_set.json": json.dumps({"kind": "bench", "op": "conv_dgrad", "layer_set": "small", "rows": []}),
+}
+
+
+@pytest.mark.parametrize("name", sorted(NOT_OURS))
+def test_out_never_overwrites_a_file_that_is_not_its_own(tmp_path, capsys, monkeypatch, name):
+    """A learner's own file (any JSON, a list, text) or another op's or layer set's run at --out:
+    one line and exit 2 before any launch, and the file is left as it was."""
+    import pyopencl as cl
+    monkeypatch.setattr(cl, "enqueue_nd_range_kernel", lambda *a, **k: pytest.fail("a kernel was launched"))
+    path = tmp_path / name
+    path.write_text(NOT_OURS[name])
+    assert bench.main(["--layers", "ci", "--stages", "naive", "--no-vendor", "--out", str(path)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("error: ") and str(path) in err[0] and "Traceback" not in err[0]
+    assert path.read_text() == NOT_OURS[name]
+
+
+def test_an_unwritable_out_is_refused_before_any_work(capsys, monkeypatch):
+    """--out into a place the process cannot create a file (/proc) is found before the run, not
+    after it (the work used to be lost to a traceback at the end)."""
+    import pyopencl as cl
+    monkeypatch.setattr(cl, "enqueue_nd_range_kernel", lambda *a, **k: pytest.fail("a kernel was launched"))
+    assert bench.main(["--layers", "ci", "--stages", "naive", "--no-vendor", "--out", "/proc/x.json"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "--out /proc/x.json: cannot write there" in err[0]
+
+
+def test_a_stage_named_twice_runs_once(capsys):
+    assert bench.main(["--layers", "ci", "--stages", "naive,naive,02_naive", "--no-vendor", "--repeats", "3",
+                       "--out", "-"]) == 0
+    cap = capsys.readouterr()
+    assert "note: --stages names 02_naive more than once; each stage runs once" in cap.err
+    assert sum(" 02_naive " in ln and "(IQR" in ln for ln in cap.out.splitlines()) == len(bench.layer_set("ci", "conv_dgrad"))
+
+
+def test_rows_print_as_their_layer_finishes_with_progress_and_refusals(capsys):
+    """The command line says first that kernels are being built, prints each row when it is
+    timed and a progress line with the time left after each layer; a stage that cannot run a
+    layer (Winograd on a stride-2 layer) gives a 'refused:' row and the run goes on."""
+    lays = bench.layer_set("ci", "conv_forward")
+    assert bench.main(["--op", "conv_forward", "--layers", "ci", "--stages", "wino4_blocked,im2col", "--no-vendor",
+                       "--repeats", "3", "--out", "-"]) == 0
+    cap = capsys.readouterr()
+    assert cap.err.splitlines()[0].startswith("conv_forward over 'ci' (3 layers)") and "building and checking" in cap.err
+    assert [ln.split(",")[0] for ln in cap.err.splitlines() if ln.startswith("[")] == \
+        [f"[{i}/{len(lays)} layers" for i in range(1, len(lays) + 1)]
+    refused = [ln for ln in cap.out.splitlines() if "refused:" in ln]
+    assert len(refused) == 2 and all("/s2" in ln and "06_wino4_blocked" in ln for ln in refused)  # streamed + summary
+    assert sum(" 11_im2col " in ln and "(IQR" in ln for ln in cap.out.splitlines()) == len(lays)
+
+
+def test_a_row_run_by_a_fallback_says_so():
+    """A depthwise stage asked for a dense layer runs any_shape: the printed row names both."""
+    out = bench.run("conv_dgrad", ["dw_tiles"], "ci", repeats=3, warmup=0, vendor=False, peak=False, progress=False)
+    row = out["rows"][0]
+    assert row["ran"] != row["key"]
+    assert f"{row['key']} -> {row['ran']} (fallback)" in bench._line(row, out)
+
+
+def test_ctrl_c_keeps_the_finished_rows_marked_partial(tmp_path):
+    """SIGINT once the first layer is done: no traceback, exit 130, the finished rows written
+    beside --out as NAME.partial.json with 'partial' saying how far the run got."""
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+    out = tmp_path / "run.json"
+    cmd = [sys.executable, "-m", "helpers.bench", "--layers", "small", "--stages", "naive,memoized_bounds",
+           "--no-vendor", "--repeats", "50", "--out", str(out)]
+    proc = subprocess.Popen(cmd, cwd=bench.RESULTS.parent, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    seen = ""
+    deadline = time.time() + 300
+    while "[1/" not in seen and time.time() < deadline and proc.poll() is None:
+        seen += proc.stderr.readline()
+    assert "[1/" in seen, seen
+    proc.send_signal(signal.SIGINT)
+    stdout, stderr = proc.communicate(timeout=120)
+    assert proc.returncode == 130, (stdout, stderr)
+    assert "Traceback" not in stderr + stdout
+    partial = tmp_path / "run.partial.json"
+    assert not out.exists() and partial.is_file()
+    held = json.loads(partial.read_text())
+    assert held["partial"].startswith("interrupted (Ctrl-C) after") and held["rows"]
+    assert f"wrote {partial} (a partial run" in stdout
+    del os
 
 
 def test_course_tuned_none_leaves_the_tuned_values_out(monkeypatch):
