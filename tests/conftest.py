@@ -6,7 +6,9 @@
     cuda_ctx  CuPy's current NVIDIA GPU (CUDA_VISIBLE_DEVICES picks it; CUDA stages take no
               context: the value is None); without one, the test is skipped with the reason
 """
+import importlib.util
 import os
+from pathlib import Path
 
 import pytest
 
@@ -61,3 +63,34 @@ def _no_personal_tuning(tmp_path_factory):
         from helpers import tuning
         tuning.reload()
     yield
+
+
+def needed(missing: str | None) -> None:
+    """A test that judges the environment: where the machine lacks something (``missing`` says
+    what), skip with that reason; under COURSE_CI=1 (.ci/run), where everything is installed, fail."""
+    if missing:
+        if os.environ.get("COURSE_CI") == "1":
+            pytest.fail(f"COURSE_CI=1 but {missing}")
+        pytest.skip(missing)
+
+
+def nbgrader_missing() -> str | None:
+    return None if importlib.util.find_spec("nbgrader") else \
+        "nbgrader is not installed here (./course student clears solutions with it: pip install nbgrader)"
+
+
+def course_venv_missing() -> str | None:
+    """./course sets up .venv on first use, installing from the package index: where the checkout
+    has none (a GPU machine without network), the command cannot be run as a user types it."""
+    venv = Path(__file__).resolve().parent.parent / ".venv" / "bin" / "python"
+    return None if venv.exists() else ("this checkout has no .venv, and ./course would install one from the "
+                                       "package index (run ./course setup first)")
+
+
+@pytest.fixture(autouse=True)
+def _environment_needs(request):
+    """Tests marked ``nbgrader`` need nbgrader, ``course_venv`` the checkout's .venv (pyproject.toml)."""
+    if request.node.get_closest_marker("nbgrader"):
+        needed(nbgrader_missing())
+    if request.node.get_closest_marker("course_venv"):
+        needed(course_venv_missing())

@@ -26,10 +26,11 @@ BLOCKED = textwrap.dedent('''
     import json, sys
 
     class NoOpenCL:
-        """Refuses pyopencl, as a machine without OpenCL would."""
+        """Refuses pyopencl, as a machine without OpenCL would, and CuPy, so that the CUDA path is
+        planned the same way on a GPU machine (where CuPy is installed) as on one without it."""
         def find_spec(self, name, path=None, target=None):
-            if name == "pyopencl" or name.startswith("pyopencl."):
-                raise ImportError(f"{name} is blocked: this process has no OpenCL")
+            if name.split(".")[0] in ("pyopencl", "cupy", "cupyx", "cupy_backends"):
+                raise ImportError(f"{name} is blocked: this process has no OpenCL and no CuPy")
 
     sys.meta_path.insert(0, NoOpenCL())
     try:

@@ -28,6 +28,7 @@ def tree(folder: Path) -> dict:
     return {str(p.relative_to(folder)): p.read_bytes() for p in folder.rglob("*") if p.is_file()}
 
 
+@pytest.mark.course_venv
 def test_student_into_a_folder_with_other_files_deletes_nothing(tmp_path):
     (tmp_path / "thesis.tex").write_text("years of work")
     (tmp_path / "sub").mkdir()
@@ -60,6 +61,7 @@ def test_a_file_in_place_of_the_folder_is_refused(tmp_path, capsys):
     assert (tmp_path / "out").read_text() == "x"
 
 
+@pytest.mark.nbgrader
 def test_writing_again_replaces_only_what_it_wrote_and_keeps_saved_work(tmp_path, capsys):
     out = tmp_path / "student"
     assert student([str(out)]) == 0
@@ -75,6 +77,7 @@ def test_writing_again_replaces_only_what_it_wrote_and_keeps_saved_work(tmp_path
     assert nb.read_text().endswith(" ")
 
 
+@pytest.mark.nbgrader
 def test_an_empty_folder_is_taken(tmp_path):
     assert student([str(tmp_path)]) == 0
     assert (tmp_path / folders.MANIFEST).is_file()

@@ -229,9 +229,25 @@ def why_chosen() -> str:
     return "no COURSE_DEVICE or PYOPENCL_CTX: the first GPU, else the first device"
 
 
-def main() -> int:
+USAGE = """usage: python -m helpers
+
+Lists every OpenCL device (as P:D, platform / name, kind and vendor) and the one the course
+would choose, with why. Choose another with COURSE_DEVICE (an index P:D, 'gpu' or 'cpu', a
+vendor: nvidia, amd, intel, apple, or part of a device's name) or a device= argument.
+The commands: ./course help (or python -m helpers.bench --help, python -m helpers.tune --help)."""
+
+
+def main(argv=None) -> int:
     """`python -m helpers`: list every OpenCL device and the one the course would choose; a
     mistake (no driver, a selector that matches nothing) is one line on stderr, exit status 2."""
+    argv = sys.argv[1:] if argv is None else argv
+    if argv and argv[0] in ("-h", "--help", "help"):
+        print(USAGE)
+        return 0
+    if argv:
+        print(f"error: python -m helpers takes no arguments (got {' '.join(argv)}); it lists the devices. "
+              f"Choose one with COURSE_DEVICE; see --help", file=sys.stderr)
+        return 2
     try:
         devices = list_devices()
         for key, dev in devices:
