@@ -170,6 +170,12 @@ DEPTHWISE = [
     ((1, 9, 11, 11), (9, 1, 3, 3), 1, ((0, 0), (1, 1)), 1, 9, "relu"),
     ((2, 4, 21, 10), (4, 1, 3, 3), 2, 1, 1, 4, "sigmoid"),
     ((1, 3, 6, 50), (3, 1, 1, 3), (1, 2), ((0, 0), (1, 1)), 1, 3, "none"),
+    # degenerate extents: one channel, a 1x1 plane (one output, one tile: the slices that NVIDIA's
+    # OpenCL caps at 64 along the work-group's third dimension), a single row, a single column
+    ((1, 1, 1, 1), (1, 1, 3, 3), 1, 1, 1, 1, "relu"),
+    ((2, 1, 1, 9), (1, 1, 3, 3), 1, 1, 1, 1, "none"),
+    ((1, 2, 7, 1), (2, 1, 3, 3), 1, 1, 1, 2, "tanh"),
+    ((1, 1, 2, 2), (1, 1, 1, 1), 1, 0, 1, 1, "none"),
 ]
 
 # Convolutions of any shape (chapter 16), run by every stage of the three convolutions: the

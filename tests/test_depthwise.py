@@ -122,3 +122,39 @@ def test_the_input_gradients_staged_tile_holds_every_read():
             rows = {(h + pad - r * dil - oh0 * stride) // stride for h in range(h0, h0 + th) for r in range(taps)
                     if (h + pad - r * dil - oh0 * stride) % stride == 0}
             assert all(0 <= a < lh for a in rows), (taps, stride, pad, dil, th, h0)
+
+
+# NVIDIA's OpenCL: at most (1024, 1024, 64) work-items per dimension of a work-group and 1024 in all.
+# PoCL takes more, so a launch NVIDIA rejects (the weight gradient's 1x1 plane once asked for 256
+# slices along the third dimension) would pass on the CPU: the launches are checked against it here.
+NVIDIA_ITEMS = (1024, 1024, 64)
+
+
+@pytest.mark.parametrize("op, name", DW)
+def test_every_launch_fits_the_smallest_work_group_limits(op, name):
+    """Each depthwise case (the degenerate ones among them: one channel, a 1x1 plane, one row or
+    column), with the stage's defaults and every variant: positive grids that the work-groups
+    divide, work-groups within NVIDIA's per-dimension limits, a reduction of 2 work-items or more,
+    local memory of 1 byte or more."""
+    from helpers.launch import depthwise
+    stage = helpers.get_stage(op, name)
+    for case, defines in itertools.product(DEPTHWISE, [dict(stage.defines), *({**stage.defines, **v} for v in stage.variants)]):
+        p = helpers.prepare(op, **any_shape_args(op, case, 0))
+        g = geometry(p, defines)
+        for step in depthwise.steps(stage, p, defines):
+            local = step.local_size
+            assert all(n >= 1 for n in step.global_size) and all(gs % ls == 0 for gs, ls in zip(step.global_size, local))
+            assert all(n <= most for n, most in zip(local, NVIDIA_ITEMS)) and np.prod(local) <= 1024, (case, defines, local)
+        assert g["LOCAL"] >= 1 and (op == "conv_dgrad" or g["BX"] * g["BY"] * g["PL"] >= 2), (case, defines, g)
+
+
+def test_a_launch_past_a_devices_work_group_dimension_is_refused_by_name(ctx, monkeypatch):
+    """A work-group larger along one dimension than the device allows there is a DeviceLimitError
+    naming the dimension and the limit, before the launch (NVIDIA's driver answered such a launch
+    with CL_INVALID_KERNEL_ARGS)."""
+    from helpers.launch import depthwise
+    monkeypatch.setattr(depthwise, "PL_MAX", 4096)
+    monkeypatch.setattr(type(ctx.devices[0]), "max_work_item_sizes", property(lambda self: [1024, 1024, 64]))
+    args = any_shape_args("conv_wgrad", DEPTHWISE[-4], 0)                # a 1x1 plane: all slices
+    with pytest.raises(helpers.DeviceLimitError, match="along dimension 2, but .* allows at most 64 there"):
+        helpers.plan_stage("conv_wgrad", "dw_tiles", ctx=ctx, **args)

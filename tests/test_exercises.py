@@ -610,6 +610,24 @@ def test_check_stage_names_a_fault_on_the_device(own_ctx, monkeypatch):
     assert faulted(own_ctx)
 
 
+def test_a_launch_the_driver_refuses_is_named_as_such(own_ctx, monkeypatch):
+    """NVIDIA's driver refuses a launch it cannot take (CL_INVALID_KERNEL_ARGS,
+    INVALID_WORK_ITEM_SIZE, ...) before any kernel runs: the report says the launch was refused and
+    why, not that memory outside the tensors was touched, and the context is not marked faulted."""
+    import helpers
+    from helpers.engine.devices import faulted
+    from helpers.ops.conv_dgrad import random_problem_args
+    for code in ("INVALID_KERNEL_ARGS", "INVALID_WORK_ITEM_SIZE", "INVALID_WORK_GROUP_SIZE"):
+        def refused(self, code=code):
+            raise cl.LogicError(f"clEnqueueNDRangeKernel failed: {code}")
+        monkeypatch.setattr(ClPlan, "enqueue", refused)
+        with pytest.raises(RuntimeError, match=f"02_naive was not launched: the driver refused its arguments or its "
+                                               f"grid \\({code}") as err:
+            helpers.check_stage("conv_dgrad", "naive", ctx=own_ctx, **random_problem_args(1, 3, 5, 4, 2, 3, 1, 1, "none"))
+        assert "outside the memory" not in str(err.value)
+    assert not faulted(own_ctx)
+
+
 # Each wrong answer is refused with the message that names its own mistake, not a neighbour's
 # (two mistakes can give the same number on one case; the checks name a mistake by what the whole
 # function does).

@@ -51,9 +51,29 @@ def faulted(ctx) -> bool:
     return isinstance(ctx, cl.Context) and ctx.int_ptr in _FAULTED
 
 
+# the errors a launch is refused with before any kernel runs: its arguments or its grid are wrong,
+# no memory was touched, and the context stays usable
+LAUNCH_ERRORS = ("INVALID_KERNEL_ARGS", "INVALID_ARG_VALUE", "INVALID_ARG_SIZE", "INVALID_ARG_INDEX",
+                 "INVALID_WORK_GROUP_SIZE", "INVALID_WORK_ITEM_SIZE", "INVALID_GLOBAL_WORK_SIZE",
+                 "INVALID_GLOBAL_OFFSET", "INVALID_WORK_DIMENSION", "INVALID_KERNEL", "INVALID_VALUE")
+
+
+def launch_refused(err: Exception) -> str | None:
+    """The OpenCL error's name when ``err`` is a launch the driver refused (wrong arguments or grid),
+    not a kernel that ran and faulted; else None."""
+    text = f"{getattr(err, 'what', '')} {getattr(err, 'code', '')} {err}"
+    return next((name for name in LAUNCH_ERRORS if re.search(rf"\b{name}\b", text)), None)
+
+
 def fault_report(ctx: cl.Context, err: Exception, hint: str = "") -> str:
-    """Note that a kernel faulted on ``ctx`` (``err``: pyopencl's error at its launch, wait or
-    read-back) and say what happened and what to do; ``hint``: where to look in the code."""
+    """Say what went wrong at a launch, wait or read-back (``err``: pyopencl's error) and what to do;
+    ``hint``: where to look in the code. A launch the driver refused (its arguments, its grid) is
+    named as such; anything else is a kernel that faulted, noted on ``ctx``."""
+    refused = launch_refused(err)
+    if refused:
+        return (f"was not launched: the driver refused its arguments or its grid ({refused}: {err}). No memory "
+                f"was touched; check the work-group and global sizes and the kernel's arguments against the "
+                f"device's limits (python -m helpers lists the device).")
     note_fault(ctx)
     return (f"stopped with a fault on the device ({err}): it used an address outside the memory "
             f"it may use. {hint + ' ' if hint else ''}{FAULT_HINT}")

@@ -5,7 +5,8 @@ padding per side, from tiles staged in local memory (kernels/common/depthwise.h)
 A work-group is BX x BY x PL work-items: PL slices of a BX x BY tile. The registry's TX, TY
 are the tile a layer with large planes gets; a plane smaller than the tile (a 7x7 layer) gets a
 tile shrunk to it (powers of two) and the work-items left over become more slices (PL), so that a
-work-group stays TX * TY work-items. XPW (16_dw_regs): outputs per work-item along the row.
+work-group stays TX * TY work-items; but never more than PL_MAX slices (a device limit), nor more
+slices than there are planes (dgrad). XPW (16_dw_regs): outputs per work-item along the row.
 
     dgrad   one launch: slice z of a work-group computes a TH x TW tile of one plane (n, c) of dx
     wgrad   wgrad_dw_partial: work-group (c, split) sums the R x S weights of channel c over a
@@ -25,6 +26,9 @@ from . import Step, Workspace, cdiv, round_up
 from .local import LOCAL_LIMIT
 
 SUM_WG = 64     # wgrad_sum's work-group: one work-item per weight
+# at most this many slices (the work-group's third dimension): NVIDIA's OpenCL allows 64 work-items
+# along it (1024 along the others), and a launch past it fails whatever the kernel does
+PL_MAX = 64
 
 
 def pow2_at_least(v: int) -> int:
@@ -53,9 +57,11 @@ def geometry(p: Problem, d: dict) -> dict:
         xpw = round_up(xpw, a["SW"])          # each work-item's first element a multiple of SW
     rows, cols = (a["H"], a["W"]) if dgrad else (a["OH"], a["OW"])   # the tiled outputs
     bx, by = min(d["TX"], pow2_at_least(cdiv(cols, xpw))), min(d["TY"], pow2_at_least(rows))
-    pl = max(1, d["TX"] * d["TY"] // (bx * by))
-    if dgrad:
+    pl = min(PL_MAX, max(1, d["TX"] * d["TY"] // (bx * by)))
+    if dgrad:                                 # no more slices than planes, nor than tiles of a channel
         pl = min(pl, pow2_at_least(p.dims["N"] * p.dims["C"]))
+    else:
+        pl = max(pl, cdiv(2, bx * by))       # the reduction's tree takes 2 work-items or more
     th, tw, rs = by, bx * xpw, a["R"] * a["S"]
     g = dict(R=a["R"], S=a["S"], SH=a["SH"], SW=a["SW"], PH=a["PH"], PW=a["PW"], DH=a["DH"], DW=a["DW"],
              BX=bx, BY=by, PL=pl, TH=th, TW=tw, TILES_X=cdiv(cols, tw), TILES_Y=cdiv(rows, th))

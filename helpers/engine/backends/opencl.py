@@ -106,6 +106,15 @@ class ClPlan(Plan):
             if wg > limit:
                 raise DeviceLimitError(f"stage {self.stage.key}: work-group of {wg} work-items, but kernel "
                                        f"{step.kernel} allows at most {limit} on {dev.name.strip()}; lower WG")
+            sizes = dev.max_work_item_sizes          # per dimension (NVIDIA: 1024, 1024, 64)
+            for axis, (n, most) in enumerate(zip(step.local_size, sizes)):
+                if n > most:
+                    raise DeviceLimitError(f"stage {self.stage.key}: work-group {tuple(step.local_size)} has {n} "
+                                           f"work-items along dimension {axis}, but {dev.name.strip()} allows at "
+                                           f"most {most} there ({tuple(sizes)})")
+            if any(g < 1 for g in step.global_size):
+                raise RuntimeError(f"registry bug: stage {self.stage.key}'s kernel {step.kernel} is launched "
+                                   f"over an empty grid {tuple(step.global_size)}")
             self._check_grid(step, "work-group")
         k.set_args(*self._values(step))
         return k, step.global_size, step.local_size
