@@ -21,6 +21,7 @@ from . import reference as ref
 from ..engine.check import rtol_for_sum, rtol_mma
 from .problem import (ACT_CODES, Problem, activation_output, backward_conv_problem, reject_unknown, shape4,
                       shape_requires, tensor)
+from .conv_forward import WINOGRAD_TILES, tile_magnitude   # one tile scale for both ops
 from .shape import check_grad_output, conv_shape, rank_of, layer_args as any_shape_layer_args
 
 OP = "conv_dgrad"
@@ -75,7 +76,20 @@ def reference(p: Problem):
     if act != "none":
         scale = scale * np.abs(ref.activation_derivative(act, y))
     magnitude = ref.conv_dgrad_nd(scale, np.abs(w), shape, *geometry)
+    if winograd_shaped(d):
+        # where the Winograd stages run: dx is a 3x3 stride-1 forward convolution of dy' (padded by
+        # 2 - pad) with the transposed, flipped weights, computed tile by tile, so its error scales
+        # with the whole tile's magnitudes (helpers/engine/check.py: "Winograd"; conv_forward.py)
+        wt = np.abs(w.astype(np.float64)).transpose(1, 0, 2, 3)
+        for m in WINOGRAD_TILES:
+            magnitude = np.maximum(magnitude, tile_magnitude(scale, wt, 2 - d["pad"], shape[2], shape[3], m))
     return {"grad_input": expected}, {"grad_input": magnitude}
+
+
+def winograd_shaped(d: dict) -> bool:
+    """A plain 2-D 3x3 stride-1 layer with padding 0-2 on every side: the shapes the Winograd
+    stages of the input gradient run."""
+    return bool(d["plain"] and (d["KH"], d["KW"], d["stride"]) == (3, 3, 1) and 0 <= d["pad"] <= 2)
 
 
 def terms(p: Problem) -> int:
