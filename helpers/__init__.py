@@ -17,8 +17,9 @@ Layers, each importing only from itself and the ones above it, in the order of `
     stages/     the one registry of stages, data only, one module per operation, validated when
                 it loads (REGISTRY, stage_names, get_stage)
     tuning.py   per-device JIT parameters (results/tuned.json, a user's own search), inherited by
-                vendor and architecture; chooser.py: stage auto (time the registered stages once
-                per device and shape, cache, run)
+                vendor and architecture; chooser_model.py: the candidates ranked by their recorded
+                speed on the nearest layer; chooser.py: stage auto (rank, time the best few once per
+                device and shape, cache, run)
     runner.py   run_stage / plan_stage: the one way to run a stage (guard regions for tests);
                 emulation.py: a CUDA stage's plan run on the CPU by the emulator and checked (tests)
     analysis/   reading recorded results, summaries, the ladder and roofline plots, compare (the
@@ -48,7 +49,7 @@ import importlib
 
 # The layers, lowest first: a module may import from its own layer or the ones before it.
 LAYERS = ("helpers.engine", "helpers.ops", "helpers.launch", "helpers.stages", "helpers.tuning",
-          "helpers.chooser", "helpers.runner", "helpers.emulation", "helpers.analysis", "helpers.peak",
+          "helpers.chooser_model", "helpers.chooser", "helpers.runner", "helpers.emulation", "helpers.analysis", "helpers.peak",
           "helpers.trials", "helpers.bench", "helpers.tune", "helpers.registers", "helpers.floor", "helpers.profile_stage",
           "helpers.ncu_banks", "helpers.tc_peak", "helpers.train", "helpers.record", "helpers.chapters",
           "helpers.__init__", "helpers.__main__")

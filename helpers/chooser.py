@@ -1,23 +1,27 @@
 """Stage ``auto``: choose an algorithm per device and layer shape under a workspace limit.
 
-The course's counterpart of cudnnFind with a workspace limit: the first time a device meets a
-layer shape, every other registered OpenCL stage of the op that can run the problem and whose
-workspace fits the budget is checked and timed once (the same profiling-event timing as the
-benchmark), the fastest is written to an on-disk cache keyed by device name, shape and budget,
-and that stage runs; later runs read the cache and run the winner at once. The budget is the
-engine's one workspace limit, in bytes (``workspace_limit=``; None: no limit), compared with
-what runner.workspace_bytes reports for each stage.
+The course's counterpart of cuDNN's two modes. The first time a device meets a layer shape, the
+registered OpenCL stages of the op that can run it within the workspace budget (the candidates)
+are ranked by a model of their speed, fitted to the recorded runs in results/ (helpers/chooser_model.py:
+the heuristic mode, cudnnGetConvolution*Algorithm_v7), and only the best few are checked and
+timed (the benchmark's profiling events; at most ``TIMED``, no more after ``BUDGET_S`` seconds: the
+benchmark mode, cudnnFind, on a short list). The fastest of those is written to an on-disk cache
+keyed by device name, shape and budget, and runs; later runs read the cache and run it at once. A
+first call takes seconds, kernel builds included, not minutes. ``COURSE_AUTO=exhaustive`` times
+every candidate instead (the search as it was before the model: minutes on a large layer, and
+stopped once it has cost more than ``RUNS`` runs of the best so far). A candidate that fails its
+check, build or launch is left out, named in the cache and in a printed line; the caller never
+sees its error. The budget is the engine's one workspace limit, in bytes (``workspace_limit=``;
+None: no limit), compared with what runner.workspace_bytes reports for each stage.
 
     run_stage("conv_dgrad", "auto", workspace_limit=64 * 2**20, **layer)
 
 Candidates come from the registry (every stage but ``auto``), so a stage added later competes
-without an edit here. A progress bar says which candidate is being built and timed. The search is
-kept in proportion to the problem: before each further candidate it stops once the time already
-spent searching exceeds ``RUNS`` runs of the fastest candidate so far, since no untried stage,
-however fast, could save more than that over so many runs (a tiny layer whose best stage runs in
-microseconds is settled in seconds, not minutes); the cache lists the candidates left untried. The running layer passes the timing in (runner.resolve), so this module
-imports nothing above the registry. The cache is ``.cache/choices.json`` (ignored by git;
-COURSE_CHOICES moves it).
+without an edit here (the model ranks a stage it has no recorded run of after those it has, and
+times the best of them too). The cache records the model's ranking, what was timed, what was
+not and why. The running layer passes the timing in (runner.resolve), so this module imports
+nothing above the registry. The cache is ``.cache/choices.json`` (ignored by git; COURSE_CHOICES
+moves it).
 """
 from __future__ import annotations
 
@@ -30,6 +34,7 @@ from pathlib import Path
 from .launch import family, hook
 from .ops import op_module
 from .ops.problem import Problem
+from .chooser_model import rank, source_device
 from .stages import REGISTRY, get_stage
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -37,6 +42,9 @@ TIMING = {"warmup": 1, "repeats": 5}
 # the runs a choice is made for (a training run's steps, or more): the search stops once it has
 # spent longer than this many runs of the best stage so far (see the module's docstring)
 RUNS = 1_000_000
+# the model's search: at most this many candidates timed, and none started after this many seconds
+TIMED = 3
+BUDGET_S = 2.0
 
 
 def cache_path() -> Path:
@@ -92,29 +100,73 @@ def candidates(p: Problem, limit_bytes: int | None) -> tuple[list, dict]:
     return ok, excluded
 
 
-def find(p: Problem, limit_bytes: int | None, time_stage, progress: bool = True) -> dict:
-    """Time the candidates in course order (``time_stage(name) -> median ms``, checked before it
-    is timed: the running layer's plan and time_plan), until the search has cost more than RUNS
-    runs of the best so far; the record the cache keeps."""
+def exhaustive() -> bool:
+    """COURSE_AUTO=exhaustive: time every candidate (the search before the model; minutes on a large layer)."""
+    mode = os.environ.get("COURSE_AUTO", "model")
+    if mode not in ("model", "exhaustive"):
+        raise ValueError(f"COURSE_AUTO={mode!r}: 'model' (rank, then time the best few; the default) or "
+                         f"'exhaustive' (time every candidate)")
+    return mode == "exhaustive"
+
+
+def find(p: Problem, limit_bytes: int | None, time_stage, progress: bool = True, device: str = "",
+         kind: str = "", vendor: str = "") -> dict:
+    """The record the cache keeps for p: the candidates ranked by the model (chooser_model: the
+    recorded runs of ``device``, or of the recorded device most like it), then timed best-ranked
+    first (``time_stage(name) -> median ms``, each checked before it is timed): at most TIMED of
+    them, the last a stage the model has no run of when there is one, and no more once BUDGET_S
+    seconds have passed. COURSE_AUTO=exhaustive times every candidate instead (until the search
+    has cost more than RUNS runs of the best so far). A candidate that fails (its check, its
+    build, its launch) is left out, named in the record and in a printed line; the others go on."""
     names, excluded = candidates(p, limit_bytes)
     if not names:
         raise ValueError(f"no stage of {p.op} runs {p.label} within a workspace budget of "
                          f"{limit_bytes:,} bytes: {excluded}")
     from .engine.progress import progress as progress_bar
-    bar = progress_bar(len(names), progress and len(names) > 1, f"auto: {p.label}")
-    times, untried, start = {}, {}, time.perf_counter()
-    for i, name in enumerate(names):
-        spent_ms = (time.perf_counter() - start) * 1e3
-        if times and spent_ms > RUNS * min(times.values()):
-            untried = {n: (f"not tried: the search had taken {spent_ms / 1e3:.1f} s, more than {RUNS:,} runs of "
-                           f"the best so far ({min(times.values()):.4f} ms) would cost") for n in names[i:]}
+    source = source_device(device, kind, vendor)
+    ranked = rank(p.op, [get_stage(p.op, n) for n in names], p, source)
+    order = [s.name for s, _ in ranked]
+    everything = exhaustive()
+    if not everything:            # the best predicted, and the best of the stages never recorded there
+        guessed = [s.name for s, ms in ranked if ms is not None]
+        fresh = [s.name for s, ms in ranked if ms is None]
+        order = guessed[:TIMED - 1] + fresh[:1] if fresh and guessed else order
+        order += [n for s, _ in ranked if (n := s.name) not in order]
+    bar = progress_bar(min(len(order), len(order) if everything else TIMED), progress and len(order) > 1,
+                       f"auto: {p.label}")
+    times, untried, failed, start = {}, {}, {}, time.perf_counter()
+    for i, name in enumerate(order):
+        spent = time.perf_counter() - start
+        if times and everything and spent * 1e3 > RUNS * min(times.values()):
+            why = (f"not tried: the search had taken {spent:.1f} s, more than {RUNS:,} runs of the best so far "
+                   f"({min(times.values()):.4f} ms) would cost")
+        elif times and not everything and (len(times) >= TIMED or spent > BUDGET_S):
+            why = (f"not timed: ranked below the {len(times)} timed by the model" if len(times) >= TIMED else
+                   f"not timed: the search had taken {spent:.1f} s, past its budget of {BUDGET_S} s")
+        else:
+            why = None
+        if why:
+            untried.update({n: why for n in order[i:]})
             break
         bar.set_description(f"auto: {p.label}: {name}")
-        times[name] = time_stage(name)
+        try:
+            times[name] = time_stage(name)
+        except KeyboardInterrupt:
+            raise
+        except Exception as err:          # noqa: BLE001: a candidate's failure is the candidate's, not the caller's
+            failed[name] = f"{type(err).__name__}: {str(err).splitlines()[0] if str(err) else ''}"
+            bar.write(f"auto: {p.label}: candidate {name} failed and is left out ({failed[name]})")
+            continue
         bar.update()
     bar.close()
+    if not times:
+        raise RuntimeError(f"stage auto: every candidate of {p.op} failed on {p.label}: {failed}")
     best = min(times, key=times.get)
-    return {"stage": best, "times_ms": times, "excluded": excluded, **({"untried": untried} if untried else {}),
+    predicted = {s.name: ms for s, ms in ranked}
+    return {"stage": best, "times_ms": times, "excluded": excluded, "mode": "exhaustive" if everything else "model",
+            "ranked": [[n, predicted[n]] for n in (s.name for s, _ in ranked)], "model_device": source,
+            **({"untried": untried} if untried else {}), **({"failed": failed} if failed else {}),
+            "seconds": round(time.perf_counter() - start, 3),
             "date": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")}
 
 
@@ -124,7 +176,8 @@ def fingerprint(tuned: dict) -> str:
     return hashlib.sha256(json.dumps(tuned, sort_keys=True).encode()).hexdigest()[:16]
 
 
-def choose(p: Problem, device: str, limit_bytes: int | None, time_stage, tuned: dict | None = None) -> str:
+def choose(p: Problem, device: str, limit_bytes: int | None, time_stage, tuned: dict | None = None,
+           kind: str = "", vendor: str = "") -> str:
     """The stage ``auto`` runs for p on this device within the budget (cached, else timed now).
     ``tuned``: the parameters each candidate builds with; a choice cached under other values (a
     tune since, COURSE_TUNED changed) is made again."""
@@ -139,7 +192,7 @@ def choose(p: Problem, device: str, limit_bytes: int | None, time_stage, tuned: 
             return get_stage(p.op, hit["stage"]).name
         except ValueError:
             pass                                  # a stage that no longer exists: choose again
-    record = {**find(p, limit_bytes, time_stage), "tuned": stamp}
+    record = {**find(p, limit_bytes, time_stage, device=device, kind=kind, vendor=vendor), "tuned": stamp}
     data = _load()                                # another process may have written meanwhile
     data.setdefault(device, {})[key] = record
     _save(data)

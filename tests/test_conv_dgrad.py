@@ -50,27 +50,77 @@ def test_auto_runs_each_of_its_choices_correctly_on_grid_cases(ctx, tmp_path, mo
     assert {name for _, name in pairs} == fp32
     for i, name in pairs:
         monkeypatch.setenv("COURSE_CHOICES", str(tmp_path / f"{i}_{name}.json"))   # no cache hit
-        monkeypatch.setattr(chooser, "find", lambda p, limit, time_stage, name=name: {"stage": name})
+        monkeypatch.setattr(chooser, "find", lambda p, limit, time_stage, name=name, **kw: {"stage": name})
         args = _args(GRID[i], seed=i)
         res = helpers.check_stage("conv_dgrad", "auto", ctx=ctx, guard=True, **args)
         assert res.name.startswith(helpers.get_stage("conv_dgrad", name).key), (name, case_id(GRID[i]))
         assert res.path == path_of("conv_dgrad", name, ctx=ctx, **args)
 
 
-def test_auto_times_every_candidate_on_a_few_grid_cases(ctx, tmp_path, monkeypatch):
-    """The real choice on a stride-1 3x3 case, a strided case and a 1x1 case: every candidate
-    checked and timed, the fastest run, its result correct."""
+def _auto_picks():
+    return [next(i for i, c in enumerate(GRID) if c["kernel"] == kernel and c["stride"] == stride
+                 and c["k"] >= 8 and c["c"] >= 8) for kernel, stride in ((3, 1), (3, 2), (1, 1))]
+
+
+def test_auto_exhaustive_times_every_candidate_on_a_few_grid_cases(ctx, tmp_path, monkeypatch):
+    """COURSE_AUTO=exhaustive, on a stride-1 3x3 case, a strided case and a 1x1 case: every
+    candidate is timed or listed as untried or failed with the reason, the fastest timed one runs,
+    its result correct."""
     monkeypatch.setenv("COURSE_CHOICES", str(tmp_path / "choices.json"))
-    picks = [next(i for i, c in enumerate(GRID) if c["kernel"] == kernel and c["stride"] == stride
-                  and c["k"] >= 8 and c["c"] >= 8) for kernel, stride in ((3, 1), (3, 2), (1, 1))]
-    for i in picks:
+    monkeypatch.setenv("COURSE_AUTO", "exhaustive")
+    for i in _auto_picks():
         args = _args(GRID[i], seed=i)
         res = helpers.check_stage("conv_dgrad", "auto", ctx=ctx, guard=True, **args)
         problem = helpers.prepare("conv_dgrad", **args)
         rec = chooser.cached(ctx.devices[0].name)[chooser.shape_key(problem, None)]
         names, _ = chooser.candidates(problem, None)
+        assert rec["mode"] == "exhaustive" and res.name.startswith(helpers.get_stage("conv_dgrad", rec["stage"]).key)
+        assert set(rec["times_ms"]) | set(rec.get("untried", {})) | set(rec.get("failed", {})) == set(names)
+        assert rec["stage"] == min(rec["times_ms"], key=rec["times_ms"].get)
+
+
+def test_auto_times_only_the_models_best_few(ctx, tmp_path, monkeypatch):
+    """The default: every candidate ranked by the model (chooser_model), at most chooser.TIMED of
+    them timed, each of the others named with why it was not; the fastest timed one runs."""
+    monkeypatch.setenv("COURSE_CHOICES", str(tmp_path / "choices.json"))
+    monkeypatch.delenv("COURSE_AUTO", raising=False)
+    for i in _auto_picks():
+        args = _args(GRID[i], seed=i)
+        res = helpers.check_stage("conv_dgrad", "auto", ctx=ctx, guard=True, **args)
+        problem = helpers.prepare("conv_dgrad", **args)
+        rec = chooser.cached(ctx.devices[0].name)[chooser.shape_key(problem, None)]
+        names, _ = chooser.candidates(problem, None)
+        assert rec["mode"] == "model" and sorted(n for n, _ in rec["ranked"]) == sorted(names)
+        assert 1 <= len(rec["times_ms"]) <= chooser.TIMED
+        assert set(rec["times_ms"]) | set(rec.get("untried", {})) | set(rec.get("failed", {})) == set(names)
+        assert all(why.startswith("not timed") for why in rec.get("untried", {}).values())
+        assert rec["stage"] == min(rec["times_ms"], key=rec["times_ms"].get)
         assert res.name.startswith(helpers.get_stage("conv_dgrad", rec["stage"]).key)
-        assert set(rec["times_ms"]) == set(names) and rec["stage"] == min(rec["times_ms"], key=rec["times_ms"].get)
+
+
+def test_a_candidate_that_fails_is_left_out_and_named(ctx, tmp_path, monkeypatch, capsys):
+    """A candidate whose result fails its check (here: the model's first, made to) is left out,
+    named in the cache and in a printed line; auto runs another, correct stage, and raises nothing."""
+    from helpers import runner
+    from helpers.engine.check import MismatchError
+    monkeypatch.setenv("COURSE_CHOICES", str(tmp_path / "choices.json"))
+    monkeypatch.delenv("COURSE_AUTO", raising=False)
+    args = _args(GRID[_auto_picks()[0]], seed=1)
+    problem = helpers.prepare("conv_dgrad", **args)
+    first = chooser.rank("conv_dgrad", [helpers.get_stage("conv_dgrad", n) for n in chooser.candidates(problem, None)[0]],
+                         problem, chooser.source_device(ctx.devices[0].name))[0][0].name
+    real = runner.time_plan
+
+    def wrong(plan, **kw):
+        if plan.stage.name == first:
+            raise MismatchError("grad_input: 3 of 120 values differ from the reference (planted)")
+        return real(plan, **kw)
+    monkeypatch.setattr(runner, "time_plan", wrong)
+    res = helpers.check_stage("conv_dgrad", "auto", ctx=ctx, guard=True, **args)
+    rec = chooser.cached(ctx.devices[0].name)[chooser.shape_key(problem, None)]
+    assert rec["failed"] == {first: "MismatchError: grad_input: 3 of 120 values differ from the reference (planted)"}
+    assert rec["stage"] != first and not res.name.startswith(helpers.get_stage("conv_dgrad", first).key)
+    assert f"candidate {first} failed and is left out (MismatchError" in capsys.readouterr().out
 
 
 def test_stages_agree_on_a_realistic_layer(ctx):

@@ -68,9 +68,20 @@ Where the assumptions break, and what the bound does.
   0.5 eps sum|x_i|, within the floor's eps sum|x_i| (tests/test_check_bounds.py sums +a and -a
   shuffled). A sum that is zero because it has no terms (padding, zero inputs) has zero magnitude
   and zero error.
-- Winograd's tile magnitudes (helpers/ops/conv_forward.py, conv_wgrad.py) are larger than the
-  plain sum of |terms| (the transforms' error scales with the tile), so their floor is larger than
-  ||expected||_2 (about twice on the weight gradient, more on thin layers) and S follows it.
+- Winograd's tile magnitudes (helpers/ops/conv_forward.py, conv_dgrad.py, conv_wgrad.py) are
+  larger than the plain sum of |terms| (the transforms' error scales with the tile), so their floor
+  is larger than ||expected||_2 (about twice on the weight gradient, more on thin layers) and S
+  follows it. Why the tile, per element: F(m x m, 3x3) computes an m x m output tile as
+  A^T [sum_c (G g_c G^T) . (B^T d_c B)] A from each channel's (m+2) x (m+2) input tile d_c. Each
+  rounding in B^T d_c B is at most u times an entry of |B^T| |d_c| |B|, which is at most
+  ||B||_inf^2 sum over the tile of |d_c|; multiplied by G g_c G^T (entries at most ||G||_inf^2
+  max|g_c|) and carried through the output transform (absolute row sums of A^T), an output's error
+  is at most c_m u sum_c (sum over its tile of |d_c|) max|g_c|, with c_m a constant of the points
+  (small for F(2x2) and the course's F(4x4) points). That is the tile magnitude the ops compute,
+  not the output's own window: an image corner's input-gradient value sums one tap per channel,
+  yet its F(4x4) tile holds 6 x 6 values of dy' (padded by 2 - pad), and against its own window
+  its error reached 0.93 of the bound on one held-out layer and passed it on another; against the
+  tile it is 0.02 (tests/test_winograd.py), while a dropped tap still fails it.
 - Statistics: an error in a channel's mean or variance (batch norm) moves every value of the
   channel together, by an amount set by the data's condition number kappa = mean|x| / std, not
   by the value. Such outputs (an op lists them in CONDITIONED) are measured against

@@ -53,6 +53,11 @@ FORWARD = [
           variants=({"WG": 4}, {"WG": 32}, {"TWO_PASS_STATS": 0}, {"WG": 4, "TWO_PASS_STATS": 0},
                     {"EARLY_PARAMS": 0, "STEP_OFFSETS": 0, "RADIX": 2}, {"WG": 4, "RADIX": 16},
                     {"WG": 32, "RADIX": 4, "STEP_OFFSETS": 0}, {"EARLY_PARAMS": 0})),
+    # Chapter 11's algorithm chooser (helpers/chooser.py), here as for the input gradient: the
+    # candidates ranked by their recorded speed, the best few timed once per device and shape
+    Stage("batchnorm_forward", 14, "auto", "",
+          "the fastest registered stage for this device and shape within the workspace budget: ranked "
+          "by a model of the recorded runs, the best few timed once and cached (helpers/chooser.py)", choose=True),
 ]
 
 # the backward operation runs the same stages (the same files, their backward kernels)

@@ -65,4 +65,9 @@ STAGES = [
           "dilation, strides per axis, padding per side) seen as 4-D, with the bias and activation",
           family="direct_nd", launch="per_output_element", defines=WG, tune={"WG": [64, 128, 256]},
           epilogue=True, any_shape=True),
+    # Chapter 11's algorithm chooser (helpers/chooser.py), here as for the input gradient: the
+    # candidates ranked by their recorded speed, the best few timed once per device and shape
+    Stage("conv_forward", 11, "auto", "",
+          "the fastest registered stage for this device and shape within the workspace budget: ranked "
+          "by a model of the recorded runs, the best few timed once and cached (helpers/chooser.py)", choose=True),
 ]

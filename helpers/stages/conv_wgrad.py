@@ -67,4 +67,9 @@ STAGES = [
           "OW % 4 == 0), each tap row's shared input window read once from local memory",
           defines={**DW_REGS, "SPLIT_TARGET": 4096}, tune={**DW_REGS_TUNE, "SPLIT_TARGET": SPLIT_TARGETS},
           fast={"VEC": 1}, variants=({"TX": 2, "TY": 2, "XPW": 4, "SPLIT_TARGET": 1},), launch="wgrad", **DEPTHWISE),
+    # Chapter 11's algorithm chooser (helpers/chooser.py), here as for the input gradient: the
+    # candidates ranked by their recorded speed, the best few timed once per device and shape
+    Stage("conv_wgrad", 11, "auto", "",
+          "the fastest registered stage for this device and shape within the workspace budget: ranked "
+          "by a model of the recorded runs, the best few timed once and cached (helpers/chooser.py)", choose=True),
 ]

@@ -1,0 +1,139 @@
+"""The model stage ``auto`` ranks its candidates with before it times a few (helpers/chooser.py).
+
+A stage's speed on a layer it has never run is predicted from the layers it was recorded on
+(results/, the benchmark's files): the recorded layer nearest in shape, by a distance over the
+shape's features (the logarithms of N, C, K, H and W; the kernel's size, the stride, the groups
+and the dilation, which change the algorithm and weigh more), gives the stage's rate in FLOP/s,
+and the new layer's FLOPs over that rate is the predicted time. Recorded runs of a device are
+used for it; a device with none of its own takes the runs of the recorded device most like it
+(same kind and vendor, then same kind: the same inheritance as the tuned parameters). A stage
+with no recorded run on that device has no prediction and is ranked after those that have one,
+later chapters first (the course's ladder: a later stage is the faster one more often than not).
+
+This is the course's counterpart of cuDNN's heuristic mode (cudnnGetConvolutionBackwardDataAlgorithm_v7
+ranks algorithms from a model of the GPU without running them); the timing of the best-ranked few
+that follows is its benchmark mode (cudnnFind...) on a short list. tests/test_chooser_model.py
+measures how far the model's pick falls from the best recorded stage, layer by layer, with each
+layer's own runs left out.
+
+Only the runs made with each stage's own (tuned) values count: a run tagged for a switch's other
+setting (``..._0``, ``rowcopy1``) or for the registry's defaults (``untuned``) is left out, and
+only rows that ran the stage asked for (no fallback) and were checked.
+"""
+from __future__ import annotations
+
+import functools
+import json
+import math
+import re
+from pathlib import Path
+
+RESULTS = Path(__file__).resolve().parent.parent / "results"
+# tags of runs made with something else than the stage's own values
+LEFT_OUT_TAG = re.compile(r"(\d$|^untuned$|^fresh$)")
+# how much a unit of each feature's difference weighs in the distance (log2 sizes: a factor of 2 is 1)
+WEIGHTS = {"n": 1.0, "c": 1.0, "k": 1.0, "h": 1.0, "w": 1.0, "kernel": 4.0, "stride": 4.0, "groups": 2.0,
+           "dilation": 4.0}
+
+
+def _axes(v) -> tuple:
+    return tuple(v) if isinstance(v, (list, tuple)) else (v,)
+
+
+def features(shape: dict) -> dict:
+    """A layer's features from its dict (the layer sets' keys: n, c, k, h, w, kernel, stride, groups,
+    dilation; a batch-norm layer has no k, kernel or stride)."""
+    log = lambda v: math.log2(max(1, v))
+    kernel, stride = _axes(shape.get("kernel", 1)), _axes(shape.get("stride", 1))
+    size = _axes(shape.get("size", (shape.get("h", 1), shape.get("w", 1))))
+    return {"n": log(shape.get("n", 1)), "c": log(shape.get("c", 1)), "k": log(shape.get("k", shape.get("c", 1))),
+            "h": log(size[0]), "w": log(size[-1]), "kernel": sum(kernel) / len(kernel),
+            "stride": sum(stride) / len(stride), "groups": log(shape.get("groups", 1)),
+            "dilation": sum(_axes(shape.get("dilation", 1))) / len(_axes(shape.get("dilation", 1)))}
+
+
+def problem_features(p) -> dict:
+    """The same features of a Problem (its dims)."""
+    d = p.dims
+    size = d.get("size", (d.get("H", 1), d.get("W", 1)))
+    return features({"n": d["N"], "c": d["C"], "k": d.get("K", d["C"]), "size": size,
+                     "kernel": d.get("kernel", 1), "stride": d.get("strides", 1), "groups": d.get("groups", 1),
+                     "dilation": d.get("dilation", 1)})
+
+
+def distance(a: dict, b: dict) -> float:
+    return sum(WEIGHTS[f] * (a[f] - b[f]) ** 2 for f in WEIGHTS)
+
+
+@functools.lru_cache(maxsize=None)
+def recorded(folder: str = str(RESULTS)) -> dict:
+    """{device name: {op: {stage key: [(features, FLOP/s, layer name, ms)]}}} from the benchmark's files,
+    the fastest recorded time per (layer, stage)."""
+    best: dict = {}
+    for path in sorted(Path(folder).glob("*.json")):
+        try:
+            run = json.loads(path.read_text())
+        except (ValueError, UnicodeDecodeError):
+            continue
+        if not isinstance(run, dict) or run.get("kind") != "bench" or LEFT_OUT_TAG.search(run.get("tag") or ""):
+            continue
+        device = run["device"]["name"].strip()
+        for r in run.get("rows", []):
+            if r.get("ran", r["key"]) != r["key"] or not r.get("verified", True) or r.get("precision", "fp32") != "fp32":
+                continue
+            key = (device, run["op"], r["key"], r["layer"])
+            if key not in best or r["median_ms"] < best[key][3]:
+                best[key] = (features(r["shape"]), r["flops"] / (r["median_ms"] * 1e-3), r["layer"], r["median_ms"])
+    out: dict = {}
+    for (device, op, stage, _), row in best.items():
+        out.setdefault(device, {}).setdefault(op, {}).setdefault(stage, []).append(row)
+    return out
+
+
+def devices() -> dict:
+    """{device name: (type, vendor)} of the devices recorded, from their files."""
+    out = {}
+    for path in sorted(RESULTS.glob("*.json")):
+        try:
+            run = json.loads(path.read_text())
+        except (ValueError, UnicodeDecodeError):
+            continue
+        if isinstance(run, dict) and run.get("kind") == "bench":
+            d = run["device"]
+            out.setdefault(d["name"].strip(), (d.get("type", ""), d.get("vendor", "")))
+    return out
+
+
+def source_device(name: str, kind: str = "", vendor: str = "") -> str | None:
+    """The recorded device whose runs stand for ``name``: itself, else one of the same kind and
+    vendor, else one of the same kind (the most recorded first), else None."""
+    runs = recorded()
+    if name.strip() in runs:
+        return name.strip()
+    known = devices()
+    size = lambda d: sum(len(v) for ops in runs.get(d, {}).values() for v in ops.values())
+    for same in (lambda t, v: t == kind and v == vendor, lambda t, v: t == kind):
+        alike = sorted((d for d, (t, v) in known.items() if d in runs and same(t, v)), key=size, reverse=True)
+        if alike:
+            return alike[0]
+    return None
+
+
+def predict(op: str, stage_key: str, p, device: str | None) -> float | None:
+    """The predicted time in ms of a stage on problem p from ``device``'s recorded runs (None: no run
+    of the stage recorded there)."""
+    rows = recorded().get(device, {}).get(op, {}).get(stage_key) if device else None
+    if not rows:
+        return None
+    f = problem_features(p)
+    _, rate, _, _ = min(rows, key=lambda r: distance(f, r[0]))
+    return p.flops / rate * 1e3
+
+
+def rank(op: str, candidates: list, p, device: str | None) -> list:
+    """[(stage, predicted ms or None)], the predicted fastest first, then the stages without a
+    prediction, later chapters first. ``candidates``: registry Stages."""
+    guessed = [(s, predict(op, s.key, p, device)) for s in candidates]
+    known = sorted((g for g in guessed if g[1] is not None), key=lambda g: g[1])
+    unknown = [g for g in reversed(guessed) if g[1] is None]
+    return known + unknown
