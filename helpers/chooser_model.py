@@ -119,15 +119,19 @@ def source_device(name: str, kind: str = "", vendor: str = "") -> str | None:
     return None
 
 
+def nearest_ms(rows: list, f: dict, flops: float) -> float | None:
+    """The time in ms of ``flops`` at the rate of the recorded row nearest to features ``f``."""
+    if not rows:
+        return None
+    _, rate, _, _ = min(rows, key=lambda r: distance(f, r[0]))
+    return flops / rate * 1e3
+
+
 def predict(op: str, stage_key: str, p, device: str | None) -> float | None:
     """The predicted time in ms of a stage on problem p from ``device``'s recorded runs (None: no run
     of the stage recorded there)."""
     rows = recorded().get(device, {}).get(op, {}).get(stage_key) if device else None
-    if not rows:
-        return None
-    f = problem_features(p)
-    _, rate, _, _ = min(rows, key=lambda r: distance(f, r[0]))
-    return p.flops / rate * 1e3
+    return nearest_ms(rows, problem_features(p), p.flops)
 
 
 def rank(op: str, candidates: list, p, device: str | None) -> list:
@@ -137,3 +141,27 @@ def rank(op: str, candidates: list, p, device: str | None) -> list:
     known = sorted((g for g in guessed if g[1] is not None), key=lambda g: g[1])
     unknown = [g for g in reversed(guessed) if g[1] is None]
     return known + unknown
+
+
+def held_out(device: str, op: str, stages: set, timed: int, reverse: bool = False) -> list:
+    """How far the model's choice falls from the best recorded stage, layer by layer: each recorded
+    layer of ``op`` on ``device`` with two or more of ``stages`` (keys) predicted from the other
+    layers' runs only (its own left out), the best ``timed`` of the ranking timed as auto does.
+    Returns [(layer, recorded ms of the model's first / best, of the best of its first ``timed`` /
+    best)]. ``reverse``: the ranking turned around (a model that must fail the test)."""
+    runs = recorded().get(device, {}).get(op, {})
+    layers: dict = {}
+    for key in stages & set(runs):
+        for f, rate, layer, ms in runs[key]:
+            layers.setdefault(layer, {})[key] = (ms, f, rate * ms * 1e-3)
+    out = []
+    for layer, got in sorted(layers.items()):
+        guess = {key: nearest_ms([r for r in runs[key] if r[2] != layer], f, flops)
+                 for key, (_, f, flops) in got.items()}
+        guess = {k: v for k, v in guess.items() if v is not None}
+        if len(guess) < 2:
+            continue
+        order = sorted(guess, key=guess.get, reverse=reverse)
+        best = min(got[k][0] for k in guess)
+        out.append((layer, got[order[0]][0] / best, min(got[k][0] for k in order[:timed]) / best))
+    return out
