@@ -146,6 +146,7 @@ def _bench_layer(out, mod, op, lay, stages, ctx, activation, warmup, repeats, fl
         bar.set_description(f"{lay['name']} {s.key}")
         given = {k: v for k, v in (defines or {}).items() if k in s.defines}
         chosen = {**(out["tuned"].get(s.key, {}).get("defines") or {}), **given} or None
+        started = time.perf_counter()
         try:
             plan = Plan(op, s.name, problem, ctx, chosen, guard=False)
         except (CannotRun, DeviceLimitError) as err:   # this layer only: the run goes on
@@ -157,6 +158,9 @@ def _bench_layer(out, mod, op, lay, stages, ctx, activation, warmup, repeats, fl
                 on_row(refused, out)
             continue
         plan.enqueue()
+        if s.choose:                  # auto's first call: its choice (builds and timings), then one run
+            plan.queue.finish()
+            first_call = time.perf_counter() - started
         if plan.stage.precision not in expected:
             expected[plan.stage.precision] = reference_for(plan)
         verdict = _check(plan, expected[plan.stage.precision])            # before timing ...
@@ -170,6 +174,8 @@ def _bench_layer(out, mod, op, lay, stages, ctx, activation, warmup, repeats, fl
                "gflops": problem.flops / sec / 1e9, "gbps": problem.bytes_moved(plan.stage.precision) / sec / 1e9,
                "flops": problem.flops, "min_bytes": problem.bytes_moved(plan.stage.precision),
                "verified": verdict and verdict_after, "tuned_from": plan.tuned_source}
+        if s.choose:
+            row["first_call_s"] = first_call
         if len(plan.steps) > 1:          # which kernel of the stage takes the time
             row["steps_ms"] = [[name, t.median_ms] for name, t in
                                time_steps(plan, warmup=1, repeats=max(3, repeats // 2), flush_bytes=flush)]
@@ -237,7 +243,8 @@ def _line(row: dict, out: dict) -> str:
     if "refused" in row:
         return f"{row['layer']:>16} {row['key']:<22} refused: {row['refused']}"
     ran = row.get("ran", row["key"])
-    label = row["key"] if ran == row["key"] else f"{row['key']} -> {ran} (fallback)"
+    how = "chosen" if "first_call_s" in row or get_stage(out["op"], row["stage"]).choose else "fallback"
+    label = row["key"] if ran == row["key"] else f"{row['key']} -> {ran} ({how})"
     parts = [f"{row['layer']:>16} {label:<22} {row['median_ms']:10.4f} ms  "
              f"(IQR {row['q1_ms']:.4f}-{row['q3_ms']:.4f})  {row['gflops']:9.1f} GFLOP/s  {row['gbps']:8.1f} GB/s"]
     if "x_first" in row:
@@ -248,6 +255,8 @@ def _line(row: dict, out: dict) -> str:
         parts.append(f"{row['pct_copy']:.1f}% copy")
     if "x_vendor" in row:
         parts.append(f"x{row['x_vendor']:.2f} {vendor_name(out)}")
+    if "first_call_s" in row:
+        parts.append(f"first call {row['first_call_s']:.2f} s")
     return "  ".join(parts)
 
 

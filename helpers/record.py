@@ -27,9 +27,11 @@ from __future__ import annotations
 import argparse
 import datetime as dt
 import json
+import os
 import shlex
 import subprocess
 import sys
+import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -69,6 +71,14 @@ def _tests(name: str, group: str, files: str, minutes: float, why: str, measured
     return Task(name, f"{GPU_TESTS} {files} > results/{log} 2>&1", log, minutes, why, measured)
 
 
+def _notebooks(part: int, minutes: float) -> Task:
+    """One part of the notebooks run at full size under nbval on the device, its output kept as a log."""
+    log = names.test_log("notebooks", "{slug}", f"nbval_full_{part}").replace("pytest_", "")
+    files = " ".join(f"notebooks/{n}.ipynb" for n in NOTEBOOK_PARTS[part - 1].split())
+    return Task(f"nbval-full-{part}", f"{NBVAL_FULL} {files} > results/{log} 2>&1", log, minutes,
+                f"every chapter at full size on the device under nbval, part {part} of {len(NOTEBOOK_PARTS)}")
+
+
 DGRAD_LADDER = "naive,memoized_bounds,weight_vec,input_vec,output_depth,input_depth,width,winograd"
 LOCAL_STAGES = "naive,width,local_tile,register_block,prefetch,transposed,padded,swizzle"
 LOCAL_TWINS = ",".join(f"{s},{s}_cuda" for s in LOCAL_TWINNED)
@@ -82,7 +92,20 @@ UNTUNED_ENV = "COURSE_TUNED=none COURSE_CHOICES=.cache/choices_untuned_{slug}.js
 # entry in results/tuned.json left out; its own cache, kept as the record), then auto with those values
 FRESH_ENV = (f"COURSE_TUNED=fresh COURSE_TUNE_CACHE=results/{names.tune_fresh('{slug}')} "
              "COURSE_CHOICES=.cache/choices_fresh_{slug}.json ")
-GPU_TESTS = "COURSE_TEST_DEVICES={device} {python} -m pytest -q -p no:cacheprovider -p no:benchmark -n 8"
+# -v: each test's verdict as it finishes, so a run cut short by a time limit still names what passed
+GPU_TESTS = "COURSE_TEST_DEVICES={device} {python} -m pytest -v -p no:cacheprovider -p no:benchmark -n 8"
+# every notebook at full size under nbval (as ./course test runs them, with COURSE_SIZE=full), in
+# parts of about equal length (the chapters' class times, notebooks/INSTRUCTORS.md, guide them)
+NBVAL_FULL = ("COURSE_DEVICE={device} COURSE_SIZE=full {python} -m pytest -v -p no:cacheprovider -p no:benchmark "
+              "-n 4 --dist loadscope --nbval-lax --nbval-current-env --nbval-sanitize-with tests/nbval_sanitize.cfg")
+NOTEBOOK_PARTS = [
+    "00_devices_and_timing 01_backprop_math 01a_execution_and_memory_model 02_naive_dgrad 03_memoized_bounds "
+    "04_weight_vectorization 05_input_vectorization 06_combining_output_depth 07_combining_input_depth",
+    "08_combining_width 09_local_memory 10_bank_conflicts 10b_bank_conflicts_evidence 12_winograd",
+    "11_conv_as_gemm 11b_conv_as_gemm_evidence 12a_winograd_f4x4 12b_winograd_evidence 14_batch_norm",
+    "13_tensor_cores 13b_hopper_wgmma_tma 13c_tensor_cores_evidence 14b_batch_norm_evidence 15_training "
+    "15b_course_summary 16_any_shape",
+]
 # the suite split into four device runs of a few minutes each; tests-others takes every other file
 TESTS_WINOGRAD = ["tests/test_conv_forward.py", "tests/test_winograd.py"]
 TESTS_GEMM = ["tests/test_conv_gemm.py", "tests/test_gemm.py", "tests/test_chooser.py"]
@@ -249,6 +272,13 @@ PLAN = [
     # weight-gradient grids, the boundaries, the tuning candidates, the exercises' checkers, ...)
     _tests("tests-others", "engine", "tests " + " ".join(f"--ignore={f}" for f in TESTS_WINOGRAD + TESTS_GEMM + TESTS_CUDA
                                                        + TESTS_NOTEBOOK_ONLY), 5, "the rest of the test suite on the device"),
+    *(_notebooks(part, minutes) for part, minutes in enumerate((3, 3, 4, 4), 1)),
+    # chapter 11b and issue targets: auto on real layers nobody tuned for, beside cuDNN, each row's
+    # first call (the model's ranking, builds, timings) in seconds, from an empty choice cache
+    *(_bench(f"zoo-{op}", f"--op {op} --layers zoo --stages auto", 3,
+             "chapter 11b: auto on the zoo's real layers beside cuDNN, with each layer's first-call seconds",
+             env=f"rm -f .cache/choices_zoo_{op}_{{slug}}.json; COURSE_CHOICES=.cache/choices_zoo_{op}_{{slug}}.json ")
+      for op in ("conv_dgrad", "conv_forward", "conv_wgrad")),
 ]
 
 
@@ -300,23 +330,59 @@ def command(task: Task, device: str, slug: str, python: str = sys.executable) ->
     return task.command.format(device=shlex.quote(device), slug=slug, python=shlex.quote(python))
 
 
-def run_task(task: Task, device: str, slug: str, log: Path | None = None) -> int:
+_LOG_LOCK = threading.Lock()      # lanes append to one log
+
+
+def run_task(task: Task, device: str, slug: str, log: Path | None = None, gpu: int | None = None) -> int:
     """Run one task from the repository root; append its command, exit status and wall time to
-    ``log`` (default results/record_<slug>.json)."""
+    ``log`` (default results/record_<slug>.json). ``gpu``: the GPU of the lane it runs in
+    (CUDA_VISIBLE_DEVICES; NVIDIA's OpenCL and CUDA both honour it)."""
     cmd = command(task, device, slug)
+    lane = "" if gpu is None else f" (GPU {gpu})"
+    env = None if gpu is None else {**os.environ, "CUDA_VISIBLE_DEVICES": str(gpu)}
     (RESULTS / task.writes.format(slug=slug)).parent.mkdir(parents=True, exist_ok=True)
-    print(f"[record] {task.name}: {cmd}", flush=True)
+    print(f"[record] {task.name}{lane}: {cmd}", flush=True)
     start = time.perf_counter()
-    rc = subprocess.run(["bash", "-o", "pipefail", "-c", cmd], cwd=ROOT).returncode
+    rc = subprocess.run(["bash", "-o", "pipefail", "-c", cmd], cwd=ROOT, env=env).returncode
     minutes = (time.perf_counter() - start) / 60
-    print(f"[record] {task.name}: exit {rc} after {minutes:.1f} min", flush=True)
+    print(f"[record] {task.name}{lane}: exit {rc} after {minutes:.1f} min", flush=True)
     log = log or log_path(slug)
-    entries = json.loads(log.read_text()) if log.is_file() else []
-    entries.append({"task": task.name, "command": cmd.replace(sys.executable, "python"), "exit": rc,
-                    "minutes": round(minutes, 2), "date": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
-                    "wrote": task.writes.format(slug=slug) if rc == 0 and recorded(task, slug) else None})
-    log.write_text(json.dumps(entries, indent=1) + "\n")
+    with _LOG_LOCK:
+        entries = json.loads(log.read_text()) if log.is_file() else []
+        entries.append({"task": task.name, "command": cmd.replace(sys.executable, "python"), "exit": rc,
+                        "minutes": round(minutes, 2), "date": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
+                        "wrote": task.writes.format(slug=slug) if rc == 0 and recorded(task, slug) else None,
+                        **({"gpu": gpu} if gpu is not None else {})})
+        log.write_text(json.dumps(entries, indent=1) + "\n")
     return rc
+
+
+def lanes(tasks: list, count: int) -> list[list]:
+    """The tasks dealt to ``count`` lanes of about equal minutes (the longest first, each to the
+    lane with the fewest minutes so far), each lane keeping the plan's order."""
+    out, load = [[] for _ in range(count)], [0.0] * count
+    for t in sorted(tasks, key=lambda t: -t.minutes):
+        i = load.index(min(load))
+        out[i].append(t)
+        load[i] += t.minutes
+    return [sorted(lane, key=tasks.index) for lane in out]
+
+
+def run_lanes(tasks: list, device: str, slug: str, count: int) -> list[str]:
+    """Run the tasks in ``count`` lanes side by side, lane i on GPU i, one task after another in each;
+    the names of the tasks that failed."""
+    failed = []
+
+    def work(i: int, lane: list) -> None:
+        for t in lane:
+            if run_task(t, device, slug, gpu=i):
+                failed.append(t.name)
+    threads = [threading.Thread(target=work, args=(i, lane)) for i, lane in enumerate(lanes(tasks, count))]
+    for th in threads:
+        th.start()
+    for th in threads:
+        th.join()
+    return failed
 
 
 def listing(slug: str | None, plan=PLAN) -> str:
@@ -340,11 +406,16 @@ def main(argv=None) -> int:
     ap.add_argument("--budget", type=float, default=None, help="minutes: run the next tasks not yet recorded")
     ap.add_argument("--run", default=None, help="comma-separated task names, run in the plan's order")
     ap.add_argument("--dry-run", action="store_true", help="print the commands, run nothing")
+    ap.add_argument("--lanes", type=int, default=1, help="run the tasks side by side in this many lanes, lane i on "
+                                                         "GPU i (CUDA_VISIBLE_DEVICES): one per GPU of the machine")
     a = ap.parse_args(argv)
     try:
         chosen = [get_task(n.strip()) for n in a.run.split(",")] if a.run else None
     except ValueError as err:
         print(f"error: {err}", file=sys.stderr)
+        return 2
+    if a.lanes < 1:
+        print(f"error: --lanes {a.lanes}: one lane per GPU, 1 or more", file=sys.stderr)
         return 2
     if a.budget is not None and not a.budget > 0:
         print(f"error: --budget {a.budget:g}: the minutes to spend on tasks, more than 0 (e.g. --budget 9)",
@@ -371,11 +442,13 @@ def main(argv=None) -> int:
         print(f"every task of the plan is recorded for {slug}" + (" or left out" if skipped else ""))
         return 0
     failed = []
-    for t in tasks:
-        if a.dry_run:
-            print(command(t, a.device, slug))
-        elif run_task(t, a.device, slug):
-            failed.append(t.name)
+    if a.dry_run:
+        for i, lane in enumerate(lanes(tasks, a.lanes)):
+            print("\n".join((f"# GPU {i}: " if a.lanes > 1 else "") + command(t, a.device, slug) for t in lane))
+    elif a.lanes > 1:
+        failed = run_lanes(tasks, a.device, slug, a.lanes)
+    else:
+        failed = [t.name for t in tasks if run_task(t, a.device, slug)]
     if failed:
         print(f"failed: {', '.join(failed)} (see the output above; results/record_{slug}.json logs each task)",
               file=sys.stderr)

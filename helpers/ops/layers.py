@@ -127,6 +127,71 @@ LAYER_SETS.update({
 })
 
 
+
+def zoo_layer(name, n, c, size, k, kernel=3, stride=1, padding=None):
+    """A layer of the zoo: a 2-D convolution named by its network and place, ``size`` and ``kernel``
+    an integer (square) or (height, width); padding keeps the size at stride 1 unless given."""
+    size = (size, size) if isinstance(size, int) else tuple(size)
+    kernel = (kernel, kernel) if isinstance(kernel, int) else tuple(kernel)
+    if padding is None:
+        padding = kernel[0] // 2 if kernel[0] == kernel[1] else tuple(r // 2 for r in kernel)
+    return nd_layer(name, n, c, size, k, kernel, stride, padding)
+
+
+LAYER_SETS.update({
+    # Real layers from many networks, none of them in the sets above (the chooser was never tuned
+    # on them): ResNet-18/34/50 (3x3, 1x1 and stride-2 layers), VGG-16, U-Net at 128x128 and 64x64,
+    # Inception-v3 (5x5, 1x7 and 7x1), DenseNet-121 (growth 32), MobileNetV2's pointwise layers and
+    # YOLOv3's heads at 13, 26 and 52; batches 1 to 64; channels and sizes off multiples of 16
+    "zoo": [
+        zoo_layer("resnet18.conv1(7x7/s2)", 32, 3, 224, 64, 7, 2, 3),
+        zoo_layer("resnet18.layer1.0.conv1", 32, 64, 56, 64),
+        zoo_layer("resnet18.layer1.0.conv1/n64", 64, 64, 56, 64),
+        zoo_layer("resnet18.layer2.0.conv1/s2", 32, 64, 56, 128, 3, 2, 1),
+        zoo_layer("resnet18.layer2.0.downsample(1x1/s2)", 32, 64, 56, 128, 1, 2, 0),
+        zoo_layer("resnet34.layer3.1.conv1/n8", 8, 256, 14, 256),
+        zoo_layer("resnet34.layer4.1.conv1/n4", 4, 512, 7, 512),
+        zoo_layer("resnet50.layer1.0.conv1(1x1)", 32, 64, 56, 64, 1),
+        zoo_layer("resnet50.layer1.0.conv3(1x1)", 32, 64, 56, 256, 1),
+        zoo_layer("resnet50.layer3.0.conv1(1x1)", 32, 512, 28, 256, 1),
+        zoo_layer("resnet50.layer3.1.conv2/n1", 1, 256, 14, 256),
+        zoo_layer("resnet50.layer4.0.conv3(1x1)", 32, 512, 7, 2048, 1),
+        zoo_layer("vgg16.conv1_2/n8", 8, 64, 224, 64),
+        zoo_layer("vgg16.conv3_3/n8", 8, 256, 56, 256),
+        zoo_layer("unet128.enc1.conv1", 4, 3, 128, 64),
+        zoo_layer("unet128.dec1.conv1", 4, 128, 128, 64),
+        zoo_layer("unet64.enc2.conv1", 4, 64, 64, 128),
+        zoo_layer("unet64.dec2.conv2", 4, 128, 64, 128),
+        zoo_layer("inception3.mixed5b.branch5x5_2(5x5)", 32, 48, 35, 64, 5),
+        zoo_layer("inception3.mixed5b.branch3x3dbl_3", 32, 96, 35, 96),
+        zoo_layer("inception3.mixed6b.branch7x7_2(1x7)", 32, 128, 17, 128, (1, 7)),
+        zoo_layer("inception3.mixed6b.branch7x7_3(7x1)", 32, 128, 17, 192, (7, 1)),
+        zoo_layer("densenet121.block1.layer3.conv1(1x1)", 16, 128, 56, 128, 1),
+        zoo_layer("densenet121.block1.layer3.conv2(k32)", 16, 128, 56, 32),
+        zoo_layer("densenet121.block3.layer5.conv2(k32)", 16, 128, 14, 32),
+        zoo_layer("mobilenetv2.block3.expand(1x1)", 32, 24, 56, 144, 1),
+        zoo_layer("mobilenetv2.block3.project(1x1)", 32, 144, 56, 24, 1),
+        zoo_layer("mobilenetv2.block16.project(1x1)", 32, 960, 7, 160, 1),
+        zoo_layer("yolov3.head13(1x1)", 8, 1024, 13, 255, 1),
+        zoo_layer("yolov3.head26(1x1)", 8, 512, 26, 255, 1),
+        zoo_layer("yolov3.head52(1x1)", 8, 256, 52, 255, 1),
+        zoo_layer("yolov3.neck13", 8, 512, 13, 1024),
+    ],
+    # the zoo's kinds of layer at sizes a CPU runs in seconds (tests, CI)
+    "zoo_ci": [
+        zoo_layer("stem(7x7/s2)", 1, 3, 19, 8, 7, 2, 3),
+        zoo_layer("basic3x3", 2, 24, 9, 24),
+        zoo_layer("down3x3/s2", 1, 16, 10, 32, 3, 2, 1),
+        zoo_layer("pointwise(1x1)", 2, 24, 7, 40, 1),
+        zoo_layer("pointwise(1x1/s2)", 1, 16, 9, 24, 1, 2, 0),
+        zoo_layer("five(5x5)", 1, 12, 9, 16, 5),
+        zoo_layer("row(1x7)", 1, 8, 9, 12, (1, 7)),
+        zoo_layer("column(7x1)", 1, 8, 9, 12, (7, 1)),
+        zoo_layer("growth(k32)", 1, 20, 8, 32),
+        zoo_layer("head(1x1,k255)", 1, 32, 5, 255, 1),
+    ],
+})
+
 # What each kind of layer describes, by the keys its layers carry: an op takes the sets of one kind
 # (its module's LAYERS: the kind, and the small set its benchmark runs when none is named), and
 # the kinds ALSO names beside it: the convolutions take layers of any shape too
