@@ -93,10 +93,10 @@ UNTUNED_ENV = "COURSE_TUNED=none COURSE_CHOICES=.cache/choices_untuned_{slug}.js
 FRESH_ENV = (f"COURSE_TUNED=fresh COURSE_TUNE_CACHE=results/{names.tune_fresh('{slug}')} "
              "COURSE_CHOICES=.cache/choices_fresh_{slug}.json ")
 # -v: each test's verdict as it finishes, so a run cut short by a time limit still names what passed
-GPU_TESTS = "COURSE_TEST_DEVICES={device} {python} -m pytest -v -p no:cacheprovider -p no:benchmark -n 8"
+GPU_TESTS = "COURSE_TEST_DEVICES={device} {python} -m pytest -v --no-header -p no:cacheprovider -p no:benchmark -n 8"
 # every notebook at full size under nbval (as ./course test runs them, with COURSE_SIZE=full), in
 # parts of about equal length (the chapters' class times, notebooks/INSTRUCTORS.md, guide them)
-NBVAL_FULL = ("COURSE_DEVICE={device} COURSE_SIZE=full {python} -m pytest -v -p no:cacheprovider -p no:benchmark "
+NBVAL_FULL = ("COURSE_DEVICE={device} COURSE_SIZE=full {python} -m pytest -v --no-header -p no:cacheprovider -p no:benchmark "
               "-n 4 --dist loadscope --nbval-lax --nbval-current-env --nbval-sanitize-with tests/nbval_sanitize.cfg")
 NOTEBOOK_PARTS = [
     "00_devices_and_timing 01_backprop_math 01a_execution_and_memory_model 02_naive_dgrad 03_memoized_bounds "
@@ -333,6 +333,18 @@ def command(task: Task, device: str, slug: str, python: str = sys.executable) ->
 _LOG_LOCK = threading.Lock()      # lanes append to one log
 
 
+def without_paths(text: str) -> str:
+    """A log as the repository keeps it: this checkout's folder dropped from paths (they become
+    relative), and the Python installation's and any PYTHONPATH folder's written as <python>."""
+    places = {str(ROOT) + os.sep: ""}
+    for prefix in {sys.prefix, sys.base_prefix, *filter(None, os.environ.get("PYTHONPATH", "").split(os.pathsep))}:
+        if prefix and os.path.isabs(prefix) and prefix.rstrip(os.sep) != str(ROOT):
+            places[prefix.rstrip(os.sep)] = "<python>"
+    for old in sorted(places, key=len, reverse=True):
+        text = text.replace(old, places[old])
+    return text.replace(str(ROOT), ".")
+
+
 def run_task(task: Task, device: str, slug: str, log: Path | None = None, gpu: int | None = None) -> int:
     """Run one task from the repository root; append its command, exit status and wall time to
     ``log`` (default results/record_<slug>.json). ``gpu``: the GPU of the lane it runs in
@@ -346,6 +358,9 @@ def run_task(task: Task, device: str, slug: str, log: Path | None = None, gpu: i
     rc = subprocess.run(["bash", "-o", "pipefail", "-c", cmd], cwd=ROOT, env=env).returncode
     minutes = (time.perf_counter() - start) / 60
     print(f"[record] {task.name}{lane}: exit {rc} after {minutes:.1f} min", flush=True)
+    written = RESULTS / task.writes.format(slug=slug)
+    if written.suffix == ".log" and written.is_file():     # the log is kept in results/: no machine's paths in it
+        written.write_text(without_paths(written.read_text(errors="replace")))
     log = log or log_path(slug)
     with _LOG_LOCK:
         entries = json.loads(log.read_text()) if log.is_file() else []

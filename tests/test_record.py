@@ -191,3 +191,14 @@ def test_each_lane_runs_on_its_own_gpu(tmp_path, monkeypatch):
     assert {n: (tmp_path / f"{n}_dev.json").read_text().strip() for n in "abc"} == {"a": "0", "b": "1", "c": "1"}
     logged = json.loads((tmp_path / "record_dev.json").read_text())
     assert sorted((e["task"], e["gpu"]) for e in logged) == [("a", 0), ("b", 1), ("c", 1)]
+
+
+def test_a_kept_log_names_no_machine_path(monkeypatch):
+    """The recorder keeps test logs in results/: the checkout's folder and the Python installation's
+    (and PYTHONPATH's: wheels installed for the run) are taken out of them."""
+    monkeypatch.setenv("PYTHONPATH", "/tmp/site")
+    text = (f"platform linux -- Python 3.12 -- {sys.prefix}/bin/python3\nrootdir: {record.ROOT}\n"
+            f"{record.ROOT}/tests/test_x.py:3: in f\n/tmp/site/pyopencl/__init__.py:9: LogicError\n")
+    out = record.without_paths(text)
+    assert str(record.ROOT) not in out and sys.prefix not in out and "/tmp/site" not in out
+    assert "tests/test_x.py:3" in out and "<python>/pyopencl/__init__.py" in out

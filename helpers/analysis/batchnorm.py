@@ -50,7 +50,8 @@ def panel_note(run: dict) -> str | None:
     """A recorded ladder that lacks the op's later stages: a line that says where its panel ends and
     why; None when the run has every stage."""
     have = {r["stage"] for r in run["rows"]}
-    missing = [get_stage(run["op"], s).key for s in stage_names(run["op"]) if s not in have]
+    missing = [get_stage(run["op"], s).key for s in stage_names(run["op"])
+               if s not in have and not get_stage(run["op"], s).choose]
     if not missing:
         return None
     return (f"{run['device']['name']}: the recorded ladder has no {', '.join(missing)} (it was recorded before that "

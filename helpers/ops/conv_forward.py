@@ -67,7 +67,10 @@ def tile_magnitude(x: np.ndarray, w: np.ndarray, padding: int, oh: int, ow: int,
     a = m + 2
     th, tw = -(-oh // m), -(-ow // m)
     xp = np.zeros((n, c, m * th + 2, m * tw + 2))
-    src = np.abs(x.astype(np.float64))[:, :, :m * th + 2 - padding, :m * tw + 2 - padding]
+    # a NaN or infinity in the input reaches its outputs in the reference too (counted as matching
+    # there, helpers/engine/check.py); it must not spread into the bounds of the tile's other outputs
+    src = np.nan_to_num(np.abs(x.astype(np.float64)), nan=0.0, posinf=0.0)[:, :, :m * th + 2 - padding,
+                                                                             :m * tw + 2 - padding]
     xp[:, :, padding:padding + src.shape[2], padding:padding + src.shape[3]] = src
     win = np.lib.stride_tricks.sliding_window_view(xp, (a, a), axis=(2, 3))[:, :, ::m, ::m]
     sums = win.sum(axis=(-1, -2))                                     # (N, C, TH, TW)
