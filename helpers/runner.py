@@ -20,7 +20,6 @@ import numpy as np
 
 from . import chooser
 from .engine.backends import plan_class
-from .engine.devices import is_gpu
 from .engine.check import CheckResult, MismatchError, check_close
 from .engine.plan import GuardViolation, PlanSpec  # noqa: F401 (GuardViolation: what run_stage raises)
 from .engine.tensor import STORAGE
@@ -60,6 +59,7 @@ def choose_stage(op: str, problem: Problem, ctx, workspace_limit: int | None) ->
         return time_plan(plan, **chooser.TIMING).median_ms
     # the parameters every candidate would build with: a choice made under other tuned values is made again
     tuned = {s.key: device_defines(op, s, ctx) for s in REGISTRY[op] if s.backend == "opencl" and not s.choose}
+    from .engine.devices import is_gpu     # an OpenCL context here; the CUDA path never imports pyopencl
     dev = ctx.devices[0]
     return chooser.choose(problem, dev.name, workspace_limit, time_stage, tuned,
                           kind="GPU" if is_gpu(dev) else "CPU", vendor=dev.vendor.strip())
