@@ -36,6 +36,7 @@ from .engine.tensor import STORAGE
 from .engine.timing import default_flush_bytes, time_plan, time_steps
 from .ops import op_module
 from .ops.layers import layer_set, op_layers
+from .ops.user_layers import user_layers
 from .peak import roofline
 from .engine.plan import DeviceLimitError
 from .runner import CannotRun, Plan, check_plan, prepare, reference_for
@@ -384,7 +385,10 @@ def parser() -> argparse.ArgumentParser:
     ap.add_argument("--op", default="conv_dgrad")
     ap.add_argument("--stages", default=None, help="comma-separated names or numbers (default: all)")
     ap.add_argument("--layers", default=None, help="layer set (helpers/ops/layers.py; default: the op's small set, "
-                                                  "ci for the convolutions)")
+                                                  "ci for the convolutions), or FILE.json: a list of your own layers "
+                                                  "(helpers/ops/user_layers.py)")
+    ap.add_argument("--layer", default=None, help="one layer of your own, e.g. "
+                                                 "\"n=32,c=96,h=35,w=35,k=96,kernel=3,stride=1,padding=1\"")
     ap.add_argument("--device", default=None, help="'P:D' or part of a name (default: COURSE_DEVICE, else a GPU)")
     ap.add_argument("--activation", default="none")
     ap.add_argument("--defines", default=None, help="JIT parameters for every stage that has them, e.g. WG=128,CPW=8")
@@ -413,8 +417,15 @@ def checked_args(argv=None) -> tuple:
             print(f"note: --stages names {', '.join(twice)} more than once; each stage runs once", file=sys.stderr)
             stages = [s for i, s in enumerate(stages) if keys.index(keys[i]) == i]
     defines = parse_defines(a.defines)
-    a.layers = a.layers or op_layers(op_module(a.op))[1]
-    layer_set(a.layers, a.op)                             # a wrong name or kind: refused before any work
+    kind, default = op_layers(op_module(a.op))
+    if (a.layer is not None or (a.layers or "").endswith(".json")) and kind not in ("conv", "batchnorm"):
+        raise ValueError(f"--layer/--layers FILE.json take convolution and batch-norm layers; {a.op} takes {kind} "
+                         f"layers: choose a named set")
+    own = user_layers(a.layers, a.layer, "bn" if kind == "batchnorm" else "conv")
+    a.own = own[1] if own else None
+    a.layers = own[0] if own else (a.layers or default)
+    if own is None:
+        layer_set(a.layers, a.op)                         # a wrong name or kind: refused before any work
     for s in stages or stage_names(a.op):
         get_stage(a.op, s)
     if a.warmup < 0:
@@ -475,16 +486,19 @@ def _main(argv=None) -> int:
     ctx = get_context(a.device)
     if a.out != "-":
         name = device_info(ctx)["name"]
-        path = a.out or str(names.path(names.bench(a.op, a.layers, name, a.activation, a.tag)))
+        own_file = names.bench(a.op, a.layers, name, a.activation, a.tag)      # a learner's layers: here, not results/
+        path = a.out or (own_file if a.own else str(names.path(own_file)))
         refuse_overwrite(path, chosen, a.op, a.layers)
         out_path(path)
-    first = (f"{a.op} over '{a.layers}' ({len(layer_set(a.layers, a.op))} layers) on {device_info(ctx)['name']}: "
+    lays = a.own or layer_set(a.layers, a.op)
+    first = (f"{a.op} over '{a.layers}' ({len(lays)} layers) on {device_info(ctx)['name']}: "
              f"building and checking the kernels of {len(chosen)} stage{'s' if len(chosen) != 1 else ''} (each is "
              f"compiled on its first layer, so the first layer takes longest) ...")
-    out = run(a.op, stages, a.layers, ctx, activation=a.activation, warmup=a.warmup,
+    out = run(a.op, stages, a.own or a.layers, ctx, activation=a.activation, warmup=a.warmup,
               repeats=a.repeats, vendor=not a.no_vendor, tune=tune, defines=defines, progress=False,
               verbose=False, record_tuned=tune and a.out != "-", tag=a.tag, tune_only=tune_only,
               on_row=lambda row, o: print(_line(row, o), flush=True), on_layer=lambda done, total, seconds: _layer_done(done, total, seconds, first))
+    out["layer_set"] = a.layers
     # the command that wrote the file: results/ is re-recorded by running it again
     out["settings"]["command"] = ((f"COURSE_TUNED={tuning_mode()} " if tuning_mode() else "") + "python -m helpers.bench "
                                   + shlex.join(sys.argv[1:] if argv is None else argv))

@@ -20,7 +20,7 @@ import pyopencl as cl
 
 from .analysis import names
 from .engine.backends import cuda_missing
-from .engine.devices import device_info, get_context
+from .engine.devices import NoDeviceError, device_info, get_context
 from .engine.timing import time_enqueue
 from .ops.vendor import time_cuda, torch_cuda
 
@@ -62,7 +62,12 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(prog="python -m helpers.floor", description=__doc__.split("\n")[0])
     ap.add_argument("--device", default="nvidia", help="the OpenCL device ('nvidia', 'cpu', or part of a name)")
     a = ap.parse_args(argv)
-    ctx = get_context(a.device)
+    try:
+        ctx = get_context(a.device)
+    except NoDeviceError as err:
+        print(f"error: {err} (the floor is measured on an NVIDIA GPU by default: --device cpu measures "
+              f"this machine's OpenCL CPU instead)", file=sys.stderr)
+        return 2
     info = device_info(ctx)
     units = ctx.devices[0].max_compute_units
     rows = [{"timer": "OpenCL profiling events", "kernel": "empty, 1 work-group", **opencl_floor(ctx, 1)},

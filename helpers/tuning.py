@@ -51,7 +51,11 @@ def ignored() -> bool:
 def user_cache() -> Path:
     """The learner's own tuned values: COURSE_TUNE_CACHE, else the platform's cache folder."""
     if os.environ.get("COURSE_TUNE_CACHE", "").strip():
-        return Path(os.environ["COURSE_TUNE_CACHE"]).expanduser()
+        path = Path(os.environ["COURSE_TUNE_CACHE"]).expanduser()
+        if path.is_dir():
+            raise ValueError(f"COURSE_TUNE_CACHE={os.environ['COURSE_TUNE_CACHE']} is a folder; it names the "
+                             f"cache's file (e.g. {path / 'tuned.json'})")
+        return path
     if sys.platform == "darwin":
         base = Path.home() / "Library" / "Caches"
     elif sys.platform == "win32":

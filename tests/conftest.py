@@ -94,3 +94,32 @@ def _environment_needs(request):
         needed(nbgrader_missing())
     if request.node.get_closest_marker("course_venv"):
         needed(course_venv_missing())
+
+
+# ./course test --quick: the unit tests with one grid case per stage, no notebooks, no test marked
+# slow and none of the runs of whole editions (the full suite, ./course test, runs everything)
+QUICK_LEFT_OUT = ("notebooks/", "tests/test_editions.py", "tests/test_site.py", "tests/test_browser.py",
+                  "tests/test_lab_times.py", "tests/test_checker_at_size.py", "tests/test_emulated.py")
+
+
+def pytest_addoption(parser):
+    parser.addoption("--quick", action="store_true",
+                     help="the unit tests and one grid case per stage, without the notebooks (a few minutes)")
+
+
+def pytest_configure(config):
+    if config.getoption("--quick", default=False):
+        os.environ["COURSE_QUICK"] = "1"
+
+
+def pytest_collection_modifyitems(config, items):
+    if not config.getoption("--quick", default=False):
+        return
+    kept, left = [], []
+    for item in items:
+        out = item.nodeid.startswith(QUICK_LEFT_OUT) or item.get_closest_marker("slow") or \
+            item.get_closest_marker("whole_grid")
+        (left if out else kept).append(item)
+    if left:
+        config.hook.pytest_deselected(items=left)
+        items[:] = kept

@@ -229,3 +229,34 @@ def test_each_op_benchmarks_its_own_small_set_by_default(capsys):
     """`--op gemm` with no --layers runs gemm's small set (it used to take conv's 'ci': KeyError 'm')."""
     assert bench.main(["--op", "gemm", "--stages", "naive", "--no-vendor", "--repeats", "3", "--out", "-"]) == 0
     assert "gemm over 'gemm_small'" in capsys.readouterr().out
+
+
+def _typed(*argv, env=None):
+    """A command as a user types it, from the repository's root."""
+    import os
+    import subprocess
+    import sys
+    return subprocess.run([sys.executable, "-m", *argv], cwd=bench.RESULTS.parent, capture_output=True, text=True,
+                          env={**os.environ, **(env or {})})
+
+
+@pytest.mark.parametrize("argv, env, says", [
+    (["helpers.chapters.execute", "nosuch.ipynb"], {}, "error: no notebook nosuch.ipynb: name .ipynb files"),
+    (["helpers.chapters.editions", "/proc/x"], {}, "cannot write there"),
+    (["helpers.tune", "--show"], {"COURSE_TUNE_CACHE": "{tmp}"}, "is a folder; it names the cache's file"),
+    (["helpers.tune", "--budget", "1"], {"COURSE_TUNE_CACHE": "{tmp}"}, "is a folder; it names the cache's file"),
+    (["helpers.floor", "--device", "no-such-gpu"], {}, "error: No OpenCL device matches 'no-such-gpu'"),
+    (["helpers", "--nope"], {}, "python -m helpers takes no arguments"),
+])
+def test_commands_that_used_to_end_in_a_traceback_say_one_line(tmp_path, argv, env, says):
+    """./course execute NAME, ./course student OUT, ./course tune and python -m helpers.floor and
+    helpers, each with the mistake a new user made: one line, exit status 2, no traceback."""
+    r = _typed(*argv, env={k: v.format(tmp=tmp_path) for k, v in env.items()})
+    lines = r.stderr.strip().splitlines()
+    assert r.returncode == 2 and len(lines) == 1 and says in lines[0], r.stderr
+    assert "Traceback" not in r.stderr + r.stdout
+
+
+def test_python_m_helpers_help_says_what_it_does():
+    r = _typed("helpers", "--help")
+    assert r.returncode == 0 and r.stdout.startswith("usage: python -m helpers") and "COURSE_DEVICE" in r.stdout

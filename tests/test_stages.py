@@ -19,6 +19,7 @@ The planted faults at the end prove the grid's power at its size: each is plante
 temporary copy of a stage or launcher and must be caught by the same code the grid test runs.
 """
 import dataclasses
+import os
 import re
 from collections import Counter
 
@@ -60,6 +61,12 @@ def run_grid(stage, ctx, cases, defines=None) -> Counter:
 
 def check_over_grid(stage, ctx) -> None:
     cases = GRIDS[stage.op]()
+    if os.environ.get("COURSE_QUICK"):        # ./course test --quick: the first case the stage runs
+        for case in cases:
+            paths = run_grid(stage, ctx, [case])
+            if not paths["refused"]:
+                return
+        raise AssertionError(f"stage {stage.key} ran none of its {len(cases)} grid cases")
     paths = run_grid(stage, ctx, cases)
     ran = sum(paths.values()) - paths["refused"]
     assert ran >= min(MIN_PER_PATH, len(cases)), f"stage {stage.key} ran {ran} of {len(cases)} grid cases: {dict(paths)}"
@@ -93,6 +100,7 @@ def test_the_tiers_cover_every_residue():
 # ---- paths, decided on the host (no kernel runs): every OpenCL stage with paths -------------------
 
 @pytest.mark.parametrize("stage", [s for s in OPENCL if expected_paths(s) != {"only"}], ids=key)
+@pytest.mark.whole_grid
 def test_every_path_is_taken_on_the_grid(ctx, stage):
     """Cheap and on every device: the grid test above counts the same paths while it checks."""
     require_paths(stage, host_paths(stage, ctx, GRIDS[stage.op]()))
@@ -144,6 +152,7 @@ def require_branch(stage, branch: str, ctx) -> None:
 
 @pytest.mark.parametrize("stage, branch", [(s, b) for s in OPENCL for b in s.branches],
                          ids=lambda v: v if isinstance(v, str) else key(v))
+@pytest.mark.whole_grid
 def test_kernel_branches_are_taken_on_the_grid(ctx, stage, branch):
     require_branch(stage, branch, ctx)
 

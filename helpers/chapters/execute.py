@@ -40,6 +40,11 @@ def _has_widgets(nb) -> bool:
 def main(argv=None) -> int:
     args = argv if argv is not None else sys.argv[1:]
     paths = [Path(a) for a in args] or sorted((ROOT / "notebooks").glob("*.ipynb"))
+    wrong = [str(p) for p in paths if p.suffix != ".ipynb" or not p.is_file()]
+    if wrong:
+        print(f"error: no notebook {', '.join(wrong)}: name .ipynb files (e.g. notebooks/02_naive_dgrad.ipynb), "
+              f"or none to execute every chapter", file=sys.stderr)
+        return 2
     for p in paths:
         print(f"executing {p} ...", flush=True)
         execute(p.resolve())

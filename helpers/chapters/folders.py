@@ -95,3 +95,7 @@ def command_line(command: str, default: str, write, argv=None) -> int:
     except FolderError as err:
         print(f"error: {err}", file=sys.stderr)
         return 2
+    except OSError as err:            # a folder that cannot be made or written there (/proc/x, read-only)
+        print(f"error: {command} {args[0] if args else default}: cannot write there ({err.strerror or err}); "
+              f"choose another folder", file=sys.stderr)
+        return 2
