@@ -36,6 +36,9 @@ Layers, each importing only from itself and the ones above it, in the order of `
     train/      chapter 15: a small CNN trained on the course's stages (data, model, the train
                 kernels, the step on the device, the PyTorch twin, the loop, a ResNet stage's step);
                 `python -m helpers.train` records a run
+    torch.py    Conv1d/2d/3d and BatchNorm2d modules for PyTorch models whose forward and backward run
+                the course's stages (run_stage; CUDA stages on PyTorch's CUDA tensors, OpenCL ones
+                through the host)
     record.py   `./course record`: the recording plan for a GPU, task by task
     chapters/   what notebooks call: notebook (first cell, source display, step_times), pictures*,
                 exercises and kernel_exercises (checks), direct (models of chapters 03-05), local
@@ -51,7 +54,7 @@ import importlib
 LAYERS = ("helpers.engine", "helpers.ops", "helpers.launch", "helpers.stages", "helpers.tuning",
           "helpers.chooser_model", "helpers.chooser", "helpers.runner", "helpers.emulation", "helpers.analysis", "helpers.peak",
           "helpers.trials", "helpers.bench", "helpers.tune", "helpers.registers", "helpers.floor", "helpers.profile_stage",
-          "helpers.ncu_banks", "helpers.tc_peak", "helpers.train", "helpers.record", "helpers.chapters",
+          "helpers.ncu_banks", "helpers.tc_peak", "helpers.train", "helpers.torch", "helpers.record", "helpers.chapters",
           "helpers.__init__", "helpers.__main__")
 
 # The public names, loaded on first use (so that helpers.analysis runs without OpenCL or CUDA).
