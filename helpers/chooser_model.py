@@ -75,7 +75,8 @@ def recorded(folder: str = str(RESULTS)) -> dict:
             run = json.loads(path.read_text())
         except (ValueError, UnicodeDecodeError):
             continue
-        if not isinstance(run, dict) or run.get("kind") != "bench" or LEFT_OUT_TAG.search(run.get("tag") or ""):
+        if (not isinstance(run, dict) or run.get("kind") != "bench" or run.get("partial")
+                or LEFT_OUT_TAG.search(run.get("tag") or "")):
             continue
         device = run["device"]["name"].strip()
         for r in run.get("rows", []):

@@ -9,10 +9,11 @@ from .names import RESULTS
 
 def load(pattern: str = "*.json") -> list[dict]:
     """Every recorded run whose file name matches ``pattern``: not tuned.json (the searched
-    parameters) nor record_<device>.json (the recorder's log of its tasks, helpers/record.py)."""
+    parameters), record_<device>.json (the recorder's log of its tasks, helpers/record.py) nor
+    a benchmark cut short by Ctrl-C (NAME.partial.json: some of its rows only)."""
     runs = []
     for path in sorted(RESULTS.glob(pattern)):
-        if path.name == "tuned.json" or path.name.startswith("record_"):
+        if path.name == "tuned.json" or path.name.startswith("record_") or path.name.endswith(".partial.json"):
             continue
         data = json.loads(path.read_text())
         data["file"] = path.name
