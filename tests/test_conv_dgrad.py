@@ -1,6 +1,7 @@
 """conv_dgrad: the grid's reach, stage auto on grid cases, the stages on a realistic layer. (Every
 stage over the grid with guard regions, its paths counted: tests/test_stages.py.)"""
 import numpy as np
+import pytest
 
 import helpers
 from helpers import chooser
