@@ -38,7 +38,7 @@ from pathlib import Path
 
 from .analysis import names
 from .analysis.names import RESULTS
-from .stages import LOCAL_TWINNED
+from .stages import LOCAL_TWINNED, REGISTRY
 
 ROOT = RESULTS.parent
 
@@ -117,6 +117,11 @@ TESTS_NOTEBOOK_ONLY = ["tests/test_editions.py", "tests/test_prose_numbers.py"]
 # wall time of its heaviest layer through the benchmark on the H200 (the host's float64 reference
 # is most of it) for the depthwise, 3-D and 4-D gradients but ConvNeXt's weight gradient; the
 # others (grouped, dilated, the forward passes, ConvNeXt's weight gradient) guessed from those
+def candidates(op: str) -> list[str]:
+    """The stages auto chooses among for ``op``, from the registry: the OpenCL float32 kernels."""
+    return [s.name for s in REGISTRY[op] if s.backend == "opencl" and s.precision == "fp32" and not s.choose]
+
+
 ANY_SHAPE_STAGES = {"conv_forward": "any_shape", "conv_dgrad": "any_shape", "conv_wgrad": "any_shape"}
 # the depthwise sets' gradients also run chapter 16's depthwise ladder
 DEPTHWISE_STAGES = ",dw_tiles,dw_regs"
@@ -278,6 +283,11 @@ PLAN = [
     *(_bench(f"zoo-{op}", f"--op {op} --layers zoo --stages auto", 3,
              "chapter 11b: auto on the zoo's real layers beside cuDNN, with each layer's first-call seconds",
              env=f"rm -f .cache/choices_zoo_{op}_{{slug}}.json; COURSE_CHOICES=.cache/choices_zoo_{op}_{{slug}}.json ")
+      for op in ("conv_dgrad", "conv_forward", "conv_wgrad")),
+    # the chooser's model learns the zoo's kinds of layer (1x1, 5x5, 1x7, batch 1): every stage auto
+    # chooses among, each timed on every zoo layer, its tuned values (the model's ranking reads these)
+    *(_bench(f"zoo-stages-{op}", f"--op {op} --layers zoo --stages {','.join(candidates(op))} --tag stages", 10,
+             "chapter 11b and the chooser's model (tests/test_chooser_model.py): each candidate stage on the zoo's layers")
       for op in ("conv_dgrad", "conv_forward", "conv_wgrad")),
 ]
 

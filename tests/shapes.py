@@ -6,13 +6,14 @@ channels from {1, 3, 16, 17, 32, 48} (and 64 in the cases aimed at the combining
 requirements); spatial sizes from {1, 2, 5, 7, 8, 13, 28}, with H != W in most cases. More than
 200 cases: every path of a stage is counted on it (MIN_PER_PATH).
 
-Three tiers beside it, run by every stage of the three convolutions (tests/test_stages.py):
+Four tiers beside it, run by every stage of the three convolutions (tests/test_stages.py):
 RESIDUES, channel counts (C and K) and widths at every residue 1, 2, 3 mod 4 (each of the nine
 pairs of C % 4 and W % 4 once) and 1-3, 5-7 mod 8, so that a per-work-item block of channels or
 positions (CPW, XPW, float4s) meets every partial last block; WIDE, 3x3 stride-1 layers with
 K % 16 == 0 on rows wide enough for the direct stages' in-kernel fast branch; and LARGE, planes
 larger than a work-group's tile in both directions (37 x 61, 64 x 67 ...), so that tiles repeat
-and the last ones are partial. ANY_SHAPE, after them in every convolution's grid: groups,
+and the last ones are partial; POINTWISE, 1x1 stride-1 layers without padding (the forward
+implicit GEMM's path with nothing to gather), H*W on and off a multiple of 4. ANY_SHAPE, after them in every convolution's grid: groups,
 dilation, strides per axis, padding per side, 1 to 4 spatial axes (the any-shape stages run them,
 the others refuse them by name).
 """
@@ -74,7 +75,12 @@ WIDE = [_case(1 + i % 2, c, h, w, k, 3, 1, p, i) for i, (c, h, w, k, p) in enume
      (3, 3, 31, 32, 1), (12, 5, 23, 16, 0), (2, 6, 41, 64, 2)])]
 LARGE = [_case(1, 5, 37, 61, 6, 3, 1, 1, 1), _case(1, 6, 45, 30, 3, 3, 2, 1, 0),
          _case(2, 3, 33, 35, 10, 5, 1, 2, 3), _case(1, 2, 64, 67, 17, 3, 1, 1, 2)]
-TIERS = RESIDUES + WIDE + LARGE
+# pointwise layers (1x1, stride 1, no padding: the forward implicit GEMM gathers nothing), with no
+# activation so that every stage runs them; H*W on and off a multiple of 4 (its float4 columns)
+POINTWISE = [dict(n=n, c=c, h=h, w=w, k=k, kernel=1, stride=1, padding=0, activation="none") for n, c, k, h, w in
+             [(1, 16, 16, 4, 4), (2, 3, 5, 5, 7), (1, 17, 65, 6, 6), (3, 8, 9, 3, 5), (2, 33, 12, 8, 3), (1, 5, 70, 9, 9),
+              (2, 64, 31, 2, 6), (1, 20, 8, 7, 11), (1, 1, 1, 12, 4), (2, 9, 17, 1, 13), (1, 130, 7, 4, 5), (3, 6, 40, 10, 2)]]
+TIERS = RESIDUES + WIDE + LARGE + POINTWISE
 
 
 def case_id(c) -> str:

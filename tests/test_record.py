@@ -14,7 +14,8 @@ from helpers.record import PLAN, Task
 RECORDED = "nvidia-h200"   # the device whose files the plan mirrors
 # tasks added with their command before their first run on the H200 (their file comes from it)
 NOT_YET_RECORDED = {"training-resnet-stage", "wgrad-phases-resnet50"} | {
-    f"anyshape-{layers}-{op}" for layers, op, *_ in record.ANY_SHAPE_TASKS}   # chapter 16's sets
+    f"anyshape-{layers}-{op}" for layers, op, *_ in record.ANY_SHAPE_TASKS} | {   # chapter 16's sets
+    f"zoo-stages-{op}" for op in ("conv_dgrad", "conv_forward", "conv_wgrad")}     # the model's zoo runs
 
 
 def bench_argv(task: Task) -> list[str] | None:

@@ -198,6 +198,16 @@ def test_the_im2col_vector_path_switched_off_is_caught(ctx, monkeypatch):
         require_paths(im2col, host_paths(im2col, ctx, GRIDS["conv_forward"]()))
 
 
+def test_the_forward_igemm_pointwise_path_switched_off_is_caught(ctx, monkeypatch):
+    """The forward implicit GEMM's pointwise path (1x1 stride 1: B is x as it lies) switched off in
+    its launcher: every case gathers, still right, and only the grid's path count refuses it."""
+    igemm = helpers.get_stage("conv_forward", "igemm")
+    require_paths(igemm, host_paths(igemm, ctx, GRIDS["conv_forward"]()))
+    monkeypatch.setattr(gemm, "pointwise", lambda q: False)
+    with pytest.raises(AssertionError, match=r"11_igemm: paths taken too rarely on the grid \{'fast': 0\}"):
+        require_paths(igemm, host_paths(igemm, ctx, GRIDS["conv_forward"]()))
+
+
 def test_a_fast_branch_forced_off_inside_the_kernel_is_caught(ctx):
     """Stage 08's ``inside`` (4-wide row loads where the whole window lies inside dy) forced to
     false in the kernel: every answer is still right, so only the probe sees it."""

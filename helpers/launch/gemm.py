@@ -5,7 +5,7 @@ helpers/launch/tensor_cores.py).
 
 The registry's ``launch`` names the launch: ``gemm_naive``, ``gemm_local``, ``gemm_blocked`` (op
 gemm), ``igemm`` and ``phases`` (one conv_dgrad kernel each), ``delta``, ``col2im``, ``nhwc``,
-``im2col``, ``vol2col`` (several kernels, with workspaces). A blocked launch covers a TM x TN
+``im2col``, ``igemm_fwd``, ``vol2col`` (several kernels, with workspaces). A blocked launch covers a TM x TN
 block of the product per work-group of (TN/WN) x (TM/WM) work-items; for conv_dgrad the product
 is dx (C x N*H*W) = w (C x K*R*S) . dy-columns.
 """
@@ -212,6 +212,42 @@ def im2col_steps(p: Problem, d: dict) -> list:
             Step("forward_gemm", g, l, ("cols", "weight", "output", "N", "C", "K", "OH", "OW"))]
 
 
+# -- the forward convolution as an implicit GEMM (no column workspace) ------------------------
+
+def pointwise(q: dict) -> bool:
+    """A 1x1 layer at stride 1 without padding: B is x itself, a plain matrix per image."""
+    return (q["KH"], q["KW"], q["stride"], q["pad"]) == (1, 1, 1, 0)
+
+
+def igemm_fwd_vectors(p: Problem, d: dict) -> dict:
+    """float4 copies of A where its rows (C*KH*KW weights) are a multiple of 4 long, and of B where
+    the layer is pointwise and an image's positions are (4 neighbouring columns in one image)."""
+    q = p.dims
+    pw = pointwise(q)
+    return {"POINTWISE": int(pw), "GEMM_VEC_A": int(q["C"] * q["KH"] * q["KW"] % 4 == 0),
+            "GEMM_VEC_B": int(pw and q["H"] * q["W"] % 4 == 0)}
+
+
+def igemm_fwd_requires(p: Problem, d: dict):
+    v = igemm_fwd_vectors(p, d)
+    return tile_requires(d, vectors=bool(v["GEMM_VEC_A"] or v["GEMM_VEC_B"]), fixed_column=True)
+
+
+def igemm_fwd_scratch(p: Problem, d: dict) -> dict:
+    q = p.dims
+    return {"w_kcrs": Workspace("float32", q["K"] * q["C"] * q["KH"] * q["KW"])}
+
+
+def igemm_fwd_steps(p: Problem, d: dict) -> list:
+    """weights_to_kcrs: the weights turned to (K, C, KH, KW); forward_igemm: y = w' . x-columns."""
+    q = p.dims
+    wg = d["WG"]
+    g, l = blocked(q["K"], q["N"] * q["OH"] * q["OW"], d)
+    return [Step("weights_to_kcrs", (round_up(q["K"] * q["C"] * q["KH"] * q["KW"], wg),), (wg,),
+                 ("weight", "w_kcrs", "C", "K")),
+            Step("forward_igemm", g, l, ("input", "w_kcrs", "output", "N", "C", "H", "W", "K", "OH", "OW", "PAD"))]
+
+
 # -- NHWC: the analytic implicit GEMM on channel-last copies --------------------------------
 
 def nhwc_scratch(p: Problem, d: dict) -> dict:
@@ -275,5 +311,6 @@ ONE_KERNEL = {"gemm_naive": gemm_naive, "gemm_local": gemm_local, "gemm_blocked"
               "igemm": igemm_geometry}
 SEVERAL = {"phases": (phases_steps, phases_scratch), "delta": (delta_steps, delta_scratch),
            "col2im": (col2im_steps, cols_scratch), "im2col": (im2col_steps, cols_scratch),
+           "igemm_fwd": (igemm_fwd_steps, igemm_fwd_scratch),
            "nhwc": (nhwc_steps, nhwc_scratch), "vol2col": (vol2col_steps, vol_scratch)}
 LAUNCHES, steps, workspace = dispatch(ONE_KERNEL, SEVERAL)   # the family's launches (the registry's ``launch``)

@@ -1,8 +1,8 @@
 """conv_forward: the forward convolution, in course order: a direct baseline, then Winograd
-stages 01-05 (chapter 12) and 06 (F(4x4), chapter 12a), im2col (chapter 11), and chapter 13's
-channel-last tensor-core kernel run forward (13_tc_nhwc.cu with FWD = 1: x and w copied
-channel-last, the product with the bias and activation fused into its epilogue), then chapter 16's
-direct kernel of any shape. A stage without ``epilogue`` computes the bare convolution and
+stages 01-05 (chapter 12) and 06 (F(4x4), chapter 12a), im2col and the implicit GEMM (chapter
+11), and chapter 13's channel-last tensor-core kernel run forward (13_tc_nhwc.cu with FWD = 1: x
+and w copied channel-last, the product with the bias and activation fused into its epilogue), then
+chapter 16's direct kernel of any shape. A stage without ``epilogue`` computes the bare convolution and
 refuses a bias or an activation by name; one without ``any_shape`` refuses all but plain 2-D shapes."""
 from .conv_dgrad import CP_ASYNC, LDMATRIX, MMA_BF16, MMA_FP16, MMA_TF32, TO_TF32
 from .params import GEMM_TUNE, TC_TILES, TC_TILES_TUNE, TILES_WG, WG, WINO_F23, WINO_F43
@@ -41,6 +41,12 @@ STAGES = [
           "chapter 11: im2col into a column workspace (C*R*S x N*OH*OW), then the course GEMM",
           family="gemm", launch="im2col", defines=TILES_WG, tune=GEMM_TUNE, jit="im2col_vectors",
           requires="cols_requires", fast={"GEMM_VEC_B": 1}),
+    Stage("conv_forward", 11, "igemm", "conv_forward/11_igemm.cl",
+          "implicit GEMM: x gathered into the GEMM's B tiles, no column workspace; the weights turned "
+          "to (K,C,R,S) first so that A's copy is coalesced (float4 when C*R*S % 4 == 0); a 1x1 layer "
+          "at stride 1 without padding gathers nothing (B is x as it lies, float4 when H*W % 4 == 0)",
+          family="gemm", launch="igemm_fwd", defines=TILES_WG, tune=GEMM_TUNE, jit="igemm_fwd_vectors",
+          requires="igemm_fwd_requires", fast={"POINTWISE": 1}),
     # one transpose for both copies (to_channel_last), the product its own kernel (conv_forward)
     Stage("conv_forward", 13, "tc_fp16_nhwc", "conv_dgrad/13_tc_nhwc.cu",
           "the input gradient's channel-last tensor-core product run forward: x and w copied "
