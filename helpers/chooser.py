@@ -31,7 +31,6 @@ import os
 import time
 from pathlib import Path
 
-from .launch import family, hook
 from .ops import op_module
 from .ops.problem import Problem
 from .chooser_model import rank, source_device
@@ -70,7 +69,7 @@ def shape_key(p: Problem, limit_bytes: int | None) -> str:
 
 def stage_workspace(s, p: Problem, d: dict) -> int:
     """Bytes of scratch stage s needs for p: what runner.workspace_bytes reports."""
-    return sum(w.nbytes for w in family(s.family).workspace(s, p, d).values())
+    return sum(w.nbytes for w in s.family.workspace(s, p, d).values())
 
 
 def candidates(p: Problem, limit_bytes: int | None) -> tuple[list, dict]:
@@ -87,8 +86,7 @@ def candidates(p: Problem, limit_bytes: int | None) -> tuple[list, dict]:
         if need is not None:
             excluded[s.name] = need
             continue
-        requires = hook(s, "requires")
-        need = requires(p, dict(s.defines)) if requires else None
+        need = s.requires(p, dict(s.defines)) if s.requires else None
         if need is not None:
             excluded[s.name] = need if s.fallback is None else f"runs {s.fallback} instead: {need}"
             continue

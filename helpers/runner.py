@@ -24,7 +24,6 @@ from .engine.check import CheckResult, MismatchError, check_close
 from .engine.plan import GuardViolation, PlanSpec  # noqa: F401 (GuardViolation: what run_stage raises)
 from .engine.tensor import STORAGE
 from .engine.timing import time_plan
-from .launch import family, hook
 from .ops import op_module, tolerance
 from .ops.problem import Problem
 from .stages import REGISTRY, Stage, get_stage, stages_of, twin_of
@@ -127,8 +126,7 @@ def resolve(op: str, stage, problem: Problem, ctx, defines: dict | None,
             able = ", ".join(x.name for x in REGISTRY[op] if refuse(x, problem) is None)
             raise CannotRun(f"stage {s.key} of {op} cannot run this problem: {need}; the stages that "
                              f"can are {able or 'none'}")
-        requires = hook(s, "requires")
-        need = requires(problem, d) if requires else None
+        need = s.requires(problem, d) if s.requires else None
         if need is None:
             return s, d
         if s.fallback is None:
@@ -142,16 +140,14 @@ def resolve(op: str, stage, problem: Problem, ctx, defines: dict | None,
 def jit_defines(s: Stage, p: Problem, d: dict) -> dict:
     """Everything a stage is built with: the problem's defines, the stage's, and those its
     family derives from the problem (``jit``)."""
-    derive = hook(s, "jit")
-    return {**p.defines, **d, **(derive(p, d) if derive else {})}
+    return {**p.defines, **d, **(s.jit(p, d) if s.jit else {})}
 
 
 def stage_source(s: Stage, jit: dict) -> str | None:
     """Generated kernel text for a stage whose family writes part of it, else None (the file)."""
-    if callable(s.source):      # a test's planted fault or a kernel exercise's spliced text (a
+    if s.source is not None:    # a test's planted fault or a kernel exercise's spliced text (a
         return s.source(jit)    # function of the defines, set with dataclasses.replace)
-    generate = hook(s, "source")
-    return generate(s, jit) if generate else None
+    return s.generate(s, jit) if s.generate else None
 
 
 def path_taken(requested: Stage, ran: Stage, jit: dict) -> str:
@@ -180,7 +176,7 @@ def workspace_bytes(op: str, stage, *, ctx=None, defines: dict | None = None, **
     problem = prepare(op, **kwargs)
     ctx = plan_class(get_stage(op, stage).backend).context(ctx, problem.inputs)
     s, d = resolve(op, stage, problem, ctx, defines)
-    return sum(w.nbytes for w in family(s.family).workspace(s, problem, d).values())
+    return sum(w.nbytes for w in s.family.workspace(s, problem, d).values())
 
 
 def check_workspace(s: Stage, workspace: dict, limit: int | None) -> None:
@@ -257,10 +253,10 @@ def specify(op: str, stage, problem: Problem, ctx, defines: dict | None,
         if isinstance(a, np.ndarray):
             check_array_dtype(op, s, name, a)
     jit = jit_defines(s, problem, d)
-    workspace = family(s.family).workspace(s, problem, d)
+    workspace = s.family.workspace(s, problem, d)
     check_workspace(s, workspace, workspace_limit)
     return PlanSpec(op, requested, s, problem, d, jit, path_taken(requested, s, jit),
-                    family(s.family).steps(s, problem, d), workspace, stage_source(s, jit),
+                    s.family.steps(s, problem, d), workspace, stage_source(s, jit),
                     STORAGE[s.precision], lambda plan: check_plan(plan),   # looked up when it runs
                     tuned_source(op, requested, s, ctx, defines))
 

@@ -230,7 +230,7 @@ class CourseConv:
         named = self.stages[op]
         if named is None:
             w_shape = (self.in_channels, self.out_channels // self.groups, *self.kernel_size)
-            named = stage_for(op, None, conv_shape(op, self.geometry(), tuple(x.shape), w_shape))
+            named = stage_for(op, None, conv_shape(op, tuple(x.shape), w_shape, **self.geometry()))
         self.ran[op] = named
         return named
 

@@ -9,7 +9,7 @@ import itertools
 from .analysis.summary import geomean
 from .engine.timing import time_plan
 from .ops import op_module
-from .runner import Plan, check_plan, device_defines, hook, prepare, reference_for, resolve
+from .runner import Plan, check_plan, device_defines, prepare, reference_for, resolve
 
 
 class Trial:
@@ -30,7 +30,7 @@ class Trial:
         for i, problem in enumerate(self.problems):
             plan = Plan(self.op, self.stage.name, problem, self.ctx, defines, guard=False)
             if self.own[i] and plan.stage.key != self.stage.key:
-                need = hook(self.stage, "requires")(problem, {**self.stage.defines, **defines})
+                need = self.stage.requires(problem, {**self.stage.defines, **defines})
                 raise ValueError(f"falls back to {plan.stage.key} on {problem.label}: {need}")
             plan.enqueue()
             key = (i, plan.stage.precision)

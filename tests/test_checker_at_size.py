@@ -224,7 +224,7 @@ def test_conv_wgrad_strided_stages_pass(ctx):
     as a Stage, so that run() fails on a fallback. At most 0.055 of the bound (naive; igemm and
     igemm_phases 0.015, the same sums in the same order)."""
     honest(ctx, "conv_wgrad_s2", [get_stage("conv_wgrad", s) for s in opencl_stages("conv_wgrad")
-                                  if s != "winograd" and get_stage("conv_wgrad", s).family != "depthwise"])
+                                  if s != "winograd" and get_stage("conv_wgrad", s).family_name != "depthwise"])
 
 
 # ----------------------------------------------------------------------------------------------

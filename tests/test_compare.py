@@ -86,7 +86,7 @@ def test_no_recorded_product_beats_the_measured_fma_peak():
             entries += [("vendor " + v.get("name", ""), v) for v in run.get("vendor", [])]
         for r in run["rows"]:
             stage = get_stage(run["op"], r["ran"])
-            fewer = "winograd" in (stage.family, stage.launch)      # conv_wgrad's 04 launches as winograd
+            fewer = "winograd" in (stage.family_name, stage.launch)      # conv_wgrad's 04 launches as winograd
             if r.get("precision", "fp32") == "fp32" and not fewer and not stage.choose:
                 entries.append((r["ran"], r))
         for what, e in entries:

@@ -51,14 +51,13 @@ def test_phase_split_multiplies_no_zeros():
 
 
 def test_column_workspace_past_32_bit_indexing_falls_back_to_the_implicit_gemm():
-    from helpers.launch import hook
     from helpers.ops.problem import Problem
     from helpers.stages import get_stage
     dims = {"N": 256, "C": 512, "H": 56, "W": 56, "K": 512, "OH": 56, "OW": 56, "KH": 3, "KW": 3,
             "stride": 1, "pad": 1}
     big = Problem(op="conv_dgrad", inputs={}, outputs={}, scalars={}, dims=dims)
     stage = get_stage("conv_dgrad", "gemm_col2im")
-    assert "32-bit" in hook(stage, "requires")(big, dict(stage.defines)) and stage.fallback == "igemm_delta"
+    assert "32-bit" in stage.requires(big, dict(stage.defines)) and stage.fallback == "igemm_delta"
     assert launch.cols_size(big) == 512 * 9 * 256 * 56 * 56
 
 
@@ -78,10 +77,9 @@ def test_tap_major_reduction_runs_itself_where_k_allows_and_falls_back_elsewhere
         assert plan.stage.name == ("igemm_taps" if fits else "igemm_phases"), c
         ran[fits] += 1
     assert ran[True] >= 10 and ran[False] >= 10, ran
-    from helpers.launch import hook
     stage = helpers.get_stage("conv_dgrad", "igemm_taps")
     args = random_problem_args(1, 8, 9, 9, 12, 3, 1, 1, "none")
-    why = hook(stage, "requires")(helpers.prepare("conv_dgrad", **args), dict(stage.defines))
+    why = stage.requires(helpers.prepare("conv_dgrad", **args), dict(stage.defines))
     assert "K (output channels) a multiple of TK = 16" in why and "K = 12" in why
 
 

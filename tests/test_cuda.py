@@ -14,7 +14,7 @@ from helpers.engine.backends import BackendUnavailable, cuda_missing, nvrtc
 from helpers.launch import gemm, tensor_cores
 from helpers.ops import conv_forward
 from helpers.ops.conv_dgrad import random_problem_args
-from helpers.runner import hook, jit_defines, path_of, prepare, stage_source
+from helpers.runner import jit_defines, path_of, prepare, stage_source
 from helpers.stages import LOCAL_TWINNED, REGISTRY, twin_of
 from helpers.stages.conv_dgrad import TENSOR_COPY_4D
 
@@ -145,7 +145,7 @@ def test_channel_last_stages_take_both_paths(stage):
     requirement, no GPU needed); K = 20 suits TF32's copies (4 values) but not the 16-bit ones (8);
     a ring beyond the static shared memory is refused with the numbers."""
     s = helpers.get_stage("conv_dgrad", stage)
-    requires = hook(s, "requires")
+    requires = s.requires
     needs = [requires(prepare("conv_dgrad", **_args(c)), s.defines) for c in conv_grid()]
     assert needs.count(None) >= 12 and len(needs) - needs.count(None) >= 6, needs
     k20 = requires(prepare("conv_dgrad", **_args(dict(PROBLEMS[0], k=20))), s.defines)
@@ -164,7 +164,7 @@ def test_interleaved_stages_pad_k_and_refuse_nothing(stage):
     grid problem runs their own kernels, the copies are sized for the padded K, and the launch of
     the dy' copy covers the padding channels; only a ring beyond the shared memory is refused."""
     s = helpers.get_stage("conv_dgrad", stage)
-    requires = hook(s, "requires")
+    requires = s.requires
     assert all(requires(prepare("conv_dgrad", **_args(c)), s.defines) is None for c in conv_grid())
     p = prepare("conv_dgrad", **_args(dict(PROBLEMS[0], k=20)))
     q = p.dims
@@ -305,10 +305,10 @@ def test_wgmma_blocks_fit_the_layer_and_the_build_needs_sm_90a():
         assert product.shared == d["STAGES"] * (128 + bn) * 128 + 1024, name
     big = {**s.defines, "STAGES": 10, "SPLIT_TARGET": 1}       # not even 64-wide blocks fit
     p = prepare("conv_dgrad", **op.layer_args(layers["res512@7"]))
-    why = hook(s, "requires")(p, big)
+    why = s.requires(p, big)
     assert f"{tensor_cores.mma_ring_bytes(tensor_cores.wgmma_fit(p, big)):,} bytes" in why
     assert f"{tensor_cores.WGMMA_SHARED:,}" in why
-    assert hook(s, "requires")(p, dict(s.defines)) is None
+    assert s.requires(p, dict(s.defines)) is None
     if NO_NVRTC is None:
         jit = jit_defines(s, p, s.defines)
         with pytest.raises(nvrtc.CudaCompileError, match="needs a build for sm_90a"):
@@ -436,7 +436,7 @@ def test_tma_stage_takes_every_stride_and_refuses_unaligned_rows(stage):
     for 16-bit stages, K % 8 refused (the tensor map's strides must be multiples of 16 bytes):
     such layers run the stage's fallback."""
     s = helpers.get_stage("conv_dgrad", stage)
-    requires = hook(s, "requires")
+    requires = s.requires
     for c in PROBLEMS:
         assert requires(prepare("conv_dgrad", **_args(dict(c, k=8))), s.defines) is None, c
     for c, blocks in ((PROBLEMS[1], 4), (PROBLEMS[2], 9)):
@@ -522,7 +522,7 @@ def test_forward_tensor_core_requirements(stage):
     multiple of a 16-byte copy (8 values; TF32 4) and refuse elsewhere with the number, no
     fallback; both cases are in the grid; the copies are sized x (N, H, W, C), w (K, KH, KW, C)."""
     s = helpers.get_stage("conv_forward", stage)
-    requires = hook(s, "requires")
+    requires = s.requires
     needs = [requires(prepare("conv_forward", **_args(c, op="conv_forward")), s.defines) for c in conv_grid()]
     assert needs.count(None) >= 60 and len(needs) - needs.count(None) >= 60, needs
     assert all("is not a multiple of" in n and "x is copied" in n for n in needs if n)

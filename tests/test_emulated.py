@@ -74,7 +74,7 @@ FORWARD = [case(2, 16, 9, 8, 70, 3, 1, 1, "relu"), case(1, 8, 11, 13, 20, 3, 2, 
 def cases(stage) -> list:
     if stage.op == "conv_forward":
         return FORWARD
-    return {"direct": DIRECT, "local": LOCAL}.get(stage.family, MMA)
+    return {"direct": DIRECT, "local": LOCAL}.get(stage.family_name, MMA)
 
 
 def run_checked(stage, c, seed=0, defines=None, schedule="lazy"):

@@ -53,7 +53,8 @@ def test_every_layer_is_a_convolution_the_three_operations_accept(name):
     for lay in LAYER_SETS[name]:
         x = (lay["n"], lay["c"], *lay["size"])
         w = (lay["c"], lay["k"] // lay["groups"], *lay["kernel"])
-        shape = conv_shape("conv_forward", lay, x, w)
+        shape = conv_shape("conv_forward", x, w, stride=lay["stride"], padding=lay["padding"],
+                           dilation=lay["dilation"], groups=lay["groups"])
         st = lay["stride"] if isinstance(lay["stride"], int) else lay["stride"][0]
         assert shape.out == tuple(-(-s // st) for s in lay["size"]), lay["name"]
         assert not shape.plain

@@ -10,10 +10,10 @@ from helpers.stages import REGISTRY
 
 from shapes import case_id, conv_grid, require_paths
 
-TILED = [s.name for s in REGISTRY["conv_dgrad"] if s.family == "local" and s.backend == "opencl"]
+TILED = [s.name for s in REGISTRY["conv_dgrad"] if s.family_name == "local" and s.backend == "opencl"]
 # the tiled stages' switches (a define whose candidates are 0 and 1), each away from its default:
 # test_conv_dgrad grids the defaults, this the other setting, over the same grid with guards
-SWITCHES = [(s.name, {k: v}) for s in REGISTRY["conv_dgrad"] if s.family == "local" and s.backend == "opencl"
+SWITCHES = [(s.name, {k: v}) for s in REGISTRY["conv_dgrad"] if s.family_name == "local" and s.backend == "opencl"
             for k, values in s.tune.items() if sorted(values) == [0, 1] for v in values if v != s.defines[k]]
 
 

@@ -7,7 +7,11 @@ import dataclasses
 import pytest
 
 from helpers import stages
-from helpers.launch import families, family
+import importlib
+import pkgutil
+
+import helpers.launch
+from helpers.launch import direct, is_family, local, unrolled
 from helpers.stages import REGISTRY, RegistryError, get_stage, validate
 
 NAIVE = get_stage("conv_dgrad", "naive")
@@ -42,18 +46,21 @@ MISTAKES = [
                  r"stage 04_naive.*does not start with its number 04_", id="kernel file of another chapter"),
     pytest.param("conv_dgrad", "naive", dict(number="2"),
                  r"is not a chapter number", id="number not an integer"),
-    pytest.param("conv_dgrad", "naive", dict(family="direkt"),
-                 r"family 'direkt' is none of helpers/launch/'s: batchnorm, depthwise, direct", id="unknown family"),
+    pytest.param("conv_dgrad", "naive", dict(family="direct"),
+                 r"family 'direct' is not a launcher module of helpers/launch/ .*the module itself", id="family by name"),
+    pytest.param("conv_dgrad", "naive", dict(family=unrolled),
+                 r"family 'helpers.launch.unrolled' is not a launcher module", id="module that is no family"),
     pytest.param("conv_dgrad", "naive", dict(launch="per_output"),
                  r"launch 'per_output' is none of the direct family's: per_input_element", id="unknown launch"),
-    pytest.param("conv_dgrad", "output_depth", dict(jit="depth_16"),
-                 r"06_output_depth.*jit='depth_16' is not a function of helpers/launch/direct.py", id="missing jit hook"),
-    pytest.param("conv_dgrad", "local_tile", dict(requires="stride_1"),
-                 r"requires='stride_1' is not a function of helpers/launch/local.py", id="missing requires hook"),
-    pytest.param("conv_dgrad", "width", dict(source="unroll"),
-                 r"source='unroll' is not a function of helpers/launch/direct.py", id="missing source hook"),
-    pytest.param("conv_dgrad", "width", dict(jit="BLOCK"),
-                 r"jit='BLOCK' is not a function", id="hook that is no function"),
+    pytest.param("conv_dgrad", "output_depth", dict(jit="depth16"),
+                 r"06_output_depth.*jit='depth16' is not a function: an entry holds a function of "
+                 r"helpers/launch/direct.py itself", id="hook by name"),
+    pytest.param("conv_dgrad", "local_tile", dict(requires=direct.depth16),
+                 r"requires='depth16' is not a function of helpers/launch/local.py", id="hook of another family"),
+    pytest.param("conv_dgrad", "width", dict(generate=local.jit_tile),
+                 r"generate='jit_tile' is not a function of helpers/launch/direct.py", id="generator of another family"),
+    pytest.param("conv_dgrad", "naive", dict(source=lambda d: ""),
+                 r"02_naive.*source= is set only on a copy", id="source in the registry"),
     pytest.param("conv_dgrad", "naive", dict(backend="metal"),
                  r"backend 'metal' is none of opencl, cuda", id="unknown backend"),
     pytest.param("conv_dgrad", "naive_fp16", dict(precision="fp8"),
@@ -162,13 +169,17 @@ def test_a_chapter_number_naming_one_stage_picks_it():
     assert ambiguous == {("conv_dgrad", n) for n in (2, 9, 10, 11, 12, 16)} | {("conv_wgrad", 16), ("conv_forward", 11)}
 
 
-def test_families_and_launches_are_found_where_they_are_defined():
-    assert families() == ["batchnorm", "depthwise", "direct", "direct_nd", "gemm", "local", "tensor_cores", "wgrad", "winograd"]
+def test_every_family_and_launch_is_used_by_the_registry():
+    """Every launcher module of helpers/launch/ is some stage's family, and every launch of its
+    LAUNCHES some stage's launch (none left over unseen by the grid)."""
+    modules = [importlib.import_module(f"helpers.launch.{m.name}") for m in pkgutil.iter_modules(helpers.launch.__path__)]
+    launchers = {m for m in modules if is_family(m)}
+    assert {m.__name__.rsplit(".", 1)[1] for m in launchers} >= {"direct", "local", "gemm", "tensor_cores"}
     used = {(s.family, s.launch) for ss in REGISTRY.values() for s in ss if not s.choose}
-    for name in families():
-        assert {launch for fam, launch in used if fam == name} == set(family(name).LAUNCHES), name
-    with pytest.raises(ValueError, match="unknown kernel family 'unrolled'; the families are batchnorm, depthwise, direct"):
-        family("unrolled")          # a module of helpers/launch/, but no family
+    assert {fam for fam, _ in used} == launchers
+    for fam in launchers:
+        assert {launch for f, launch in used if f is fam} == set(fam.LAUNCHES), fam.__name__
+    assert not is_family(unrolled)          # a module of helpers/launch/, but no family
 
 
 def test_every_kernel_file_is_registered_where_grep_finds_it():
@@ -186,3 +197,39 @@ def test_stage_names_upto_a_chapter_lists_what_that_chapter_has_met():
     names = stages.stage_names("conv_forward", upto=12)
     assert "wino_blocked" in names and "any_shape" not in names
     assert stages.stage_names("conv_forward")[-2:] == ["any_shape", "auto"]
+
+
+def test_entries_hold_their_code_and_the_imports_reach_it():
+    """A registry entry holds its launcher module and the family's functions themselves, never
+    their names; and a walk of the imports from helpers/stages/ (what an editor's "go to
+    definition" follows) reaches every stage's launcher and the modules of its functions, and from
+    the runner each backend's plan class."""
+    from test_layout import imports, modules
+    found = modules()
+
+    def reached(start: str) -> set:
+        seen, todo = set(), [start]
+        while todo:
+            name = todo.pop()
+            name = name if name in found else f"{name}.__init__"      # a package: its __init__
+            if name in seen or name not in found:
+                continue
+            seen.add(name)
+            todo += imports(name, found[name])
+        return seen
+
+    from_registry = reached("helpers.stages.__init__")
+    for ss in REGISTRY.values():
+        for s in ss:
+            if s.choose:
+                continue
+            assert is_family(s.family), s.key
+            for hook in ("jit", "requires", "generate"):
+                fn = getattr(s, hook)
+                assert fn is None or callable(fn), f"{s.key} {hook}={fn!r}"
+            owners = {s.family.__name__} | {getattr(s, h).__module__ for h in ("jit", "requires", "generate") if getattr(s, h)}
+            assert owners <= from_registry, f"{s.key}: {sorted(owners - from_registry)} not reached from the registry"
+    from helpers.engine import backends
+    from_runner = reached("helpers.runner")
+    for backend, load in backends.PLANS.items():
+        assert callable(load) and load().__module__ in from_runner, backend

@@ -184,7 +184,6 @@ def test_two_stages_chain_on_the_device(ctx, monkeypatch):
 def test_scalars_are_typed_kernel_arguments():
     """The registry holds integers only (JIT parameters); float arguments such as eps and momentum
     are typed NumPy scalars in the launch steps, taken from the problem."""
-    from helpers.launch import family
     from helpers.runner import prepare
     for op, stages in registry.REGISTRY.items():
         for s in stages:
@@ -192,7 +191,7 @@ def test_scalars_are_typed_kernel_arguments():
             assert all(isinstance(v, int) for v in values), f"{op} {s.key}: non-integer registry value"
     p = prepare("batchnorm_forward", **bn.random_args(2, 3, 4, 5, momentum=0.1, seed=0))
     for s in (s for s in registry.REGISTRY["batchnorm_forward"] if not s.choose):
-        literals = [a for step in family(s.family).steps(s, p, s.defines) for a in step.args if not isinstance(a, str)]
+        literals = [a for step in s.family.steps(s, p, s.defines) for a in step.args if not isinstance(a, str)]
         assert all(isinstance(a, (np.float32, np.int32)) for a in literals), (s.key, literals)
         assert np.float32(0.1) in literals and np.float32(1e-5) in literals, (s.key, literals)
 

@@ -7,7 +7,7 @@ import pytest
 import helpers
 from helpers import stages as registry
 from helpers.engine.kernels import kernel_source
-from helpers.launch import Workspace, family
+from helpers.launch import Workspace
 from helpers.ops.conv_forward import random_problem_args
 from helpers.runner import prepare, workspace_bytes
 
@@ -16,7 +16,7 @@ ARGS = random_problem_args(1, 3, 5, 5, 3)   # 16 * CO * P = 432 elements of M: n
 
 def test_workspaces_declare_dtype_and_size():
     s = helpers.get_stage("conv_forward", "wino_naive")
-    ws = family(s.family).workspace(s, prepare("conv_forward", **ARGS), s.defines)
+    ws = s.family.workspace(s, prepare("conv_forward", **ARGS), s.defines)
     assert set(ws) == {"U", "V", "M"} and all(isinstance(w, Workspace) and w.dtype == "float32" for w in ws.values())
     assert ws["M"].count == 16 * 3 * 9 and ws["M"].nbytes == 4 * ws["M"].count
     assert workspace_bytes("conv_forward", "wino_naive", **ARGS) == sum(w.nbytes for w in ws.values())

@@ -1,25 +1,25 @@
 """Launchers, one module per kernel family: how a registered stage becomes kernel launches.
 
-The registry (helpers/stages/) names a stage's ``family``; the family's module turns a stage,
-a problem and the stage's JIT parameters into ``Step``s (kernel, grid, block, arguments) and
-declares its workspaces. A family is a module of this package that provides:
+A registry entry (helpers/stages/) holds its ``family``: the module here that turns a stage, a
+problem and the stage's JIT parameters into ``Step``s (kernel, grid, block, arguments) and
+declares its workspaces. A family is a module of this package that provides (FAMILY):
 
     LAUNCHES                                            its launches by name (the registry's ``launch``)
     steps(stage, problem, defines) -> [Step, ...]       every launch of the stage, in order
     workspace(stage, problem, defines) -> {name: Workspace}   scratch buffers (may be empty)
 
-and any functions the registry names by string: ``jit`` (extra defines derived from the
-problem), ``requires`` (None, or the unmet need), ``source`` (generated kernel text). The
-families are found, not listed: a new one is a new module here (the registry's validator checks
+and the functions registry entries hold: ``jit`` (extra defines derived from the problem),
+``requires`` (None, or the unmet need), ``generate`` (generated kernel text). A new family is a
+new module here, imported by the registry modules that use it (the registry's validator checks
 each entry against its family when the registry loads).
 """
 from __future__ import annotations
 
-import functools
-import importlib
-import pkgutil
+from types import ModuleType
 
 from ..engine.plan import Step, TensorMap, Workspace  # noqa: F401 (what every family builds)
+
+FAMILY = ("LAUNCHES", "steps", "workspace")     # what a launcher module provides
 
 
 def round_up(x: int, m: int) -> int:
@@ -46,33 +46,7 @@ def dispatch(one_kernel: dict, several: dict):
     return {**one_kernel, **several}, steps, workspace
 
 
-def families() -> list[str]:
-    """The kernel families: the modules of this package with LAUNCHES, steps and workspace."""
-    return sorted(m.name for m in pkgutil.iter_modules(__path__) if _is_family(m.name))
-
-
-@functools.lru_cache(maxsize=None)
-def _is_family(name: str) -> bool:
-    if name not in {m.name for m in pkgutil.iter_modules(__path__)}:
-        return False
-    module = importlib.import_module(f"{__name__}.{name}")
-    return all(hasattr(module, a) for a in ("LAUNCHES", "steps", "workspace"))
-
-
-def family(name: str):
-    """The launcher module of a kernel family."""
-    if not _is_family(name):
-        raise ValueError(f"unknown kernel family {name!r}; the families are {', '.join(families())}")
-    return importlib.import_module(f"{__name__}.{name}")
-
-
-def hook(stage, kind: str):
-    """The family function a registry entry names for ``jit``, ``requires`` or ``source``."""
-    name = getattr(stage, kind)
-    if not name:
-        return None
-    fn = getattr(family(stage.family), name, None)
-    if fn is None:
-        raise RuntimeError(f"registry bug: stage {stage.key} of {stage.op} names {kind}={name!r}, "
-                           f"which helpers/launch/{stage.family}.py does not define")
-    return fn
+def is_family(module) -> bool:
+    """Whether ``module`` is a launcher: a module of this package with LAUNCHES, steps and workspace."""
+    return (isinstance(module, ModuleType) and module.__name__.startswith(__name__ + ".")
+            and all(hasattr(module, a) for a in FAMILY))

@@ -12,23 +12,25 @@ An operation module defines:
   magnitude (helpers/engine/check.py).
 ``tolerance(op, problem, stage)`` puts these together: the one place they are composed.
 
-The operations are those the registry lists stages for (helpers/stages/: OPS); its validator
-checks, when it loads, that each has its module here. The other modules (problem, reference,
-layers, vendor*) are what the operations share.
+OPERATIONS holds the operation modules themselves, by name (the registry's operations,
+helpers/stages/: OPS; its validator checks, when it loads, that each has its module here). The
+other modules (problem, reference, shape, layers, vendor*) are what the operations share.
 """
 from __future__ import annotations
 
-from importlib import import_module
-from importlib.util import find_spec
-
 from ..engine import check
+from . import batchnorm_backward, batchnorm_forward, conv3d_dgrad, conv_dgrad, conv_forward, conv_wgrad, gemm
+
+OPERATIONS = {m.OP: m for m in (conv_dgrad, conv_wgrad, conv_forward, batchnorm_forward, batchnorm_backward,
+                                gemm, conv3d_dgrad)}
 
 
 def op_module(op: str):
-    """The module of operation ``op``: helpers/ops/<op>.py."""
-    if not isinstance(op, str) or not op.isidentifier() or find_spec(f"{__name__}.{op}") is None:
-        raise ValueError(f"unknown op {op!r}: there is no helpers/ops/{op}.py")
-    return import_module(f"{__name__}.{op}")
+    """The module of operation ``op`` (helpers/ops/<op>.py), from OPERATIONS."""
+    if not isinstance(op, str) or op not in OPERATIONS:
+        raise ValueError(f"unknown op {op!r}: there is no helpers/ops/{op}.py among the operations "
+                         f"({', '.join(OPERATIONS)})")
+    return OPERATIONS[op]
 
 
 def tolerance(op: str, problem, stage=None) -> dict:

@@ -40,7 +40,7 @@ def prepare(**kwargs) -> Problem:
     gamma = channel_vector(OP, "gamma", kwargs.get("gamma"), c)
     mean = channel_vector(OP, "mean", kwargs.get("mean"), c)
     inv_std = channel_vector(OP, "inv_std", kwargs.get("inv_std"), c)
-    act, y = activation_output(OP, kwargs, ACT_CODES, dy)
+    act, y = activation_output(OP, kwargs.get("activation", "none"), kwargs.get("output"), ACT_CODES, dy)
     big = 3 if y is None else 4      # dy, x (, output) read twice; dx written once
     passes = 2 * (big - 1) + 1
     return Problem(

@@ -35,19 +35,21 @@ def stage_requires(stage, p: Problem):
     return shape_requires(stage, p)
 
 
-def prepare(**kwargs) -> Problem:
-    reject_unknown(OP, kwargs, ARGS)
-    dy = tensor(OP, "grad_output", kwargs.get("grad_output"))
-    w = tensor(OP, "weight", kwargs.get("weight"))
-    if kwargs.get("input_shape") is None:
+def prepare(*, grad_output=None, weight=None, input_shape=None, stride=1, padding=0, dilation=1, groups=1,
+            activation="none", output=None, **unknown) -> Problem:
+    reject_unknown(OP, unknown, ARGS)
+    dy = tensor(OP, "grad_output", grad_output)
+    w = tensor(OP, "weight", weight)
+    if input_shape is None:
         raise TypeError(f"{OP}: argument input_shape (N, C, H, W) is required")
-    shape_in = shape4(OP, "input_shape", kwargs["input_shape"], length=None)
+    shape_in = shape4(OP, "input_shape", input_shape, length=None)
     rank = rank_of(OP, [("input_shape", shape_in, "input", "entries"), ("weight", w.shape, "weight", "dimensions"),
-                        ("grad_output", dy.shape, "grad_output", "dimensions")], kwargs.get("groups", 1))
+                        ("grad_output", dy.shape, "grad_output", "dimensions")], groups)
     dy, w = tensor(OP, "grad_output", dy, rank + 2), tensor(OP, "weight", w, rank + 2)
-    shape = conv_shape(OP, kwargs, shape_in, w.shape, k=dy.shape[1])
+    shape = conv_shape(OP, shape_in, w.shape, stride=stride, padding=padding, dilation=dilation, groups=groups,
+                       k=dy.shape[1])
     check_grad_output(OP, dy.shape, shape, w.shape[1], shape_in)
-    act, y = activation_output(OP, kwargs, ACT_CODES, dy)
+    act, y = activation_output(OP, activation, output, ACT_CODES, dy)
     if prod(shape_in) > 2**31 - 1:
         raise ValueError(f"{OP}: the input gradient would have {prod(shape_in):,} elements; the "
                          f"kernels index with 32-bit integers")

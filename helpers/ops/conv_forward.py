@@ -79,21 +79,21 @@ def tile_magnitude(x: np.ndarray, w: np.ndarray, padding: int, oh: int, ow: int,
     return np.repeat(np.repeat(t, m, axis=2), m, axis=3)[:, :, :oh, :ow]
 
 
-def prepare(**kwargs) -> Problem:
-    reject_unknown(OP, kwargs, ARGS)
-    x = tensor(OP, "input", kwargs.get("input"))
-    w = tensor(OP, "weight", kwargs.get("weight"))
+def prepare(*, input=None, weight=None, stride=1, padding=0, dilation=1, groups=1, bias=None, activation="none",
+            **unknown) -> Problem:
+    reject_unknown(OP, unknown, ARGS)
+    x = tensor(OP, "input", input)
+    w = tensor(OP, "weight", weight)
     rank = rank_of(OP, [("input", x.shape, "input", "dimensions"), ("weight", w.shape, "weight", "dimensions")])
     x, w = tensor(OP, "input", x, rank + 2), tensor(OP, "weight", w, rank + 2)     # a 4-D device tensor's layout
-    shape = conv_shape(OP, kwargs, x.shape, w.shape)
+    shape = conv_shape(OP, x.shape, w.shape, stride=stride, padding=padding, dilation=dilation, groups=groups)
     n, k = shape.n, shape.k
-    bias = kwargs.get("bias")
     if bias is not None:
         bias = tensor(OP, "bias", bias, 1)
         if bias.shape != (k,):
             raise ValueError(f"{OP}: bias must have shape (K,) = ({k},), one value per output channel; "
                              f"got {bias.shape}")
-    act = kwargs.get("activation", "none")
+    act = activation
     if act not in ACT_CODES:
         raise ValueError(f"{OP}: activation must be one of {', '.join(ACT_CODES)}, got {act!r}")
     size = n * k * prod(shape.out)

@@ -34,19 +34,21 @@ LAYERS = ("conv", "ci")
 ARGS = ("input", "grad_output", "weight_shape", "stride", "padding", "dilation", "groups", "activation", "output")
 
 
-def prepare(**kwargs) -> Problem:
-    reject_unknown(OP, kwargs, ARGS)
-    x = tensor(OP, "input", kwargs.get("input"))
-    dy = tensor(OP, "grad_output", kwargs.get("grad_output"))
-    if kwargs.get("weight_shape") is None:
+def prepare(*, input=None, grad_output=None, weight_shape=None, stride=1, padding=0, dilation=1, groups=1,
+            activation="none", output=None, **unknown) -> Problem:
+    reject_unknown(OP, unknown, ARGS)
+    x = tensor(OP, "input", input)
+    dy = tensor(OP, "grad_output", grad_output)
+    if weight_shape is None:
         raise TypeError(f"{OP}: argument weight_shape (C, K, R, S) is required")
-    weight_shape = shape4(OP, "weight_shape", kwargs["weight_shape"], "(C, K, R, S)", length=None)
+    weight_shape = shape4(OP, "weight_shape", weight_shape, "(C, K, R, S)", length=None)
     rank = rank_of(OP, [("input", x.shape, "input", "dimensions"), ("weight_shape", weight_shape, "weight", "entries"),
-                        ("grad_output", dy.shape, "grad_output", "dimensions")], kwargs.get("groups", 1))
+                        ("grad_output", dy.shape, "grad_output", "dimensions")], groups)
     x, dy = tensor(OP, "input", x, rank + 2), tensor(OP, "grad_output", dy, rank + 2)
-    shape = conv_shape(OP, kwargs, x.shape, weight_shape, k=dy.shape[1], weight_name="weight_shape")
+    shape = conv_shape(OP, x.shape, weight_shape, stride=stride, padding=padding, dilation=dilation, groups=groups,
+                       k=dy.shape[1], weight_name="weight_shape")
     check_grad_output(OP, dy.shape, shape, weight_shape[1], x.shape, name_channels=True)
-    act, y = activation_output(OP, kwargs, ACT_CODES, dy)
+    act, y = activation_output(OP, activation, output, ACT_CODES, dy)
     if prod(weight_shape) > INT32_MAX:
         raise ValueError(f"{OP}: the weight gradient would have {prod(weight_shape):,} elements; the "
                          f"kernels index with 32-bit integers")

@@ -124,13 +124,12 @@ def shape4(op: str, name: str, value, entries: str = "(N, C, H, W)", length: int
     return tuple(int(d) for d in dims)
 
 
-def activation_output(op: str, kwargs: dict, codes: dict, grad_output: np.ndarray):
-    """(activation, output): the activation's name, checked against ``codes``, and the forward
-    output its derivative is computed from (None with no activation), checked against grad_output."""
-    act = kwargs.get("activation", "none")
+def activation_output(op: str, act, y, codes: dict, grad_output: np.ndarray):
+    """(activation, output): the activation's name ``act``, checked against ``codes``, and the
+    forward output ``y`` its derivative is computed from (None with no activation), checked
+    against grad_output."""
     if act not in codes:
         raise ValueError(f"{op}: activation must be one of {', '.join(codes)}, got {act!r}")
-    y = kwargs.get("output")
     if act == "none":
         if y is not None:
             raise ValueError(f"{op}: output is only used with an activation; activation is 'none'")

@@ -160,18 +160,20 @@ def per_side(op: str, value, rank: int) -> tuple:
     return tuple(pairs)
 
 
-def conv_shape(op: str, kwargs: dict, x_shape: tuple, w_shape: tuple, k: int | None = None,
-               weight_name: str = "weight") -> ConvShape:
+def conv_shape(op: str, x_shape: tuple, w_shape: tuple, *, stride=1, padding=0, dilation=1, groups=1,
+               k: int | None = None, weight_name: str = "weight") -> ConvShape:
     """The checked geometry of a convolution over an input of ``x_shape`` with a weight of
-    ``w_shape`` (an array's shape, or the weight_shape argument); ``k``: the output channels
-    grad_output has (the backward passes), else groups * the weight's second extent."""
+    ``w_shape`` (an array's shape, or the weight_shape argument), the caller's ``stride``,
+    ``padding``, ``dilation`` and ``groups`` as the three convolutions take them; ``k``: the
+    output channels grad_output has (the backward passes), else groups * the weight's second extent."""
     rank = len(x_shape) - 2
     n, c, size = x_shape[0], x_shape[1], tuple(x_shape[2:])
     wc, kg, kernel = w_shape[0], w_shape[1], tuple(w_shape[2:])
-    groups = positive_int(op, "groups", kwargs.get("groups", 1))
-    stride = per_axis(op, "stride", kwargs.get("stride", 1), rank, 1)
-    pads = per_side(op, kwargs.get("padding", 0), rank)
-    dilation = per_axis(op, "dilation", kwargs.get("dilation", 1), rank, 1)
+    given_padding = padding
+    groups = positive_int(op, "groups", groups)
+    stride = per_axis(op, "stride", stride, rank, 1)
+    pads = per_side(op, padding, rank)
+    dilation = per_axis(op, "dilation", dilation, rank, 1)
     given = weight_name != "weight"
     if wc != c:
         iohw = "IOHW " if rank == 2 and groups == 1 else ""
@@ -194,7 +196,7 @@ def conv_shape(op: str, kwargs: dict, x_shape: tuple, w_shape: tuple, k: int | N
                          f"{'x'.join(map(str, size))} input (padding {pad_text})")
     # one integer pads every axis alike (as chapters 00-15 do: a 1x5 kernel with padding 2), so it
     # is held to the kernel's largest reach; a padding per axis or per side to each axis' own
-    reaches = (max(span),) * rank if not isinstance(kwargs.get("padding", 0), (tuple, list)) else span
+    reaches = (max(span),) * rank if not isinstance(given_padding, (tuple, list)) else span
     for axis, ((b, e), s) in zip(AXES[rank].split(", "), zip(pads, reaches)):
         if max(b, e) > s:
             raise ValueError(f"{op}: padding {max(b, e)} on axis {axis} is larger than the kernel's reach {s} "

@@ -4,16 +4,18 @@ Notebooks, tests, the benchmark and the plots all read REGISTRY; nothing else li
 Each operation's stages are declared in one module here (conv_dgrad.py, conv_forward.py,
 conv_wgrad.py, batchnorm.py for both batch-norm operations, gemm.py, conv3d_dgrad.py), each
 entry a ``Stage`` (stage.py) written out in full: its kernel file, backend and precision, the
-kernel family that launches it (helpers/launch/), default JIT parameters and tune candidates,
-and by name the family functions that derive defines (``jit``), say what a problem needs
-(``requires``) and generate source (``source``). When ``requires`` fails, ``fallback`` names the
+kernel family that launches it (its module in helpers/launch/, the module itself), default JIT
+parameters and tune candidates, and the family's functions themselves that derive defines
+(``jit``), say what a problem needs (``requires``) and generate source (``generate``): "go to
+definition" on an entry reaches its launcher, and its ``kernel`` names the file. When ``requires`` fails, ``fallback`` names the
 stage run instead; None: run_stage refuses with an error naming the need. ``fast`` names the
 build defines that select a stage's fast path, so every run reports the path it took.
 Parameter sets several operations share are in params.py.
 
 The registry is checked when it loads (validate.py): a wrong entry fails the import with the
-stage and the problem named. The operations (OPS) are its keys; the backends, kernel families
-and launches are found where they are defined (helpers/engine/backends/, helpers/launch/).
+stage and the problem named. The operations (OPS) are its keys, each with its module in
+helpers/ops/ (ops.OPERATIONS); the backends are helpers/engine/backends/' PLANS, the launches
+each family's LAUNCHES.
 
 A stage's number is the chapter that teaches it (conv_dgrad) or its place in the chapter. A
 number that names several stages (conv_dgrad's chapter 13: all of its tensor-core stages) is answered with the
@@ -22,6 +24,7 @@ choices: ask by name or key.
 from __future__ import annotations
 
 from ..engine.backends import BACKENDS
+from ..launch import local
 from . import batchnorm, conv3d_dgrad, conv_dgrad, conv_forward, conv_wgrad, gemm
 from .params import TILES  # noqa: F401 (chapter 11 shows the course GEMM's tiles)
 from .stage import PRECISIONS, Stage  # noqa: F401
@@ -91,4 +94,4 @@ def twin_of(s: Stage) -> Stage | None:
 
 
 # chapters 09-10's stages that have a CUDA twin (timed and counted side by side in chapter 10)
-LOCAL_TWINNED = tuple(t.name for t in map(twin_of, REGISTRY["conv_dgrad"]) if t is not None and t.family == "local")
+LOCAL_TWINNED = tuple(t.name for t in map(twin_of, REGISTRY["conv_dgrad"]) if t is not None and t.family is local)

@@ -5,6 +5,7 @@ defines and tune lists (the validator checks it); its fallback is a CUDA stage.
 """
 from dataclasses import replace
 
+from ..launch import direct, direct_nd, gemm, local, tensor_cores
 from .params import (DEPTHWISE, DW_REGS, DW_REGS_TUNE, DW_TILES, DW_TILES_TUNE, GEMM_TUNE, IGEMM_ND, IGEMM_ND_VARIANT,
                      TC_TILES, TC_TILES_TUNE, TILES, TILES_WG, WG, WG_TUNE, WINO_F23, WINO_F43)
 from .stage import Stage
@@ -12,7 +13,7 @@ from .stage import Stage
 # Chapter 09: tiles in local memory (helpers/launch/local.py: geometry, constraints). Stride 1
 # only; strided layers and kernels whose tile does not fit run stage 08 (the CUDA twins: 03's):
 # the launch of every stage of chapters 09-10
-TILED = dict(family="local", launch="tiles", jit="jit_tile", requires="stride_one", fallback="width")
+TILED = dict(family=local, launch="tiles", jit=local.jit_tile, requires=local.stride_one, fallback="width")
 LOCAL_TUNE = {"TY": [4, 8], "XPW": [4, 8], "CPW": [4, 8]}
 # 09's defaults (XPW = CPW = 4) with TY = 8 would need 512 work-items per group: TY stays 4 (the
 # H200 search over all combinations kept TY = 4 for both stages: results/local/run2_tune_*)
@@ -82,44 +83,44 @@ STAGES = [
     *with_twin(
         Stage("conv_dgrad", 2, "naive", "conv_dgrad/02_naive.cl",
               "one work-item per input element; bounds and stride checks inside the loops",
-              family="direct", launch="per_input_element", defines=WG, tune=WG_TUNE),
+              family=direct, launch="per_input_element", defines=WG, tune=WG_TUNE),
         "naive_cuda", "conv_dgrad/02_naive.cu",
         "stage 02 in CUDA: one thread per input element, the same loops"),
     Stage("conv_dgrad", 2, "naive_fp16", "conv_dgrad/02_naive_fp16.cl",
           "stage 02 on fp16 tensors: vload_half / vstore_half, the sum in float",
-          family="direct", launch="per_input_element", precision="fp16", defines=WG, tune=WG_TUNE),
+          family=direct, launch="per_input_element", precision="fp16", defines=WG, tune=WG_TUNE),
     *with_twin(
         Stage("conv_dgrad", 3, "memoized_bounds", "conv_dgrad/03_memoized_bounds.cl",
               "padding and stride checks evaluated once per work-item into a table, looked up in the k loop",
-              family="direct", launch="per_input_element", defines=WG, tune=WG_TUNE),
+              family=direct, launch="per_input_element", defines=WG, tune=WG_TUNE),
         "memoized_bounds_cuda", "conv_dgrad/03_memoized_bounds.cu",
         "stage 03 in CUDA: the same per-thread tables of valid kernel rows and columns"),
     Stage("conv_dgrad", 4, "weight_vec", "conv_dgrad/04_weight_vec.cl",
           "3x3 (JIT time): the 9 weights of a (c, k) pair as one 8-wide load + one scalar; "
           "other kernel sizes: stage 03's path",
-          family="direct", launch="per_input_element", defines=WG, tune=WG_TUNE, fast={"KH": 3, "KW": 3}),
+          family=direct, launch="per_input_element", defines=WG, tune=WG_TUNE, fast={"KH": 3, "KW": 3}),
     Stage("conv_dgrad", 5, "input_vec", "conv_dgrad/05_input_vec.cl",
           "3x3 stride 1: 3-wide loads of dy rows for work-items whose window is inside the tensor; "
           "scalar at borders and for strides",
-          family="direct", launch="per_input_element", defines=WG, tune=WG_TUNE,
+          family=direct, launch="per_input_element", defines=WG, tune=WG_TUNE,
           fast={"KH": 3, "KW": 3, "STRIDE": 1}, branches=("inside",)),
     Stage("conv_dgrad", 6, "output_depth", "conv_dgrad/06_output_depth.cl",
           "3x3 with K % 16 == 0 (JIT time): 16 output depths per iteration, their 144 weights through "
           "nine 16-wide loads (ping-pong), depth loop innermost; otherwise stage 05's loops",
-          family="direct", launch="per_input_element", defines=WG, tune=WG_TUNE, jit="depth16",
+          family=direct, launch="per_input_element", defines=WG, tune=WG_TUNE, jit=direct.depth16,
           fast={"KH": 3, "KW": 3, "K16": 1}, branches=("inside",)),
     Stage("conv_dgrad", 7, "input_depth", "conv_dgrad/07_input_depth.cl",
           "CPW input channels per work-item reuse each dy value; generated 3x3 block with split "
           "weight loads (SPLIT depths at a time) when K % 16 == 0; general loops otherwise",
-          family="direct", launch="channel_tiles", defines={"CPW": 4, "SPLIT": 4, "WG": 128},
-          tune={"CPW": [4, 8, 16], "SPLIT": [4, 16], "WG": [64, 256]}, jit="fast_3x3", source="unrolled",
+          family=direct, launch="channel_tiles", defines={"CPW": 4, "SPLIT": 4, "WG": 128},
+          tune={"CPW": [4, 8, 16], "SPLIT": [4, 16], "WG": [64, 256]}, jit=direct.fast_3x3, generate=direct.unrolled,
           fast={"FAST": 1}, branches=("inside",)),
     Stage("conv_dgrad", 8, "width", "conv_dgrad/08_width.cl",
           "XPW neighbouring x positions x CPW channels per work-item: a column table of XPW+2 "
           "entries, 4-wide row loads inside the tensor, each weight used XPW times",
-          family="direct", launch="channel_width_tiles", defines={"CPW": 4, "XPW": 4, "SPLIT": 4, "WG": 128},
-          tune={"CPW": [4, 8], "XPW": [4, 7, 8], "SPLIT": [4], "WG": [64, 128]}, jit="fast_3x3",
-          source="unrolled", fast={"FAST": 1}, branches=("inside",)),
+          family=direct, launch="channel_width_tiles", defines={"CPW": 4, "XPW": 4, "SPLIT": 4, "WG": 128},
+          tune={"CPW": [4, 8], "XPW": [4, 7, 8], "SPLIT": [4], "WG": [64, 128]}, jit=direct.fast_3x3,
+          generate=direct.unrolled, fast={"FAST": 1}, branches=("inside",)),
 
     # Chapter 09: a work-group's tile of dy and of the weights in local memory
     Stage("conv_dgrad", 9, "local_tile", "conv_dgrad/09_local_tile.cl",
@@ -176,33 +177,33 @@ STAGES = [
     Stage("conv_dgrad", 11, "igemm_analytic", "conv_dgrad/11_igemm_analytic.cl",
           "implicit GEMM: dy gathered into the GEMM's B tiles with indices computed by division; "
           "strided layers multiply the zeros of the missing taps",
-          family="gemm", launch="igemm", defines=TILES, tune=GEMM_TUNE, requires="conv_tiles_requires"),
+          family=gemm, launch="igemm", defines=TILES, tune=GEMM_TUNE, requires=gemm.conv_tiles_requires),
     Stage("conv_dgrad", 11, "igemm_phases", "conv_dgrad/11_igemm_phases.cl",
           "implicit GEMM split into stride^2 phase sub-problems, each over only the taps that reach "
           "its input positions: no multiplied zeros (stride 1: one phase); each phase compiled with "
           "its tap counts as constants; split-K where the product has too few work-groups",
-          family="gemm", launch="phases", defines=PHASES, tune=PHASES_TUNE, jit="phase_split_k",
-          requires="conv_tiles_requires", fast={"PHASED": 1}),
+          family=gemm, launch="phases", defines=PHASES, tune=PHASES_TUNE, jit=gemm.phase_split_k,
+          requires=gemm.conv_tiles_requires, fast={"PHASED": 1}),
     Stage("conv_dgrad", 11, "igemm_delta", "conv_dgrad/11_igemm_delta.cl",
           "the phase split with a precomputed offset (delta) table per phase: no division in the "
           "operand fetches",
-          family="gemm", launch="delta", defines=TILES, tune=GEMM_TUNE, jit="phase_split",
-          requires="conv_tiles_requires", fast={"PHASED": 1}),
+          family=gemm, launch="delta", defines=TILES, tune=GEMM_TUNE, jit=gemm.phase_split,
+          requires=gemm.conv_tiles_requires, fast={"PHASED": 1}),
     Stage("conv_dgrad", 11, "igemm_taps", "conv_dgrad/11_igemm_taps.cl",
           "igemm_phases with the reduction walked tap by tap (channels innermost): a step of TK lies "
           "in one tap, decoded once per step; an element is one multiply-add and a load. K % TK == 0, "
           "else igemm_phases",
-          family="gemm", launch="phases", defines=PHASES, tune=PHASES_TUNE, jit="phase_split_k",
-          requires="taps_requires", fallback="igemm_phases", fast={"PHASED": 1}),
+          family=gemm, launch="phases", defines=PHASES, tune=PHASES_TUNE, jit=gemm.phase_split_k,
+          requires=gemm.taps_requires, fallback="igemm_phases", fast={"PHASED": 1}),
     Stage("conv_dgrad", 11, "igemm_nhwc", "conv_dgrad/11_igemm_nhwc.cl",
           "igemm_analytic on channel-last copies: dy' to NHWC and w to (R,S,K,C), the GEMM "
           "(N*H*W) x C with k innermost (float4 loads when C % 4 == 0), dx back to NCHW",
-          family="gemm", launch="nhwc", defines=TILES_WG, tune=GEMM_TUNE, jit="nhwc_vectors",
-          requires="nhwc_requires", fast={"GEMM_VEC_B": 1}),
+          family=gemm, launch="nhwc", defines=TILES_WG, tune=GEMM_TUNE, jit=gemm.nhwc_vectors,
+          requires=gemm.nhwc_requires, fast={"GEMM_VEC_B": 1}),
     Stage("conv_dgrad", 11, "gemm_col2im", "conv_dgrad/11_gemm_col2im.cl",
           "explicit GEMM into a column workspace (C*R*S x N*OH*OW), then col2im adds each input's "
           "taps back",
-          family="gemm", launch="col2im", defines=TILES_WG, tune=GEMM_TUNE, requires="cols_requires",
+          family=gemm, launch="col2im", defines=TILES_WG, tune=GEMM_TUNE, requires=gemm.cols_requires,
           fallback="igemm_delta"),
 
     # Chapters 12 and 12a: Winograd after the direct ladder; other shapes run the ladder's best
@@ -220,58 +221,58 @@ STAGES = [
     Stage("conv_dgrad", 13, "tc_tf32", "conv_dgrad/13_tc_tf32.cu",
           "chapter 11's implicit GEMM on tensor cores: mma.sync m16n8k8 on TF32 operands from padded "
           "shared rows, fp32 sums",
-          family="tensor_cores", launch="mma", backend="cuda", precision="tf32", ptx=(MMA_TF32, TO_TF32)),
+          family=tensor_cores, launch="mma", backend="cuda", precision="tf32", ptx=(MMA_TF32, TO_TF32)),
     Stage("conv_dgrad", 13, "tc_fp16", "conv_dgrad/13_tc_fp16.cu",
           "fp16 tensors and mma.sync m16n8k16 (twice the depth per instruction), fp32 sums",
-          family="tensor_cores", launch="mma", backend="cuda", precision="fp16", jit="fp16_operands", ptx=(MMA_FP16,)),
+          family=tensor_cores, launch="mma", backend="cuda", precision="fp16", jit=tensor_cores.fp16_operands, ptx=(MMA_FP16,)),
     Stage("conv_dgrad", 13, "tc_bf16", "conv_dgrad/13_tc_fp16.cu",
           "tc_fp16 on bfloat16 tensors (fp32's range, 8-bit mantissa)",
-          family="tensor_cores", launch="mma", backend="cuda", precision="bf16", jit="bf16_operands", ptx=(MMA_BF16,)),
+          family=tensor_cores, launch="mma", backend="cuda", precision="bf16", jit=tensor_cores.bf16_operands, ptx=(MMA_BF16,)),
     Stage("conv_dgrad", 13, "tc_fp16_ldm", "conv_dgrad/13_tc_fp16_ldm.cu",
           "fragments by ldmatrix.x4 from unpadded shared rows, XOR-swizzled: no bank conflicts",
-          family="tensor_cores", launch="mma", backend="cuda", precision="fp16", jit="fp16_operands",
+          family=tensor_cores, launch="mma", backend="cuda", precision="fp16", jit=tensor_cores.fp16_operands,
           ptx=(MMA_FP16, LDMATRIX)),
     Stage("conv_dgrad", 13, "tc_fp16_pipe", "conv_dgrad/13_tc_fp16_pipe.cu",
           "weights by cp.async into a ring of STAGES buffers, dy prefetched in registers one chunk "
           "ahead (activation applied there): loads in flight during the mma (K*R*S % 8 == 0)",
-          family="tensor_cores", launch="mma", backend="cuda", precision="fp16", defines={"STAGES": 3},
-          tune={"STAGES": [2, 3, 4]}, jit="fp16_operands", requires="mma_pipe_requires",
+          family=tensor_cores, launch="mma", backend="cuda", precision="fp16", defines={"STAGES": 3},
+          tune={"STAGES": [2, 3, 4]}, jit=tensor_cores.fp16_operands, requires=tensor_cores.mma_pipe_requires,
           fallback="tc_fp16_ldm", ptx=(MMA_FP16, LDMATRIX, CP_ASYNC, CP_WAIT)),
     # the same product on channel-last copies of dy' and w (reduction order r, s, k): both operands
     # by cp.async, 16 bytes per copy; one file for the three precisions
     Stage("conv_dgrad", 13, "tc_fp16_nhwc", "conv_dgrad/13_tc_nhwc.cu",
           "dy' and w copied channel-last, the reduction in (r, s, k) order: both operands by cp.async, "
           "16 bytes per copy, into a ring of STAGES buffers (K % 8 == 0)",
-          family="tensor_cores", launch="mma_nhwc", backend="cuda", precision="fp16", defines=NHWC_TC,
-          tune=NHWC_TC_TUNE, jit="nhwc_fp16", requires="mma_nhwc_requires", fallback="tc_fp16_pipe",
+          family=tensor_cores, launch="mma_nhwc", backend="cuda", precision="fp16", defines=NHWC_TC,
+          tune=NHWC_TC_TUNE, jit=tensor_cores.nhwc_fp16, requires=tensor_cores.mma_nhwc_requires, fallback="tc_fp16_pipe",
           ptx=(MMA_FP16, LDMATRIX, CP_ASYNC, CP_WAIT)),
     Stage("conv_dgrad", 13, "tc_bf16_nhwc", "conv_dgrad/13_tc_nhwc.cu",
           "tc_fp16_nhwc on bfloat16 tensors (K % 8 == 0)",
-          family="tensor_cores", launch="mma_nhwc", backend="cuda", precision="bf16", defines=NHWC_TC,
-          tune=NHWC_TC_TUNE, jit="nhwc_bf16", requires="mma_nhwc_requires", fallback="tc_bf16",
+          family=tensor_cores, launch="mma_nhwc", backend="cuda", precision="bf16", defines=NHWC_TC,
+          tune=NHWC_TC_TUNE, jit=tensor_cores.nhwc_bf16, requires=tensor_cores.mma_nhwc_requires, fallback="tc_bf16",
           ptx=(MMA_BF16, LDMATRIX, CP_ASYNC)),
     Stage("conv_dgrad", 13, "tc_tf32_nhwc", "conv_dgrad/13_tc_nhwc.cu",
           "tc_fp16_nhwc with TF32 operands rounded in the copies and mma.sync m16n8k8 (K % 4 == 0)",
-          family="tensor_cores", launch="mma_nhwc_tf32", backend="cuda", precision="tf32", defines=NHWC_TC,
-          tune=NHWC_TC_TUNE, jit="nhwc_tf32", requires="mma_nhwc_tf32_requires", fallback="tc_tf32",
+          family=tensor_cores, launch="mma_nhwc_tf32", backend="cuda", precision="tf32", defines=NHWC_TC,
+          tune=NHWC_TC_TUNE, jit=tensor_cores.nhwc_tf32, requires=tensor_cores.mma_nhwc_tf32_requires, fallback="tc_tf32",
           ptx=(MMA_TF32, LDMATRIX, CP_ASYNC, TO_TF32, ".entry dy_to_nhwc(")),
     # the product on Hopper's warpgroup MMA (sm_90a): wgmma reads both tiles from shared memory
     Stage("conv_dgrad", 13, "tc_fp16_wgmma", "conv_dgrad/13_tc_nhwc.cu",
           "tc_fp16_nhwc with the product on Hopper's wgmma.mma_async (sm_90a): operands read by the "
           "tensor cores from the swizzled shared ring, no ldmatrix (K % 8 == 0)",
-          family="tensor_cores", launch="mma_nhwc", backend="cuda", precision="fp16", defines=WGMMA_TC,
-          tune=WGMMA_TC_TUNE, jit="nhwc_fp16", requires="mma_nhwc_requires", fallback="tc_fp16_pipe",
+          family=tensor_cores, launch="mma_nhwc", backend="cuda", precision="fp16", defines=WGMMA_TC,
+          tune=WGMMA_TC_TUNE, jit=tensor_cores.nhwc_fp16, requires=tensor_cores.mma_nhwc_requires, fallback="tc_fp16_pipe",
           arch="sm_90a", ptx=("wgmma.mma_async.sync.aligned.m64n64k16.f32.f16.f16", "wgmma.commit_group.sync.aligned",
                               "fence.proxy.async.shared::cta", CP_ASYNC)),
     Stage("conv_dgrad", 13, "tc_bf16_wgmma", "conv_dgrad/13_tc_nhwc.cu",
           "tc_fp16_wgmma on bfloat16 tensors (K % 8 == 0)",
-          family="tensor_cores", launch="mma_nhwc", backend="cuda", precision="bf16", defines=WGMMA_TC,
-          tune=WGMMA_TC_TUNE, jit="nhwc_bf16", requires="mma_nhwc_requires", fallback="tc_bf16",
+          family=tensor_cores, launch="mma_nhwc", backend="cuda", precision="bf16", defines=WGMMA_TC,
+          tune=WGMMA_TC_TUNE, jit=tensor_cores.nhwc_bf16, requires=tensor_cores.mma_nhwc_requires, fallback="tc_bf16",
           arch="sm_90a", ptx=("wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16", "fence.proxy.async.shared::cta")),
     Stage("conv_dgrad", 13, "tc_tf32_wgmma", "conv_dgrad/13_tc_nhwc.cu",
           "tc_fp16_wgmma with TF32 operands, wgmma m64nBNk8 (K % 4 == 0)",
-          family="tensor_cores", launch="mma_nhwc_tf32", backend="cuda", precision="tf32", defines=WGMMA_TC,
-          tune=WGMMA_TC_TUNE, jit="nhwc_tf32", requires="mma_nhwc_tf32_requires", fallback="tc_tf32",
+          family=tensor_cores, launch="mma_nhwc_tf32", backend="cuda", precision="tf32", defines=WGMMA_TC,
+          tune=WGMMA_TC_TUNE, jit=tensor_cores.nhwc_tf32, requires=tensor_cores.mma_nhwc_tf32_requires, fallback="tc_tf32",
           arch="sm_90a", ptx=("wgmma.mma_async.sync.aligned.m64n64k8.f32.tf32.tf32", "wgmma.fence.sync.aligned",
                               "wgmma.wait_group.sync.aligned", "fence.proxy.async.shared::cta", CP_ASYNC, TO_TF32)),
     # step 8: both operands by the Tensor Memory Accelerator, one box per operand and chunk (4-d
@@ -281,18 +282,18 @@ STAGES = [
           "positions a patch of the image (of one phase at a stride: only the taps that reach it), a "
           "tap's A tile one box of dy', one thread issues a chunk's copies, mbarriers pace the ring "
           "(K % 8 == 0)",
-          family="tensor_cores", launch="mma_nhwc", backend="cuda", precision="fp16", defines=TMA_TC,
-          tune=WGMMA_TC_TUNE, jit="nhwc_fp16", requires="mma_nhwc_requires", fallback="tc_fp16_pipe",
+          family=tensor_cores, launch="mma_nhwc", backend="cuda", precision="fp16", defines=TMA_TC,
+          tune=WGMMA_TC_TUNE, jit=tensor_cores.nhwc_fp16, requires=tensor_cores.mma_nhwc_requires, fallback="tc_fp16_pipe",
           arch="sm_90a", ptx=("wgmma.mma_async.sync.aligned.m64n64k16.f32.f16.f16", TENSOR_COPY_4D, TENSOR_COPY_3D)),
     Stage("conv_dgrad", 13, "tc_bf16_tma", "conv_dgrad/13_tc_nhwc.cu",
           "tc_fp16_tma on bfloat16 tensors (K % 8 == 0)",
-          family="tensor_cores", launch="mma_nhwc", backend="cuda", precision="bf16", defines=TMA_TC,
-          tune=WGMMA_TC_TUNE, jit="nhwc_bf16", requires="mma_nhwc_requires", fallback="tc_bf16",
+          family=tensor_cores, launch="mma_nhwc", backend="cuda", precision="bf16", defines=TMA_TC,
+          tune=WGMMA_TC_TUNE, jit=tensor_cores.nhwc_bf16, requires=tensor_cores.mma_nhwc_requires, fallback="tc_bf16",
           arch="sm_90a", ptx=("wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16", TENSOR_COPY_4D, TENSOR_COPY_3D)),
     Stage("conv_dgrad", 13, "tc_tf32_tma", "conv_dgrad/13_tc_nhwc.cu",
           "tc_fp16_tma with TF32 operands (K % 4 == 0)",
-          family="tensor_cores", launch="mma_nhwc_tf32", backend="cuda", precision="tf32", defines=TMA_TC,
-          tune=WGMMA_TC_TUNE, jit="nhwc_tf32", requires="mma_nhwc_tf32_requires", fallback="tc_tf32",
+          family=tensor_cores, launch="mma_nhwc_tf32", backend="cuda", precision="tf32", defines=TMA_TC,
+          tune=WGMMA_TC_TUNE, jit=tensor_cores.nhwc_tf32, requires=tensor_cores.mma_nhwc_tf32_requires, fallback="tc_tf32",
           arch="sm_90a", ptx=("wgmma.mma_async.sync.aligned.m64n64k8.f32.tf32.tf32", TENSOR_COPY_4D, TENSOR_COPY_3D,
                               "mbarrier.try_wait.parity.shared::cta.b64", "mbarrier.arrive.expect_tx.shared::cta.b64",
                               "mbarrier.arrive.shared::cta.b64", TO_TF32)),
@@ -300,24 +301,24 @@ STAGES = [
     Stage("conv_dgrad", 13, "tc_fp16_nchw32", "conv_dgrad/13_tc_nhwc.cu",
           "tc_fp16_nhwc reading dy' interleaved, (N, K/32, OH, OW, 32), K padded with zeros to a "
           "multiple of 32: any K",
-          family="tensor_cores", launch="mma_nhwc", backend="cuda", precision="fp16", defines=NCHW32_TC,
-          tune=NHWC_TC_TUNE, jit="nhwc_fp16", requires="mma_nhwc_requires",
+          family=tensor_cores, launch="mma_nhwc", backend="cuda", precision="fp16", defines=NCHW32_TC,
+          tune=NHWC_TC_TUNE, jit=tensor_cores.nhwc_fp16, requires=tensor_cores.mma_nhwc_requires,
           ptx=(MMA_FP16, LDMATRIX, CP_ASYNC, ".entry dy_to_nchw32(")),
     Stage("conv_dgrad", 13, "tc_bf16_nchw32", "conv_dgrad/13_tc_nhwc.cu",
           "tc_fp16_nchw32 on bfloat16 tensors",
-          family="tensor_cores", launch="mma_nhwc", backend="cuda", precision="bf16", defines=NCHW32_TC,
-          tune=NHWC_TC_TUNE, jit="nhwc_bf16", requires="mma_nhwc_requires", ptx=(MMA_BF16, ".entry dy_to_nchw32(")),
+          family=tensor_cores, launch="mma_nhwc", backend="cuda", precision="bf16", defines=NCHW32_TC,
+          tune=NHWC_TC_TUNE, jit=tensor_cores.nhwc_bf16, requires=tensor_cores.mma_nhwc_requires, ptx=(MMA_BF16, ".entry dy_to_nchw32(")),
     Stage("conv_dgrad", 13, "tc_tf32_nchw32", "conv_dgrad/13_tc_nhwc.cu",
           "tc_fp16_nchw32 with TF32 operands",
-          family="tensor_cores", launch="mma_nhwc_tf32", backend="cuda", precision="tf32", defines=NCHW32_TC,
-          tune=NHWC_TC_TUNE, jit="nhwc_tf32", requires="mma_nhwc_requires",
+          family=tensor_cores, launch="mma_nhwc_tf32", backend="cuda", precision="tf32", defines=NCHW32_TC,
+          tune=NHWC_TC_TUNE, jit=tensor_cores.nhwc_tf32, requires=tensor_cores.mma_nhwc_requires,
           ptx=(MMA_TF32, TO_TF32, ".entry dy_to_nchw32(")),
 
     # Chapter 16: every shape (groups, dilation, a stride per axis, a padding per side, 1-4 axes)
     Stage("conv_dgrad", 16, "any_shape", "conv_dgrad/16_any_shape.cl",
           "one work-item per input element of a convolution of any shape (1-4 spatial axes, groups, "
           "dilation, strides per axis, padding per side) seen as 4-D, stage 02's checks on every axis",
-          family="direct_nd", launch="per_input_element", defines=WG, tune=WG_TUNE, any_shape=True),
+          family=direct_nd, launch="per_input_element", defines=WG, tune=WG_TUNE, any_shape=True),
     # the depthwise ladder's next rungs (helpers/launch/depthwise.py): 2-D, groups = C = K; other
     # shapes run any_shape
     Stage("conv_dgrad", 16, "dw_tiles", "conv_dgrad/16_dw_tiles.cl",

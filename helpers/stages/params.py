@@ -4,6 +4,8 @@ A stage's entry names one of these where its defaults or its search are exactly 
 validator checks every value of every set like any other entry's (helpers/stages/validate.py).
 """
 
+from ..launch import depthwise, igemm_nd, winograd
+
 WG = {"WG": 64}
 WG_TUNE = {"WG": [32, 64, 128, 256]}
 
@@ -20,8 +22,8 @@ TILES_WG = {**TILES, "WG": 64}           # with the work-group of the copy kerne
 # the launch, its tiles and what it needs, the same for both operations
 WINO_BLOCKED = {"WG": 64, "TM": 64, "TN": 64, "REG": 4, "TK": 8, "PREFETCH": 1}
 WINO_BLOCKED_TUNE = {"TM": [64, 128], "TN": [64, 128], "REG": [4, 8], "TK": [8, 16]}
-WINO_F23 = dict(family="winograd", launch="blocked", defines=WINO_BLOCKED, tune=WINO_BLOCKED_TUNE,
-                requires="winograd_f23")
+WINO_F23 = dict(family=winograd, launch="blocked", defines=WINO_BLOCKED, tune=WINO_BLOCKED_TUNE,
+                requires=winograd.winograd_f23)
 
 # Winograd F(4x4,3x3) (chapter 12a): 6x6 tiles, the 36 products as a batch through the course
 # GEMM (its tiles and tune lists). JOINT_TRANSFORMS = 1: the filter and input transforms in one
@@ -30,8 +32,8 @@ WINO_F23 = dict(family="winograd", launch="blocked", defines=WINO_BLOCKED, tune=
 WINO4 = {**TILES, "WG": 64, "JOINT_TRANSFORMS": 1, "WINO_CHANNEL_MAJOR": 1}
 # its launch and what it needs (conv_forward 06, conv_dgrad 12), its float4 stores where the
 # output's width allows (WINO_VEC_OUT)
-WINO_F43 = dict(family="winograd", launch="blocked_f4x4", defines=WINO4, jit="wino_vectors",
-                requires="winograd_f43", fast={"WINO_VEC_OUT": 1})
+WINO_F43 = dict(family=winograd, launch="blocked_f4x4", defines=WINO4, jit=winograd.wino_vectors,
+                requires=winograd.winograd_f43, fast={"WINO_VEC_OUT": 1})
 
 # Chapter 13's channel-last tensor-core kernel (13_tc_nhwc.cu), both directions: its tiles
 TC_TILES = {"BN": 64, "STAGES": 3, "CH": 4}
@@ -43,7 +45,7 @@ TC_TILES_TUNE = {"BN": [64, 128], "STAGES": [2, 3], "CH": [4, 8]}
 # 2-D depthwise layers only, the rest run any_shape. dw_regs' defaults: the fastest of the sets
 # timed on most MobileNetV2 and ConvNeXt depthwise layers on the H200
 # (results/depthwise/dw_times_nvidia-h200.json; the strided layers' weight gradient preferred XPW = 4)
-DEPTHWISE = dict(family="depthwise", jit="jit", requires="depthwise_requires", fallback="any_shape", any_shape=True)
+DEPTHWISE = dict(family=depthwise, jit=depthwise.jit, requires=depthwise.depthwise_requires, fallback="any_shape", any_shape=True)
 DW_TILES = {"TX": 32, "TY": 8}
 DW_TILES_TUNE = {"TX": [16, 32], "TY": [4, 8, 16]}
 DW_REGS = {"TX": 8, "TY": 8, "XPW": 8}
@@ -52,7 +54,7 @@ DW_REGS_TUNE = {"TX": [4, 8, 16], "TY": [4, 8, 16], "XPW": [4, 8]}
 # Chapter 16's implicit GEMM for convolutions of any shape (conv_forward, conv_dgrad, conv_wgrad
 # 16_igemm_nd; helpers/launch/igemm_nd.py): the course GEMM's tiles, fitted per layer to the
 # group's channels; every shape of helpers/ops/shape.py, ranks 1-4
-IGEMM_ND = dict(family="igemm_nd", jit="jit", requires="igemm_nd_requires", any_shape=True)
+IGEMM_ND = dict(family=igemm_nd, jit=igemm_nd.jit, requires=igemm_nd.igemm_nd_requires, any_shape=True)
 # a small tile with both switches of the tile loop on, and short slices (many of them) for the
 # weight gradient: the grid meets every partial tile and slice with them too
 IGEMM_ND_VARIANT = {"TM": 32, "TN": 32, "TK": 8, "WM": 4, "WN": 4, "GEMM_LDS4": 1, "GEMM_PREFETCH": 1}

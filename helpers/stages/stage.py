@@ -6,6 +6,8 @@ entry fails the import with the stage and the problem named, before anything run
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from types import ModuleType
+from typing import Callable
 
 PRECISIONS = ("fp32", "tf32", "fp16", "bf16")
 
@@ -18,18 +20,20 @@ class Stage:
     name: str
     kernel: str                      # file under kernels/, written out in full ("" for a chooser)
     title: str                       # one line: what this stage does
-    family: str = ""                 # launcher module in helpers/launch/
-    launch: str = ""                 # which launch of the family (its grid, its steps)
+    family: ModuleType | None = None  # its launcher: a module of helpers/launch/ (the module itself)
+    launch: str = ""                 # which launch of the family: a key of its LAUNCHES (its grid, steps)
     backend: str = "opencl"          # helpers/engine/backends/: "opencl" or "cuda"
     precision: str = "fp32"          # PRECISIONS; a reduced one is part of the stage's name
     defines: dict = field(default_factory=dict)   # default JIT parameters (-D options)
     tune: dict = field(default_factory=dict)      # define -> candidate values for the search
-    jit: str = ""                    # family function (problem, defines) -> derived defines
-    requires: str = ""               # family function (problem, defines) -> None or the unmet need
+    # the family's functions, themselves (e.g. jit=direct.fast_3x3), None where the stage has none:
+    jit: Callable | None = None      # (problem, defines) -> derived defines
+    requires: Callable | None = None  # (problem, defines) -> None or the unmet need
     fallback: str | None = None      # stage name to run when ``requires`` fails; None: refuse
-    source: str = ""                 # family function (stage, defines) -> generated kernel text;
-                                     # a test's fault or a kernel exercise may set a callable
-                                     # (defines) -> text on a copy (dataclasses.replace)
+    generate: Callable | None = None  # (stage, defines) -> generated kernel text (stages 07-08)
+    source: Callable | None = None   # never in the registry: a test's planted fault or a kernel
+                                     # exercise sets (defines) -> the kernel text on a copy
+                                     # (dataclasses.replace); it replaces the file and ``generate``
     fast: dict = field(default_factory=dict)  # the build defines that select the fast path (as the
                                      # kernel's #if reads them); empty: the stage has one path
     entry: str = ""                  # kernel function name of a one-kernel stage (default: the op)
@@ -55,6 +59,11 @@ class Stage:
     def tensor_cores(self) -> bool:
         """A CUDA stage in a reduced precision runs its products on tensor cores (chapter 13)."""
         return self.backend == "cuda" and self.precision != "fp32"
+
+    @property
+    def family_name(self) -> str:
+        """The launcher module's name in helpers/launch/ ("direct"), "" for a choosing stage."""
+        return self.family.__name__.rsplit(".", 1)[-1] if self.family is not None else ""
 
     @property
     def key(self) -> str:

@@ -13,14 +13,14 @@ from contextlib import contextmanager
 
 from ..engine.backends import BACKENDS, KERNEL_FILES
 from ..engine.kernels import KERNELS
-from ..launch import family, families
+from ..launch import FAMILY, is_family
 from ..ops import op_module
 from .stage import PRECISIONS, Stage
 
 DEFINE = re.compile(r"^[A-Z][A-Z0-9_]*$")
 NAME = re.compile(r"^[a-z][a-z0-9_]*$")
 ARCH = re.compile(r"^sm_\d+a?$")
-HOOKS = ("jit", "requires", "source")
+HOOKS = ("jit", "requires", "generate")     # the family functions an entry may hold
 
 
 class RegistryError(ValueError):
@@ -93,7 +93,7 @@ def check_stage(s: Stage) -> None:
         raise RegistryError(f"a {s.precision} stage has its precision in its name")
     check_defines(s)
     if s.choose:
-        stray = [f for f in ("kernel", "family", "launch", "fallback", *HOOKS) if getattr(s, f)]
+        stray = [f for f in ("kernel", "family", "launch", "fallback", "source", *HOOKS) if getattr(s, f)]
         if stray or s.defines or s.tune:
             raise RegistryError(f"a choosing stage runs no kernel of its own, but sets "
                                 f"{', '.join(stray + ['defines'] * bool(s.defines) + ['tune'] * bool(s.tune))}")
@@ -171,18 +171,24 @@ def check_kernel(s: Stage) -> None:
 
 
 def check_family(s: Stage) -> None:
-    if s.family not in families():
-        raise RegistryError(f"family {s.family!r} is none of helpers/launch/'s: {', '.join(families())}")
-    module = family(s.family)
-    if s.launch not in module.LAUNCHES:
-        raise RegistryError(f"launch {s.launch!r} is none of the {s.family} family's: "
-                            f"{', '.join(module.LAUNCHES)}")
+    if not is_family(s.family):
+        raise RegistryError(f"family {getattr(s.family, '__name__', s.family)!r} is not a launcher module of "
+                            f"helpers/launch/ (a module with {', '.join(FAMILY)}: the module itself, e.g. family=direct)")
+    path = f"helpers/launch/{s.family_name}.py"
+    if s.launch not in s.family.LAUNCHES:
+        raise RegistryError(f"launch {s.launch!r} is none of the {s.family_name} family's: "
+                            f"{', '.join(s.family.LAUNCHES)}")
     for hook in HOOKS:
-        name = getattr(s, hook)
-        if not isinstance(name, str):
-            raise RegistryError(f"{hook}={name!r}: the registry names a function of helpers/launch/{s.family}.py")
-        if name and not callable(getattr(module, name, None)):
-            raise RegistryError(f"{hook}={name!r} is not a function of helpers/launch/{s.family}.py")
+        fn = getattr(s, hook)
+        if fn is None:
+            continue
+        if not callable(fn):
+            raise RegistryError(f"{hook}={fn!r} is not a function: an entry holds a function of {path} "
+                                f"itself (e.g. {hook}={s.family_name}.<function>)")
+        if not any(v is fn for v in vars(s.family).values()):
+            raise RegistryError(f"{hook}={getattr(fn, '__qualname__', fn)!r} is not a function of {path}")
+    if s.source is not None:
+        raise RegistryError("source= is set only on a copy (a planted fault, a kernel exercise), never in the registry")
 
 
 def check_fallback(s: Stage, by_name: dict) -> None:
@@ -215,8 +221,9 @@ def check_twin(s: Stage, by_name: dict) -> None:
                             "after it (or a tensor-core stage in tf32, fp16 or bf16)")
     for f in ("number", "family", "launch", "defines", "tune"):
         if getattr(s, f) != getattr(twin, f):
-            raise RegistryError(f"its {f} {getattr(s, f)!r} differs from its OpenCL stage "
-                                f"{twin.key}'s {getattr(twin, f)!r}")
+            shown = (lambda t: t.family_name) if f == "family" else (lambda t: getattr(t, f))
+            raise RegistryError(f"its {f} {shown(s)!r} differs from its OpenCL stage "
+                                f"{twin.key}'s {shown(twin)!r}")
     if s.kernel.rsplit(".", 1)[0] != twin.kernel.rsplit(".", 1)[0]:
         raise RegistryError(f"kernel {s.kernel} is not {twin.kernel}'s file name with .cu")
 

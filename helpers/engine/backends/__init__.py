@@ -4,18 +4,27 @@
             chooses the device)
     cuda    CuPy's RawModule with NVRTC on an NVIDIA GPU (cuda.py: CudaTensor, CudaPlan)
 
-``plan_class`` is the one place a stage's backend becomes the class that plans it; a backend's
-module is imported only when one of its stages is planned, so pyopencl is never needed on the
-CUDA path, nor CuPy on the OpenCL one. nvrtc.py compiles CUDA kernels to PTX with no GPU at all
+``plan_class`` is the one place a stage's backend becomes the class that plans it (PLANS: a
+function per backend that imports its class); a backend's module is imported only when one of
+its stages is planned, so pyopencl is never needed on the CUDA path, nor CuPy on the OpenCL one. nvrtc.py compiles CUDA kernels to PTX with no GPU at all
 (the NVRTC wheel), so the tests check every CUDA kernel on any machine.
 """
 from __future__ import annotations
 
-import importlib
 
-# backend -> its plan class, as module.class here (both derive from engine/plan.py: Plan), and
-# the extension of its kernel files (kernels/<op>/NN_name.cl or .cu; the registry checks it)
-PLANS = {"opencl": "opencl.ClPlan", "cuda": "cuda.CudaPlan"}
+def opencl_plan() -> type:
+    from .opencl import ClPlan      # imports pyopencl: only when an OpenCL stage is planned
+    return ClPlan
+
+
+def cuda_plan() -> type:
+    from .cuda import CudaPlan
+    return CudaPlan
+
+
+# backend -> the function that imports its plan class (both derive from engine/plan.py: Plan),
+# and the extension of its kernel files (kernels/<op>/NN_name.cl or .cu; the registry checks it)
+PLANS = {"opencl": opencl_plan, "cuda": cuda_plan}
 KERNEL_FILES = {"opencl": ".cl", "cuda": ".cu"}
 BACKENDS = tuple(PLANS)
 
@@ -25,8 +34,7 @@ def plan_class(backend: str) -> type:
     static methods: what the running layer asks of a backend before it plans)."""
     if backend not in PLANS:
         raise ValueError(f"unknown backend {backend!r}; the backends are {', '.join(BACKENDS)}")
-    module, name = PLANS[backend].split(".")
-    return getattr(importlib.import_module(f"{__name__}.{module}"), name)
+    return PLANS[backend]()
 
 
 class BackendUnavailable(RuntimeError):
