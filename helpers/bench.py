@@ -6,9 +6,11 @@
 
 For each (layer, stage): build, check against the reference, time (profiling events, warm-up,
 repeats, median and spread), check again, and report median ms, GFLOP/s, speed-up over the
-op's first stage, % of the measured FMA peak, and speed-up over cuDNN fp32 where PyTorch with
-CUDA is present. Writes JSON (device, driver, date, package versions, every repetition) into
-results/. From Python, ``run(...)`` returns the same dict (the notebooks' ladders use it).
+op's first stage, % of the measured FMA peak, and speed-up over the vendor library in fp32 (cuDNN;
+cuBLAS for the GEMM, PyTorch for batch norm) where PyTorch with CUDA is present. ``--tune`` keeps
+what it finds in your own cache, as ``./course tune`` does; ``--tune --commit`` writes it into
+results/tuned.json (recording a GPU for the course). Writes JSON (device, driver, date, package
+versions, every repetition) into results/. From Python, ``run(...)`` returns the same dict (the notebooks' ladders use it).
 """
 from __future__ import annotations
 
@@ -22,6 +24,7 @@ import re
 import shlex
 import sys
 import time
+from pathlib import Path
 from pathlib import Path
 
 import numpy as np
@@ -42,7 +45,7 @@ from .engine.plan import DeviceLimitError
 from .runner import CannotRun, Plan, check_plan, prepare, reference_for
 from .stages import get_stage, stage_names
 from .trials import search
-from .tuning import TUNED, ignored as tuned_ignored, mode as tuning_mode, record as write_tuned
+from .tuning import TUNED, ignored as tuned_ignored, mode as tuning_mode, record as write_tuned, user_cache
 from .tuning import summary as tuning_summary
 
 
@@ -55,11 +58,12 @@ def versions() -> dict:
 
 def run(op: str = "conv_dgrad", stages=None, layers=None, ctx=None, *, activation: str = "none",
         warmup: int = 3, repeats: int = 20, vendor: bool = True, peak: bool = True, tune: bool = False,
-        progress: bool = True, verbose: bool = False, record_tuned: bool = False, tag: str | None = None,
+        progress: bool = True, verbose: bool = False, record_tuned: Path | None = None, tag: str | None = None,
         defines: dict | None = None, tune_only: list | None = None, on_row=None, on_layer=None) -> dict:
     """Benchmark ``stages`` (names/numbers, default all OpenCL stages) of ``op`` over a layer set
     (a name, default the op's small set, or a list of layers); returns a dict. ``tune_only``:
-    parameter names; the search covers only those (implies ``tune``).
+    parameter names; the search covers only those (implies ``tune``). ``record_tuned``: the
+    tuned-values file the search writes (tuning.user_cache(), or results/tuned.json), None: none.
 
     A stage that cannot run a layer (its requirement unmet, the device's limits) gives a refused
     entry (``out["refused"]``: layer, stage, reason) and the run goes on. ``on_row(row, out)`` is
@@ -108,8 +112,8 @@ def run(op: str = "conv_dgrad", stages=None, layers=None, ctx=None, *, activatio
     if tune:
         out["tuned"] = {s.key: search(op, s, lays, ctx, activation, warmup, repeats, bar, tune_only)
                         for s in stages if s.tune}
-        if record_tuned:
-            save_tuned(out)           # kept even if the timing below is interrupted
+        if record_tuned is not None:
+            save_tuned(out, record_tuned)           # kept even if the timing below is interrupted
     problem, started = None, time.perf_counter()
     if on_layer:
         on_layer(0, len(lays), 0.0)           # checked, about to build the first kernels
@@ -326,15 +330,16 @@ def refuse_overwrite(path, stages: list, op: str | None = None, layer_set: str |
                          f"{', '.join(stages)}. Choose another --tag (or --out), or delete the file to record it anew.")
 
 
-def save_tuned(out: dict) -> None:
-    """The searched values into results/tuned.json, under the device's name and description."""
+def save_tuned(out: dict, path: Path) -> None:
+    """The searched values into a tuned-values file (the learner's cache, or results/tuned.json
+    with --commit), under the device's name and description."""
     entries = {}
     for key, found in out["tuned"].items():
         entry = {"defines": found["defines"], "layer_set": out["layer_set"], "date": out["date"]}
         if "searched" in found:  # --tune-only: these were searched here, the others kept as recorded
             entry["searched"] = found["searched"]
         entries.setdefault(out["op"], {})[key] = entry
-    write_tuned(TUNED, out["device"]["describe"], entries)  # stage auto, later in the run, builds with them
+    write_tuned(path, out["device"]["describe"], entries)  # stage auto, later in the run, builds with them
 
 
 def parse_defines(text: str | None) -> dict | None:
@@ -394,10 +399,13 @@ def parser() -> argparse.ArgumentParser:
     ap.add_argument("--defines", default=None, help="JIT parameters for every stage that has them, e.g. WG=128,CPW=8")
     ap.add_argument("--warmup", type=int, default=3)
     ap.add_argument("--repeats", type=int, default=20)
-    ap.add_argument("--tune", action="store_true", help="search the stages' JIT parameters first; record them")
+    ap.add_argument("--tune", action="store_true", help="search the stages' JIT parameters first; keep them in your "
+                                                        "own cache, as ./course tune does")
+    ap.add_argument("--commit", action="store_true", help="with --tune: write the values into results/tuned.json "
+                                                          "instead (recording a GPU for the course)")
     ap.add_argument("--tune-only", default=None, help="comma-separated parameter names: --tune over just these, "
                                                       "the others as recorded for the device")
-    ap.add_argument("--no-vendor", action="store_true", help="skip the cuDNN reference timing")
+    ap.add_argument("--no-vendor", action="store_true", help="skip the vendor library's reference timing (cuDNN; cuBLAS for gemm, PyTorch for batch norm)")
     ap.add_argument("--tag", default=None, help="name a run made for one comparison (e.g. cuda_twins); "
                                                "chapters read tagged runs only where they ask for the tag")
     ap.add_argument("--out", default=None, help="JSON path (default results/<op>_<layers>[_<activation>]_<device>.json); "
@@ -478,10 +486,13 @@ def _main(argv=None) -> int:
     a, stages, defines = checked_args(argv)
     if tuned_ignored() and (a.tune or a.tune_only):
         raise ValueError("COURSE_TUNED=none runs the registry's defaults; a search (--tune) would record "
-                         "into results/tuned.json: unset COURSE_TUNED to tune")
+                         "tuned values: unset COURSE_TUNED to tune")
     tune_only = a.tune_only.split(",") if a.tune_only else None
     tune = a.tune or bool(tune_only)
     chosen = [get_stage(a.op, s).name for s in stages or stage_names(a.op)]
+    if a.commit and not tune:
+        raise ValueError("--commit writes what --tune finds into results/tuned.json: give --tune (or --tune-only) too")
+    tuned_file = (TUNED if a.commit else user_cache()) if tune and a.out != "-" else None
     path = None
     ctx = get_context(a.device)
     if a.out != "-":
@@ -496,7 +507,7 @@ def _main(argv=None) -> int:
              f"compiled on its first layer, so the first layer takes longest) ...")
     out = run(a.op, stages, a.own or a.layers, ctx, activation=a.activation, warmup=a.warmup,
               repeats=a.repeats, vendor=not a.no_vendor, tune=tune, defines=defines, progress=False,
-              verbose=False, record_tuned=tune and a.out != "-", tag=a.tag, tune_only=tune_only,
+              verbose=False, record_tuned=tuned_file, tag=a.tag, tune_only=tune_only,
               on_row=lambda row, o: print(_line(row, o), flush=True), on_layer=lambda done, total, seconds: _layer_done(done, total, seconds, first))
     out["layer_set"] = a.layers
     # the command that wrote the file: results/ is re-recorded by running it again
@@ -506,10 +517,10 @@ def _main(argv=None) -> int:
     if path is not None and (out["rows"] or not out.get("partial")):
         written = write_json(out, path)
         print(f"wrote {written}" + (" (a partial run: the rows that finished)" if out.get("partial") else ""))
-        if tune:
-            print(f"recorded the tuned parameters in {TUNED}")
     elif out.get("partial"):
         print("nothing written: no layer had finished", file=sys.stderr)
+    if tuned_file is not None:
+        print(f"recorded the tuned parameters in {tuned_file}")
     return 130 if out.get("partial") else 0
 
 

@@ -62,6 +62,8 @@ def _bench(name: str, args: str, minutes: float, why: str, measured: bool = Fals
         writes = a.out.removeprefix("results/").replace("SLUG", "{slug}")
     else:
         writes = names.bench(a.op, a.layers, "{slug}", a.activation, a.tag)
+    if (a.tune or a.tune_only) and not a.commit:     # a recorded GPU's values go into results/tuned.json
+        args += " --commit"
     return Task(name, env + "{python} -m helpers.bench --device {device} " + args, writes, minutes, why, measured)
 
 

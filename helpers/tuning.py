@@ -3,11 +3,13 @@
 run_stage builds a stage with its registry defaults, overridden by the values tuned for the device
 it runs on, overridden by what the caller passes. Tuned values live in two files of one format:
 
-- ``results/tuned.json``: the course's recorded devices (the benchmark's ``--tune``, ``./course tune
-  --commit``), each with its description (vendor, kind, architecture: helpers/engine/devices.py);
-- the learner's own cache, outside the checkout (``./course tune`` writes it): the platform's cache
-  folder (``~/.cache/convbackprop-course/tuned.json`` on Linux, ``~/Library/Caches/...`` on macOS,
-  ``%LOCALAPPDATA%`` on Windows), or ``COURSE_TUNE_CACHE``.
+- ``results/tuned.json``: the course's recorded devices (the benchmark's ``--tune --commit``,
+  ``./course tune --commit``), each with its description (vendor, kind, architecture: helpers/engine/devices.py);
+- the learner's own cache, outside the checkout (``./course tune`` and ``bench --tune`` write it): the
+  file ``tuned.json`` in the platform's cache folder (``~/.cache/convbackprop-course/tuned.json`` on
+  Linux, ``~/Library/Caches/convbackprop-course/tuned.json`` on macOS,
+  ``%LOCALAPPDATA%\\convbackprop-course\\tuned.json`` on Windows), or the file ``COURSE_TUNE_CACHE``
+  names (a JSON file's path, e.g. ``COURSE_TUNE_CACHE=~/my_tuning.json``; not a folder).
 
 For each stage the values come from the first of: the learner's cache for this device, then
 ``results/tuned.json`` for this device (exact name matches win), then the closest recorded device:
@@ -49,7 +51,8 @@ def ignored() -> bool:
 
 
 def user_cache() -> Path:
-    """The learner's own tuned values: COURSE_TUNE_CACHE, else the platform's cache folder."""
+    """The file of the learner's own tuned values: the file COURSE_TUNE_CACHE names, else tuned.json
+    in the platform's cache folder."""
     if os.environ.get("COURSE_TUNE_CACHE", "").strip():
         path = Path(os.environ["COURSE_TUNE_CACHE"]).expanduser()
         if path.is_dir():

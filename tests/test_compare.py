@@ -48,7 +48,9 @@ def test_best_stage_per_layer_with_its_own_runs_vendor(runs):
     assert rows[("batchnorm_backward", "a")]["vendor_ms"] == 0.75
     assert rows[("conv_forward", "a")]["vendor_ms"] == 1.0
     assert [r["op"] for r in compare.best_vs_vendor("batchnorm_forward")] == ["batchnorm_forward"]
-    assert compare.best_vs_vendor(device="other") == []
+    with pytest.raises(ValueError, match="GPU X"):      # an unknown device: refused, naming the recorded ones
+        compare.best_vs_vendor(device="other")
+    assert compare.best_vs_vendor(device="gpu-x") == compare.best_vs_vendor(device="GPU X")
 
 
 def test_readme_section_summarises_each_layer_set(runs):

@@ -2,7 +2,7 @@
 stage recorded in results/ beside the vendor's time from the same run.
 
     from helpers.analysis.compare import best_vs_vendor, table, readme_section
-    rows = best_vs_vendor("conv_dgrad", device="H200")   # one dict per (op, device, layer)
+    rows = best_vs_vendor("conv_dgrad", device="H200")   # one dict per (op, device, layer); or "nvidia-h200"
     print(table(rows))                                   # a plain-text table
     print(readme_section())                              # README's summary (a test checks it)
 
@@ -18,6 +18,7 @@ helpers/ops/vendor.py), which leaves that host work out (and is never the longer
 """
 from __future__ import annotations
 
+from .names import slug
 from .results import load
 from .summary import geomean
 
@@ -49,13 +50,28 @@ def vendor_ms(v: dict, op: str) -> float:
     return (op in KERNEL_SUM_OPS and v.get("kernels_median_ms")) or v["median_ms"]
 
 
+def matches(device: str, name: str) -> bool:
+    """Whether ``device`` names the device called ``name``: part of its name ('H200') or of its
+    slug, as the result files spell it ('nvidia-h200'), in any case."""
+    return device.lower() in name.lower() or (slug(device) != "" and slug(device) in slug(name))
+
+
 def best_vs_vendor(op: str | None = None, device: str | None = None) -> list[dict]:
     """Per (op, device, layer, problem): the fastest recorded course stage and the vendor's time
-    from that stage's run. ``op`` and ``device`` (part of the device's name) narrow the list.
+    from that stage's run. ``op`` and ``device`` (part of the device's name, 'H200', or of its
+    slug, 'nvidia-h200') narrow the list; a device no recorded run matches is refused with the
+    devices that are recorded (ValueError), never answered with no rows.
     Rows: op, layer_set, layer, problem, device, stage, ms, vendor, vendor_ms, x_vendor, file."""
+    runs = list(_runs())
+    if op is not None and op not in OP_NAMES:
+        raise ValueError(f"unknown op {op!r}; the ops compared with a vendor are {', '.join(OP_NAMES)}")
+    if device is not None and not any(matches(device, run["device"]["name"]) for run in runs):
+        known = sorted({f"{run['device']['name'].strip()} ({slug(run['device']['name'])})" for run in runs})
+        raise ValueError(f"no GPU run with the vendor's times is recorded in results/ on a device matching "
+                         f"{device!r}; the recorded devices are {', '.join(known) or 'none'}")
     best: dict = {}
-    for run in _runs():
-        if (op and run["op"] != op) or (device and device.lower() not in run["device"]["name"].lower()):
+    for run in runs:
+        if (op and run["op"] != op) or (device and not matches(device, run["device"]["name"])):
             continue
         # the vendor in fp32, as the rows compared (a run of chapter 13 times it per precision)
         vendor = {v["layer"]: v for v in run["vendor"] if v.get("median_ms") and v.get("precision", "fp32") == "fp32"}

@@ -39,8 +39,16 @@ def outside_kernels_ms(row: dict) -> float:
 
 
 def vendor_name(out: dict) -> str:
-    """The vendor library a run compared with (its ``name``; cuDNN where none is given)."""
-    return out["vendor"][0].get("name", "cuDNN") if out.get("vendor") else "cuDNN"
+    """The vendor library a run compared with: its vendor rows' ``name``; without rows (no GPU, or
+    --no-vendor) the op's own (``VENDOR`` of helpers/ops/<op>.py: cuBLAS for the GEMM, PyTorch for
+    batch norm), else cuDNN."""
+    if out.get("vendor"):
+        return out["vendor"][0].get("name", "cuDNN")
+    from ..ops import op_module          # the op's modules import no OpenCL or CUDA
+    try:
+        return getattr(op_module(out.get("op")), "VENDOR", "cuDNN")
+    except ValueError:                   # an op this checkout does not have
+        return "cuDNN"
 
 
 def vendor_algorithm(vendor_row: dict) -> str:

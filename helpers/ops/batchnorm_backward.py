@@ -20,7 +20,7 @@ from . import reference as ref
 from ..engine.check import rtol_for_sum
 from .problem import Problem, activation_output, reject_unknown
 from .problem import ACT_CODES as PROBLEM_ACT_CODES
-from .batchnorm_forward import channel_vector, check_x, random_args
+from .batchnorm_forward import VENDOR, channel_vector, check_x, random_args  # noqa: F401 (VENDOR: the benchmark's label)
 
 OP = "batchnorm_backward"
 # the layer sets the benchmark takes (helpers/ops/layers.py: their kind, the small default set)

@@ -35,6 +35,7 @@ OP = "batchnorm_forward"
 # the layer sets the benchmark takes (helpers/ops/layers.py: their kind, the small default set)
 LAYERS = ("batchnorm", "bn_ci")
 ARGS = ("x", "gamma", "beta", "eps", "training", "running_mean", "running_var", "momentum")
+VENDOR = "PyTorch"       # the vendor the benchmark times beside (helpers/ops/vendor_batchnorm.py)
 MAX_COUNT = 2**24          # per-channel counts are carried as float32: exact up to 2^24
 MAX_ELEMENTS = 2**31 - 4   # 32-bit indices, rounded up to a multiple of 4 in the kernels
 

@@ -85,6 +85,9 @@ def layer_args(layer: dict, activation: str = "none", seed: int = 0) -> dict:
     return random_args(layer["m"], layer["n"], layer["k"], seed)
 
 
+VENDOR = "cuBLAS"        # the vendor library the benchmark times beside the course GEMM
+
+
 def vendor_time(problem: Problem, warmup: int, repeats: int, flush_bytes: int):
     """cuBLAS fp32 (TF32 off) through PyTorch on an NVIDIA GPU, or None."""
     from .vendor import fp32_torch, time_cuda
@@ -93,7 +96,7 @@ def vendor_time(problem: Problem, warmup: int, repeats: int, flush_bytes: int):
         return None
     a, b = (torch.from_numpy(problem.inputs[x]).cuda() for x in ("a", "b"))
     out = time_cuda(lambda: torch.matmul(a, b), warmup, repeats, flush_bytes)
-    out["name"] = "cuBLAS"
+    out["name"] = VENDOR
     out["library"] = "cuBLAS fp32 (TF32 off) via torch.matmul"
     return out
 
