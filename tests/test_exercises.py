@@ -490,7 +490,7 @@ def test_c_fragment_check_accepts_the_layout_and_names_each_mistake(capsys):
                                  for reg in range(4)],
                       lambda l: [next((r, c) for r in range(16) for c in range(8) if owner("C", r, c) == (l, reg))
                                  for reg in range(4)]):
-        _names_each_mistake(check_c_fragment, {"asks the course's fragment_owner": looked_up}, capsys)
+        _names_each_mistake(check_c_fragment, {"calls fragment_owner": looked_up}, capsys)
     assert owner("C", 9, 3) == (5, 3)          # the model answers again once the check is over
 
 
