@@ -209,10 +209,12 @@ KERNEL_WRONG = {
     "tile_copy": (lambda c: c.replace("oh >= 0 && ", ""), "NaN"),
     # a rotation by half the row number: right values, but more store passes than needed
     "slab_swizzle": (lambda c: c.replace("+ (R))", "+ (R) / 2)"), "extra passes"),
-    # E[x^2] - E[x]^2: right near 0, wrong near 1000
-    "bn_variance": (lambda c: c.replace("const float d = x[(n * C + c) * HW + i] - mean;\n",
-                                        "const float d = x[(n * C + c) * HW + i];\n").replace(
-        "m2 / count + eps", "m2 / count - mean * mean + eps"), "around 1000"),
+    # inv_std from E[x^2] - E[x]^2 (m2 kept for the running statistics): right near 0, wrong near 1000
+    "bn_variance": (lambda c: c.replace(
+        "const float inv_std = 1.0f / sqrt(m2 / count + eps);",
+        "float sq = 0.0f;\n    for (int n = 0; n < N; n++)\n        for (int i = 0; i < HW; i++)\n"
+        "            sq += x[(n * C + c) * HW + i] * x[(n * C + c) * HW + i];\n"
+        "    const float inv_std = 1.0f / sqrt(sq / count - mean * mean + eps);"), "around 1000"),
 }
 
 
@@ -490,7 +492,7 @@ def test_c_fragment_check_accepts_the_layout_and_names_each_mistake(capsys):
                                  for reg in range(4)],
                       lambda l: [next((r, c) for r in range(16) for c in range(8) if owner("C", r, c) == (l, reg))
                                  for reg in range(4)]):
-        _names_each_mistake(check_c_fragment, {"asks the course's fragment_owner": looked_up}, capsys)
+        _names_each_mistake(check_c_fragment, {"calls fragment_owner": looked_up}, capsys)
     assert owner("C", 9, 3) == (5, 3)          # the model answers again once the check is over
 
 
@@ -680,7 +682,7 @@ def test_check_names_the_mistake_made(name, answer, says, capsys):
 # Kernel exercises whose right values can come the wrong way: the lesson check refuses them.
 LESSON_WRONG = {
     "weight_load": ("        weights3x3 wk;\n        for (int i = 0; i < 9; i++) wk.s[i] = w[(c * K + k) * 9 + i];",
-                    "arrive through scalar loads"),
+                    "no vector load runs"),
     "inside_test": ("    const bool inside = false;", "to the scalar loop"),
     "tile_copy": (None, "not coalesced"),
 }
@@ -702,11 +704,86 @@ def test_kernel_gap_lessons_accept_other_right_ways(own_ctx, capsys):
     v8 = ("        weights3x3 wk;\n        wk.v.lo = vload8(0, w + (c * K + k) * 9);\n"
           "        wk.v.hi = w[(c * K + k) * 9 + 8];")
     assert kernel_gap("weight_load").check(v8, ctx=own_ctx), capsys.readouterr().out
+    helper = "        const weights3x3 wk = load_weights3x3(&w[(c * K + k) * 9]);"     # the block's address as &w[i]
+    assert kernel_gap("weight_load").check(helper, ctx=own_ctx), capsys.readouterr().out
     inside = "    const bool inside = 2 - PAD <= x && x <= OW - 1 - PAD;"
     assert kernel_gap("inside_test").check(inside, ctx=own_ctx), capsys.readouterr().out
     copy = _right("tile_copy").replace("const int kk = i / (PH * PW), py = i / PW % PH, px = i % PW;",
                                        "const int px = i % PW, py = (i / PW) % PH, kk = i / PW / PH;")
     assert kernel_gap("tile_copy").check(copy, ctx=own_ctx), capsys.readouterr().out
+
+
+# Chapter 04: what the kernel runs is judged, not the text (a probe tags each vloadN's values).
+WEIGHT_LOADS = {
+    "two vload4": ("        weights3x3 wk;\n        const __global float* p = w + (c * K + k) * 9;\n"
+                   "        vstore4(vload4(0, p), 0, wk.s);\n        vstore4(vload4(1, p), 1, wk.s);\n"
+                   "        wk.s[8] = p[8];", "narrower loads (weights 0-3: vload4, 4-7: vload4, 8: plain reads)"),
+    "eight plain reads and a dead vload8": (
+        "        weights3x3 wk;\n        const __global float* p = w + (c * K + k) * 9;\n"
+        "        for (int i = 0; i < 9; i++) wk.s[i] = p[i];\n        if (K < 0) wk.v.lo = vload8(0, p);",
+        "a vload8 in your lines that never runs does not count"),
+    "one vload8 per weight": ("        weights3x3 wk;\n        for (int i = 0; i < 8; i++) wk.s[i] = vload8(0, w + (c * K + k) * 9 + i).s0;\n"
+                              "        wk.s[8] = w[(c * K + k) * 9 + 8];", "not come from one 8-wide load"),
+    "weight 8 by a second vload8": ("        weights3x3 wk;\n        wk.v.lo = vload8(0, w + (c * K + k) * 9);\n"
+                                    "        wk.v.hi = vload8(0, w + (c * K + k) * 9 + 1).s7;", "a second vector load"),
+}
+
+
+@pytest.mark.parametrize("name", sorted(WEIGHT_LOADS))
+def test_weight_load_judges_the_loads_that_run(name, own_ctx, capsys):
+    code, says = WEIGHT_LOADS[name]
+    assert not kernel_gap("weight_load").check(code, ctx=own_ctx)
+    out = capsys.readouterr().out
+    assert out.startswith("Not yet") and "match the reference" in out and says in out, out
+
+
+# Chapter 10: the task asks for the rotation; another layout without conflicts is not its answer.
+@pytest.mark.parametrize("code,says", [
+    ("#define WADDR(R, cc) ((R) * WROW + ((((cc) / 4) ^ (((R) + 1) & (CB / 4 - 1))) * 4) + (cc) % 4)",
+     "not another layout without conflicts"),                                              # an XOR with R + 1
+    ("#define WADDR(R, cc) ((R) * WROW + ((((cc) / 4) - (R) % (CB / 4) + CB / 4) % (CB / 4)) * 4 + (cc) % 4)",
+     "the other way"),                                                                     # rotated backwards
+], ids=["xor R+1", "backwards"])
+def test_slab_swizzle_refuses_a_layout_other_than_the_rotation(code, says, own_ctx, capsys):
+    assert not kernel_gap("slab_swizzle").check(code, ctx=own_ctx)
+    out = capsys.readouterr().out
+    assert out.startswith("Not yet") and "match the reference" in out and says in out, out
+
+
+def test_slab_swizzle_rotation_check_sees_every_width():
+    """The XOR with R + 1 differs from the rotation at every width the check covers (so each width
+    alone would refuse it), and the rotation itself passes at each."""
+    from helpers.chapters.kernel_exercises import SLAB_OTHER_TILES, SLAB_TILE, _not_the_rotation, _waddr
+    xor = _waddr("#define WADDR(R, cc) ((R) * WROW + ((((cc) / 4) ^ (((R) + 1) & (CB / 4 - 1))) * 4) + (cc) % 4)")
+    rot = _waddr(ROTATION)
+    for tile in (SLAB_TILE, *SLAB_OTHER_TILES):
+        import helpers.chapters.kernel_exercises as ke
+        one = (tile,)
+        saved = ke.SLAB_TILE, ke.SLAB_OTHER_TILES
+        ke.SLAB_TILE, ke.SLAB_OTHER_TILES = tile, ()
+        try:
+            assert f"CB = {tile['CB']}" in _not_the_rotation(xor) and _not_the_rotation(rot) == "", one
+        finally:
+            ke.SLAB_TILE, ke.SLAB_OTHER_TILES = saved
+
+
+# Chapter 14: m2 holding the variance gives the right inv_std; the running statistics' update shows it.
+def test_bn_variance_refuses_m2_holding_the_variance(own_ctx, capsys):
+    wrong = _right("bn_variance").replace("const float inv_std = 1.0f / sqrt(m2 / count + eps);",
+                                          "m2 /= count;\n    const float inv_std = 1.0f / sqrt(m2 + eps);")
+    assert wrong != _right("bn_variance")
+    assert not kernel_gap("bn_variance").check(wrong, ctx=own_ctx)
+    out = capsys.readouterr().out
+    assert out.startswith("Not yet") and "m2 holds the variance" in out, out
+
+
+def test_bn_variance_cases_update_the_running_statistics_at_two_counts():
+    counts = set()
+    for label, make in kernel_gap("bn_variance").cases:
+        args = make()
+        if "momentum" in args:
+            counts.add(args["x"].size // args["x"].shape[1])
+    assert len(counts) >= 2 and 1 not in counts, counts
 
 
 def test_a_gap_view_conceals_the_comment_that_states_its_answer():

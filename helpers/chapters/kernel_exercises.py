@@ -196,10 +196,10 @@ def _fwd(*shape):
     return make
 
 
-def _bn(*shape, offset=0.0, scale=1.0):
+def _bn(*shape, offset=0.0, scale=1.0, momentum=None):
     def make():
         from ..ops.batchnorm_forward import random_args
-        return random_args(*shape, offset=offset, scale=scale, seed=5)
+        return random_args(*shape, offset=offset, scale=scale, momentum=momentum, seed=5)
     return make
 
 
@@ -224,7 +224,17 @@ def _bn_variance_mistake(args, got) -> str:
     off = lambda value: float(np.max(np.abs(inv - value) / np.abs(value)))
     miss = off(1 / np.sqrt(m2 / count + eps))          # how far the kernel is from the right factor
     says, value = min(slips.items(), key=lambda kv: off(kv[1]))
-    return says if off(value) < min(1e-2, miss / 4) else ""
+    if off(value) < min(1e-2, miss / 4):
+        return says
+    if "running_var_out" in got and miss < 1e-3:     # inv_std right: what does m2 hold for running_update?
+        mom, before = args["momentum"], args["running_var"].astype(np.float64)
+        rv = np.asarray(got["running_var_out"], np.float64)
+        held = (1 - mom) * before + mom * (m2 / count) / (count - 1)
+        if np.max(np.abs(rv - held) / np.abs(held)) < 1e-3:
+            return ("Your inv_std is right, but m2 holds the variance (m2 / count) when running_update reads it: "
+                    "running_update takes m2 as the sum of squared deviations and divides it by count - 1 itself. "
+                    "Keep m2 the sum; divide by count only inside inv_std's formula")
+    return ""
 
 
 # (N, C, H, W, K, kernel, stride, padding, activation)
@@ -325,6 +335,33 @@ def _slab_words(fn, s: dict):
     return True, ""
 
 
+def _not_the_rotation(fn) -> str:
+    """Where the learner's layout is not the task's rotation (row R moves its float4s R places
+    along the row, wrapping round), at every width of SLAB_TILE and SLAB_OTHER_TILES; "" if it is.
+    Another conflict-free layout (an XOR with another row function) is not the exercise's answer."""
+    from .local import _shape
+    for tile in (SLAB_TILE, *SLAB_OTHER_TILES):
+        s = _shape(tile, 3, 3)
+        groups = s["CB"] // 4
+        backwards = all(fn(r, 4 * u, s) == r * s["CB"] + (u - r) % groups * 4
+                        for r in range(s["ROWS"]) for u in range(groups))
+        for r in range(s["ROWS"]):
+            for u in range(groups):
+                word = fn(r, 4 * u, s)
+                if word == r * s["CB"] + (u + r) % groups * 4:
+                    continue
+                where = f"at CB = {s['CB']} ({groups} float4s a row), row {r}"
+                if backwards:
+                    return (f"{where}: your rotation turns the row the other way; the task moves row R's float4s "
+                            f"R places along the row (towards its end), wrapping round")
+                if word // s["CB"] != r:
+                    return f"{where}: float4 {u} leaves its row; a rotation keeps each row's float4s in the row"
+                return (f"{where}: float4 {u} goes to float4 {word % s['CB'] // 4} of the row, which is not {r} "
+                        f"places along it, wrapped round at the row's end: the task asks for that rotation, "
+                        f"not another layout without conflicts")
+    return ""
+
+
 def _slab_banks(code: str):
     """Once the kernel is right: the copy's weight stores and the weight reads in the bank model."""
     from . import local
@@ -342,6 +379,9 @@ def _slab_banks(code: str):
                        f"no padding. Which float4 does row R's channel group go to, for 8 consecutive rows?")
     if read > 4:
         return False, f"one warp's float4 read of the weights takes {read} passes, more than the 4 quarter-warps"
+    off = _not_the_rotation(fn)
+    if off:
+        return False, off
     return True, (f"the copy's weight stores take {mine} extra passes per work-group and chunk in the bank model, "
                   f"{'as many as' if mine == best else 'fewer than'} with 10_swizzle's XOR")
 
@@ -414,13 +454,19 @@ GAPS = {
         "batchnorm_forward", "naive", "float m2 = 0.0f;", "const float inv_std =",
         "compute m2 (the sum of squared deviations from the mean) and inv_std, the factor that section 1's "
         "formula multiplies x - mean by",
-        (("N=2, C=3, 5x5, data around 0", _bn(2, 3, 5, 5)), ("N=1, C=2, 1x2", _bn(1, 2, 1, 2)),
+        # the first two also update the running statistics, at counts 50 and 2: running_update reads m2
+        # after the gap (so m2 must stay the sum of squared deviations, whatever inv_std is)
+        (("N=2, C=3, 5x5, data around 0", _bn(2, 3, 5, 5, momentum=0.1)),
+         ("N=1, C=2, 1x2", _bn(1, 2, 1, 2, momentum=0.5)),
          ("N=3, C=2, 4x4, data around 1000", _bn(3, 2, 4, 4, offset=1000.0)),
          ("N=2, C=3, 3x5, a spread as small as eps", _bn(2, 3, 3, 5, scale=0.003))),
         {"N=3, C=2, 4x4, data around 1000": "Right near 0, wrong near 1000: is there a difference of "
          "two large, nearly equal numbers?",
          "N=2, C=3, 3x5, a spread as small as eps": "Right where the spread is large, wrong where the variance "
-         "is as small as eps: where does eps enter the formula of section 1?"},
+         "is as small as eps: where does eps enter the formula of section 1?",
+         **{lbl: "This case also updates the running statistics (a momentum is given): running_update "
+                 "(kernels/common/batchnorm.h) reads m2 after your lines. What must m2 hold then?"
+            for lbl in ("N=2, C=3, 5x5, data around 0", "N=1, C=2, 1x2")}},
         diagnose=_bn_variance_mistake),
 }
 

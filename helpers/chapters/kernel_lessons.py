@@ -5,8 +5,9 @@ intact: (gap, code, ctx) -> (ok, message). Right values can come the slow way (n
 where the chapter teaches one vector load; a vector path that never runs; a copy whose neighbouring
 work-items read scattered addresses), so each lesson proves its point from the learner's code:
 
-- ``vector_weights`` (chapter 04) reads the learner's lines: the 9 weights come through one
-  8-wide load and one scalar, not scalar loads in a loop;
+- ``vector_weights`` (chapter 04) probes the kernel: a copy of it whose vloadN tag the values they
+  return must find weights 0..7 of a block in lanes 0..7 of one vload8 and weight 8 read plainly,
+  whatever the learner's lines are written like (a vload8 that never runs counts for nothing);
 - ``vector_path`` (chapter 05) probes the kernel: a copy of it that writes each work-item's
   ``inside`` into dx and returns must find the 3-wide path taken by every work-item whose window
   lies inside its row, and by no other;
@@ -16,29 +17,76 @@ work-items read scattered addresses), so each lesson proves its point from the l
 """
 from __future__ import annotations
 
-import re
-
 import numpy as np
 
 
-def _code(code: str) -> str:
-    """The learner's C without comments."""
-    return re.sub(r"//[^\n]*", "", re.sub(r"/\*.*?\*/", "", code, flags=re.S))
+WIDTHS = (2, 3, 4, 8, 16)      # the vloadN the weights probe tags
+
+
+def _tagged_loads() -> str:
+    """OpenCL C that makes every vloadN of global float data return its values plus 100*N + lane:
+    a value read through lane j of a vload8 comes back 800 + j larger (the weights probe's are below
+    1). Each tagging function calls the real vloadN (a builtin, or a macro in some compilers) before
+    the name is taken over by a macro."""
+    out = []
+    for n in WIDTHS:
+        tags = ", ".join(f"{100 * n + j}.0f" for j in range(n))
+        out += [f"inline float{n} tagged_vload{n}(size_t i, const __global float* p) "
+                f"{{ return vload{n}(i, p) + (float{n})({tags}); }}",
+                f"#undef vload{n}", f"#define vload{n}(i, p) tagged_vload{n}(i, p)"]
+    return "\n".join(out) + "\n"
+
+
+def _runs(tags: list) -> str:
+    """'weights 0-3: vload4, 4-7: vload4, 8: plain reads' from the probe's tag of each weight (a
+    run ends where the kind of load changes or a vector load's lanes start again)."""
+    out, start = [], 0
+    for i in range(1, len(tags) + 1):
+        if i == len(tags) or tags[i] // 100 != tags[start] // 100 or (tags[i] and tags[i] != tags[i - 1] + 1):
+            kind = f"vload{tags[start] // 100}" if tags[start] else "plain reads"
+            out.append((f"{start}" if i - 1 == start else f"{start}-{i - 1}") + f": {kind}")
+            start = i
+    return "weights " + ", ".join(out)
 
 
 def vector_weights(gap, code, ctx):
-    """Chapter 04: one 8-wide load and one scalar, not nine scalar loads."""
-    c = _code(code)
-    vector = re.search(r"\b(load_weights3x3|vload8)\s*\(", c)
-    scalar = len(re.findall(r"\bw\s*\[", c)) + len(re.findall(r"\*\s*\(\s*w\s*\+", c))
-    loop = re.search(r"\b(for|while)\s*\(", c)
-    if not vector:
-        return False, ("the 9 weights arrive through scalar loads: the lesson of this stage is one 8-wide "
-                       "load and one scalar (the union and its helper are in kernels/common/dgrad.h)")
-    if loop or scalar > 1 or (scalar and "vload8" not in c):
-        return False, ("besides the vector load your lines read weights one float at a time (in a loop or "
-                       "more than one scalar): the 9 weights need one 8-wide load and one scalar, nothing more")
-    return True, "the 9 weights come through one 8-wide load and one scalar"
+    """Chapter 04: one 8-wide load and one scalar, as the kernel runs them. A probe copy of the
+    kernel tags every vloadN's values (helpers above: lane j of a vloadN adds 100*N + j) and writes
+    the 9 weights of one block that the learner's lines put into ``wk``: weights 0..7 must carry
+    lanes 0..7 of one vload8 and weight 8 no tag (a plain read). What the code says does not count,
+    only what runs: a vload8 that never runs, two vload4 or nine plain reads are told apart."""
+    from ..ops.conv_dgrad import random_problem_args
+    include = '#include "dgrad.h"'
+    src = gap.source(code, "    if (k == K - 1) {   /* probe: the block (C-1, K-1) of work-item 0 */\n"
+                           "        if (hw == 0 && n == 0 && c == C - 1)\n"
+                           "            for (int i = 0; i < 9; i++) dx[i] = wk.s[i];\n"
+                           "        return;\n    }")
+    if include not in src:
+        raise RuntimeError("the weights probe expects 04_weight_vec.cl's include of dgrad.h")
+    args = random_problem_args(1, 2, 3, 3, 3, 3, 1, 1, "none", seed=4)
+    weight = args["weight"]
+    args["weight"] = ((np.arange(weight.size) + 1) / 64).astype(np.float32).reshape(weight.shape)
+    got, _ = _probe(gap, src.replace(include, _tagged_loads() + include, 1), ctx, args)
+    values = np.asarray(got, np.float64).reshape(-1)[:9]
+    first = ((weight.shape[0] - 1) * weight.shape[1] + weight.shape[1] - 1) * 9
+    tags = np.floor(values)
+    if np.isnan(values).any() or not np.array_equal(np.round((values - tags) * 64) - 1, first + np.arange(9)):
+        return False, ("the weights probe could not read the 9 weights your lines put into wk (it writes wk.s[0..8] "
+                       "of one block): keep them in `weights3x3 wk`")
+    tags = [int(t) for t in tags]
+    if tags == [800 + j for j in range(8)] + [0]:
+        return True, "the 9 weights come through one 8-wide load and one scalar"
+    if not any(tags[:8]):
+        why = ("no vector load runs: the 9 weights arrive one float at a time (a vload8 in your lines that never "
+               "runs does not count)")
+    elif any(t // 100 != 8 for t in tags[:8] if t):
+        why = f"the weights arrive through narrower loads ({_runs(tags)}): weights 0..7 need one 8-wide load"
+    elif tags[:8] != [800 + j for j in range(8)]:
+        why = (f"weights 0..7 do not come from one 8-wide load of the block's first float ({_runs(tags)}; a vload8 "
+               f"returns 8 consecutive floats, lane j holding float j)")
+    else:
+        why = "weight 8 comes from a second vector load: one plain read of the block's last float suffices"
+    return False, why
 
 
 def _probe(gap, text: str, ctx, args: dict) -> np.ndarray:

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .verdict import _verdict, exercise, _compare, calls_reference, named_mistake, reference_refused
+from .verdict import _verdict, exercise, _compare, named_mistake
 
 SIZE_CASES = [(7, 3, 1, 1), (7, 3, 2, 1), (8, 3, 2, 0), (5, 5, 3, 4), (1, 1, 1, 0), (28, 2, 3, 1)]
 SIZE_MISTAKES = [
@@ -18,12 +18,16 @@ SIZE_MISTAKES = [
 ]
 
 
-@exercise
+# the course computes output sizes, and convolutions whose shape gives them away
+SIZES = ("ops.reference:output_size", "ops.reference:output_sizes", "ops.reference:conv2d_forward",
+         "ops.reference:conv2d_dgrad", "ops.reference:conv_forward_nd", "ops.reference:conv_dgrad_nd",
+         "runner:prepare", "chapters.any_shape:out_size", "chapters.any_shape:geometry")
+
+
+@exercise(closes=SIZES)
 def check_output_size(answer_fn) -> bool:
     """Chapter 01: a function (size, kernel, stride, padding) -> output size."""
     from ...ops.reference import output_size
-    if (name := calls_reference(answer_fn, ("output_size", "conv2d_forward"))):
-        return reference_refused(name)
     for args in SIZE_CASES:
         got, want = answer_fn(*args), output_size(*args)
         if got != want:
@@ -36,11 +40,9 @@ def check_output_size(answer_fn) -> bool:
     return _verdict(True, "the output size matches for every case tried", "")
 
 
-@exercise
+@exercise(closes=("chapters.pictures:touched_outputs", "chapters.pictures:draw_touch_map") + SIZES)
 def check_touched_outputs(answer_fn) -> bool:
     """Chapter 01: (h, kernel, stride, padding, out_size) -> the output rows input row h reaches."""
-    if (name := calls_reference(answer_fn, ("touched_outputs", "conv2d_dgrad"))):
-        return reference_refused(name)
     for h, k, s, p in [(0, 3, 1, 1), (4, 3, 2, 1), (5, 3, 2, 0), (2, 5, 1, 2), (6, 3, 3, 2), (8, 3, 1, 1)]:
         size = 9
         oh_n = (size + 2 * p - k) // s + 1

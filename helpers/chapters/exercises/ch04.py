@@ -1,7 +1,7 @@
 """Chapter 04's exercise checks (weight vectorization)."""
 from __future__ import annotations
 
-from .verdict import _verdict, exercise, _compare, calls_reference, named_mistake, reference_refused
+from .verdict import _verdict, exercise, _compare, named_mistake
 
 # (0, 15, 64, 64) and (1, 6, 8, 32) end one float before a line boundary: counting 10 floats
 # instead of 9 (or the block's end as first + 9) crosses it and is caught.
@@ -29,13 +29,12 @@ MISTAKES = [
 ]
 
 
-@exercise
+@exercise(closes=("chapters.direct:weight_requests", "chapters.direct:weight_traffic",
+                   "chapters.pictures_combining:weight_requests_per_16_depths"))
 def check_block_lines(answer_fn) -> bool:
     """Chapter 04: (c, k, K, line_bytes) -> how many cache lines the 9 weights of the (c, k)
     block of a 3x3 IOHW tensor touch (the tensor starts on a line boundary)."""
     from ..direct import weight_requests
-    if (name := calls_reference(answer_fn, ("weight_requests", "weight_traffic"))):
-        return reference_refused(name)
     for c, k, K, line in CASES:
         want = len({ln for q in weight_requests(c, k, K, line, vector=False) for ln in q["lines"]})
         got = answer_fn(c, k, K, line)

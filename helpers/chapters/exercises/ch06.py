@@ -1,7 +1,7 @@
 """Chapter 06's exercise checks (combining output depth)."""
 from __future__ import annotations
 
-from .verdict import _verdict, exercise, calls_reference, named_mistake, reference_refused
+from .verdict import _verdict, exercise, named_mistake
 
 # (depths, taps, width): stage 06's block in 16-wide loads, in 8-wide ones, in float4s (chapter 07),
 # 5x5 taps, and blocks whose depths never straddle
@@ -22,12 +22,11 @@ MISTAKES = [
 ]
 
 
-@exercise
+@exercise(closes=("chapters.pictures_combining:weight_block_loads", "chapters.pictures_combining:draw_weight_block",
+                   "launch.unrolled:weight_vectors", "chapters.exercises.ch06:_right"))
 def check_straddling_depths(answer_fn) -> bool:
     """Chapter 06: (depths, taps, width) -> the depths of a block (taps weights per depth, stored
     one depth after another) whose weights arrive in more than one load of ``width`` floats."""
-    if (name := calls_reference(answer_fn, ("weight_block_loads", "draw_weight_block", "weight_vectors"))):
-        return reference_refused(name)
     for depths, taps, width in CASES:
         want, got = _right(depths, taps, width), sorted(answer_fn(depths, taps, width))
         if got != want:

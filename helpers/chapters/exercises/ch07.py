@@ -1,16 +1,16 @@
 """Chapter 07's exercise checks (combining input depth)."""
 from __future__ import annotations
 
-from .verdict import _verdict, exercise, calls_reference, reference_refused
+from .verdict import _verdict, exercise
 
 
-@exercise
+@exercise(closes=("launch.unrolled:weight_vectors", "launch.unrolled:fast_block", "launch.unrolled:generated_code",
+                   "launch.unrolled:code_stats", "launch.unrolled:kernel_text",
+                   "chapters.pictures_combining:weight_block_loads"))
 def check_weight_vectors(answer_fn) -> bool:
     """Chapter 07: (first, last) depth of a group -> the float4 indices (0..35) of a 16-depth
     block that hold the group's weights, in order (what the generator loads for the group)."""
     from ...launch.unrolled import weight_vectors
-    if (name := calls_reference(answer_fn, ("weight_vectors", "fast_block", "generated_code", "code_stats"))):
-        return reference_refused(name)
     for first in range(16):
         for last in range(first, 16):
             want = list(weight_vectors(first, last))

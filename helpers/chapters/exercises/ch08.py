@@ -1,16 +1,14 @@
 """Chapter 08's exercise checks (combining width)."""
 from __future__ import annotations
 
-from .verdict import _verdict, exercise, calls_reference, reference_refused
+from .verdict import _verdict, exercise
 
 
-@exercise
+@exercise(closes=("chapters.pictures_combining:width_columns", "chapters.pictures_combining:draw_width_tables"))
 def check_width_columns(answer_fn) -> bool:
     """Chapter 08: (x0, xpw, W, stride, pad) -> for a 3x3 kernel, the list of the work-item's
     xpw + 2 columns: ow of each (an int), or None where that output does not exist."""
     from ..pictures_combining import width_columns
-    if (name := calls_reference(answer_fn, ("width_columns", "draw_width_tables"))):
-        return reference_refused(name)
     cases = [(0, 4, 14, 1, 1), (12, 4, 14, 1, 1), (4, 4, 14, 2, 1), (0, 3, 5, 1, 0), (2, 1, 7, 3, 2),
              (6, 8, 9, 2, 1)]
     for x0, xpw, w, stride, pad in cases:

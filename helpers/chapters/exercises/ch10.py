@@ -1,16 +1,15 @@
 """Chapter 10's exercise checks (bank conflicts)."""
 from __future__ import annotations
 
-from .verdict import _verdict, exercise, _compare, calls_reference, reference_refused
+from .verdict import _verdict, exercise, _compare
 
 
-@exercise
+@exercise(closes=("chapters.banks:passes", "chapters.banks:conflict_degree", "chapters.local:warp_lanes",
+                   "chapters.local:store_extra"))
 def check_stride_passes(answer_fn) -> bool:
     """Chapter 10: (stride) -> passes a warp needs when work-item i reads the 4-byte word
     i * stride (32 work-items, 32 banks of 4 bytes), counted by the bank model."""
     from ..banks import passes
-    if (name := calls_reference(answer_fn, ("passes", "conflict_degree", "warp_lanes", "store_extra"))):
-        return reference_refused(name)
     for stride in (1, 2, 3, 4, 6, 8, 12, 16, 31, 32, 33, 36, 48, 64):
         want = passes([[i * stride] for i in range(32)])
         got = answer_fn(stride)

@@ -1,32 +1,13 @@
 """Chapter 13's exercise checks (tensor cores)."""
 from __future__ import annotations
 
-import contextlib
-
 import numpy as np
 
 from .verdict import _verdict, exercise
 
 
-CLOSED = "the course's model is closed while the answer runs"
-
-
-@contextlib.contextmanager
-def _model_closed(fn):
-    """While the answer runs, ``fn`` (the course's model of what the learner must derive) raises
-    RuntimeError(CLOSED) however it is reached: its code is swapped, so a module attribute, a name
-    imported into the notebook and a reference kept in a closure all meet the same refusal."""
-    def refuse(*args, **kwargs):      # runs with fn's globals: the message is a literal, CLOSED's text
-        raise RuntimeError("the course's model is closed while the answer runs")
-    code = fn.__code__
-    fn.__code__ = refuse.__code__
-    try:
-        yield
-    finally:
-        fn.__code__ = code
-
-
-@exercise
+@exercise(closes=("engine.fragments:fragment_owner", "engine.fragments:owner", "engine.fragments:fragment",
+                  "engine.fragments:_place", "chapters.pictures_gemm:draw_c_owners"))
 def check_c_fragment(answer_fn) -> bool:
     """Chapter 13: (lane) -> the four (row, col) elements of the 16x8 accumulator C of
     mma.sync.m16n8k8 that the lane holds in c0, c1, c2, c3, in that order (row = position m,
@@ -38,15 +19,7 @@ def check_c_fragment(answer_fn) -> bool:
             lane, reg = fragment_owner("C", row, col)
             want[lane][reg] = (row, col)
     for lane in range(32):
-        try:
-            with _model_closed(fragment_owner):
-                answer = answer_fn(lane)
-        except RuntimeError as err:
-            if str(err) != CLOSED:
-                raise
-            return _verdict(False, "", "the answer asks the course's fragment_owner; derive the four elements "
-                            "from g = lane / 4 and t = lane % 4 instead")
-        got = [tuple(int(v) for v in e) for e in answer]
+        got = [tuple(int(v) for v in e) for e in answer_fn(lane)]
         if got == want[lane]:
             continue
         if len(got) != 4:
@@ -65,7 +38,14 @@ def check_c_fragment(answer_fn) -> bool:
     return _verdict(True, "every lane holds 2 adjacent columns of one row, and the same 2 columns 8 rows below", "")
 
 
-@exercise
+def _tf32_errors(a, b) -> np.ndarray:
+    """The relative error of each product a*b of float32 operands both rounded to TF32."""
+    from ...engine.tensor import to_tf32
+    exact = a.astype(np.float64) * b
+    return np.abs(to_tf32(a).astype(np.float64) * to_tf32(b) - exact) / np.abs(exact)
+
+
+@exercise(closes=("chapters.exercises.ch13:_tf32_errors",))
 def check_tf32_products(answer_fn, count: int = 10_000) -> bool:
     """Chapter 13: (a, b) float32 arrays -> the relative error of each product a*b when both
     operands are rounded to TF32 first (to_tf32), against the exact product. Checked on `count`
@@ -74,7 +54,7 @@ def check_tf32_products(answer_fn, count: int = 10_000) -> bool:
     rng = np.random.default_rng(13)
     a, b = rng.standard_normal((2, count)).astype(np.float32)
     exact = a.astype(np.float64) * b
-    want = np.abs(to_tf32(a).astype(np.float64) * to_tf32(b) - exact) / np.abs(exact)
+    want = _tf32_errors(a, b)
     got = np.asarray(answer_fn(a.copy(), b.copy()), dtype=np.float64)
     if got.shape != want.shape:
         return _verdict(False, "", f"{got.shape} values for {count} products: one relative error per product")
@@ -97,7 +77,7 @@ def check_tf32_products(answer_fn, count: int = 10_000) -> bool:
     return _verdict(False, "", bad)
 
 
-@exercise
+@exercise(closes=("chapters.tensor_core_layouts:dy_offset", "chapters.tensor_core_layouts:layout_table"))
 def check_nhwc_offsets(answer_fn) -> bool:
     """Chapter 13, step 5: (n, h, w, r, s, k, dims) -> the offset in dy' stored channel-last
     (N, OH, OW, K) of the value that position (n, h, w) of dx reads for tap (r, s) and channel k,
@@ -141,7 +121,12 @@ def check_nhwc_offsets(answer_fn) -> bool:
                     "channel-last copy, and nothing where the tap misses", "")
 
 
-@exercise
+def _box_start(i0: int, ph: int, r: int, stride: int, pad: int):
+    """The definition: the row oh of dy with oh * stride - pad + r = i0 * stride + ph, or None."""
+    return next((oh for oh in range(-10, 30) if oh * stride - pad + r == i0 * stride + ph), None)
+
+
+@exercise(closes=("chapters.tensor_core_layouts:tma_boxes", "chapters.exercises.ch13:_box_start"))
 def check_box_starts(answer_fn) -> bool:
     """Chapter 13, step 8: (i0, ph, r, stride, pad) -> the row of dy' where the TMA box of tap r
     starts for a block whose patch starts at row i0 of phase ph (the rows h = i * stride + ph of
@@ -153,7 +138,7 @@ def check_box_starts(answer_fn) -> bool:
             if i0 not in (0, 1, 5):
                 continue
             h = i0 * stride + ph                      # the patch's first row of dx
-            want = next((oh for oh in range(-10, 30) if oh * stride - pad + r == h), None)
+            want = _box_start(int(i0), int(ph), int(r), stride, int(pad))
             got = answer_fn(int(i0), int(ph), int(r), stride, int(pad))
             if got == want:
                 continue
@@ -203,7 +188,7 @@ def _wait_problem(barrier: _Barrier, parity, name: str, event: str, harm: str) -
     return ""
 
 
-@exercise
+@exercise(closes=("chapters.exercises.ch13:_Barrier", "chapters.exercises.ch13:_wait_problem"))
 def check_ring_waits(answer_fn, stages_tried=(2, 3, 4), chunks: int = 12) -> bool:
     """Chapter 13b, step 8: (i, stages) -> (slot, full_parity, empty_parity) of chunk i in a ring of
     ``stages`` slots: the slot it lands in, the parity the warpgroups wait for on that slot's *full*

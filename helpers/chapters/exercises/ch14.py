@@ -6,7 +6,10 @@ import numpy as np
 from .verdict import _verdict, exercise, _compare
 
 
-@exercise
+# the course's statistics of data: an answer could make up two samples with the given counts, means and
+# m2 and ask them for the statistics of the union
+@exercise(closes=("ops.reference:batchnorm_stats", "ops.reference:batchnorm_forward", "runner:run_stage",
+                  "runner:plan_stage", "runner:prepare"))
 def check_chan_merge(merge_fn) -> bool:
     """Chapter 14: merge(n_a, mean_a, m2_a, n_b, mean_b, m2_b) -> (n, mean, m2) of the union.
 

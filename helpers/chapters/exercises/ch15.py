@@ -3,10 +3,11 @@ from __future__ import annotations
 
 import numpy as np
 
-from .verdict import _verdict, _compare, calls_reference, exercise, named_mistake, reference_refused
+from .verdict import _verdict, _compare, exercise, named_mistake
 
 
-@exercise
+@exercise(closes=("runner:prepare", "runner:plan_stage", "runner:run_stage", "ops.conv_forward:prepare",
+                  "ops.conv_wgrad:prepare", "ops.conv_dgrad:prepare"))
 def check_step_flops(answer_fn) -> bool:
     """Chapter 15: FLOPs of the convolution ops in one training step of a model.Config, as the ops
     count them (2 per multiply-add): forward and weight gradient of every layer, input gradient of
@@ -35,7 +36,9 @@ def check_step_flops(answer_fn) -> bool:
                     "the backward pass costs about twice the forward", "")
 
 
-@exercise
+@exercise(closes=("launch.wgrad:steps", "launch.wgrad:workspace", "launch.wgrad:igemm_steps", "launch.wgrad:splits",
+                  "launch.wgrad:positions", "launch.wgrad:weights", "launch.wgrad:partial_steps",
+                  "launch.gemm:blocked", "runner:prepare", "runner:plan_stage", "runner:workspace_bytes"))
 def check_igemm_launch(answer_fn) -> bool:
     """Chapter 15: (layer, TM, TN, SLICE) -> (work-groups of wgrad_igemm, floats in its workspace)
     for conv_wgrad stage 03, against its launcher (helpers/launch/wgrad.py)."""
@@ -101,15 +104,12 @@ def _as_layout(answer) -> tuple[dict, int]:
     return {k: int(v) for k, v in dict(offsets).items()}, int(size)
 
 
-@exercise
+@exercise(closes=("train.kernels:arena_layout", "train.kernels:Arena", "chapters.exercises.ch15:_layout"))
 def check_arena_layout(answer_fn) -> bool:
     """Chapter 15: (shapes, MEM_BASE_ADDR_ALIGN in bits) -> ({name: offset}, size) in float32 values,
     against the layout the training step's arena uses (helpers/train/kernels.py: arena_layout)."""
     from ...train import model
     from ...train.kernels import arena_layout
-    used = calls_reference(answer_fn, ("arena_layout", "Arena"))
-    if used:
-        return reference_refused(used)
     odd = {"a": (4, 8), "b": (1,), "c": (3, 3), "d": (64,), "e": (2, 5, 3, 3)}   # a size of 1, exact multiples
     cases = [(model.parameter_shapes(model.SMALL), 1024), (model.parameter_shapes(model.FULL), 4096),
              (odd, 1024), (odd, 4096), (model.parameter_shapes(model.SMALL), 32)]

@@ -7,15 +7,15 @@ from math import prod
 
 import numpy as np
 
-from .verdict import _verdict, _compare, calls_reference, exercise, named_mistake, reference_refused
+from .verdict import _verdict, _compare, exercise, named_mistake
 
 
-@exercise
+@exercise(closes=("chapters.pictures_any_shape:dilated_taps", "chapters.pictures_any_shape:draw_dilated_taps",
+                  "chapters.any_shape:gather", "chapters.any_shape:_geometry", "ops.reference:first_axis_windows",
+                  "ops.reference:_tap_window"))
 def check_dilated_tap(answer_fn) -> bool:
     """(out, tap, stride, pad, dilation) -> the input index that output ``out`` reads through tap
     ``tap`` on one axis (negative or past the input: in the padding)."""
-    if (name := calls_reference(answer_fn, ("dilated_taps", "gather"))):
-        return reference_refused(name)
     cases = [(o, t, s, p, d) for o in (0, 1, 5) for t in (0, 1, 2) for s in (1, 2) for p in (0, 1, 4)
              for d in (1, 2, 3)]
     want = lambda o, t, s, p, d: o * s - p + t * d
@@ -41,11 +41,10 @@ def check_dilated_tap(answer_fn) -> bool:
                     "at -padding", "")
 
 
-@exercise
+@exercise(closes=("chapters.pictures_any_shape:reads", "chapters.pictures_any_shape:draw_group_reads",
+                  "chapters.pictures_any_shape:draw_grouped_weight", "ops.reference:_grouped"))
 def check_group_channels(answer_fn) -> bool:
     """(k, C, K, groups) -> (the group of output channel k, the input channels it reads)."""
-    if (name := calls_reference(answer_fn, ("reads", "draw_group_reads"))):
-        return reference_refused(name)
     cases = [(k, c, kk, g) for c, kk, g in ((8, 8, 1), (8, 8, 2), (8, 8, 8), (6, 12, 3), (12, 6, 3), (32, 64, 32),
                                             (4, 8, 2)) for k in range(kk)]
 
@@ -82,10 +81,23 @@ def _conv3d(x, w, stride, padding):
     return conv_forward_nd(x, w, stride, padding)
 
 
+TWIST = 0.375
+
+
+def _twisted(w):
+    """The weights the check's conv2d convolves with in place of the slice it is given: the slice
+    plus TWIST times the slice turned round (a 2-D convolution all the same, so every correct way of
+    building the 3-D result from conv2d's results gives the 3-D convolution with these weights,
+    and a result computed any other way gives the plain one). Works on a 2-D slice and a 3-D weight."""
+    return w + TWIST * w[..., ::-1, ::-1]
+
+
 class _Conv2d:
-    """The 2-D convolution a learner's 3-D answer may call: refuses anything but 2-D, and counts."""
-    def __init__(self, c, k, kernel2):
-        self.calls, self.shape = 0, (c, k, *kernel2)
+    """The 2-D convolution a learner's 3-D answer may call: refuses anything but 2-D, counts, and
+    convolves with ``_twisted`` weights, so that only a result built from its results matches.
+    ``answer``: the closed answer, whose references this convolution opens while it runs."""
+    def __init__(self, c, k, kernel2, answer):
+        self.calls, self.shape, self.answer = 0, (c, k, *kernel2), answer
 
     def __call__(self, x, weight, stride=1, padding=0):
         from ...ops.reference import conv_forward_nd
@@ -95,7 +107,8 @@ class _Conv2d:
         if weight.shape != self.shape:
             raise _NotATap(weight.shape)
         self.calls += 1
-        return conv_forward_nd(x, weight, stride, padding)
+        with self.answer.opened():
+            return conv_forward_nd(x, _twisted(weight), stride, padding)
 
 
 class _NotATap(Exception):
@@ -125,9 +138,9 @@ def _wraps(o, t, s, p, T):
 def _answers_like(answer_fn, plane, data) -> bool:
     """Whether the answer gives what the model of a mistake gives, on every case."""
     for x, w, stride, padding in data:
-        model = _by_planes(x, w, stride, padding, plane)
+        model = _by_planes(x, _twisted(w), stride, padding, plane)
         try:
-            got = np.asarray(answer_fn(x, w, stride, padding, _Conv2d(w.shape[0], w.shape[1], w.shape[3:])))
+            got = np.asarray(answer_fn(x, w, stride, padding, _Conv2d(w.shape[0], w.shape[1], w.shape[3:], answer_fn)))
         except Exception:     # noqa: BLE001 (an answer that fails elsewhere is not this mistake)
             return False
         if got.shape != model.shape or not np.allclose(got, model):
@@ -135,14 +148,18 @@ def _answers_like(answer_fn, plane, data) -> bool:
     return True
 
 
-@exercise
+@exercise(closes=("ops.reference:conv_forward_nd", "ops.reference:conv2d_forward", "ops.reference:_forward_by_recursion",
+                  "chapters.any_shape:by_columns", "chapters.any_shape:by_implicit_gemm",
+                  "chapters.any_shape:by_recursion", "chapters.winograd:direct_conv2d", "chapters.winograd:conv2d",
+                  "runner:run_stage", "runner:plan_stage", "runner:prepare", "stages.validate:check_stage",
+                  "chapters.exercises.ch16:_conv3d", "chapters.exercises.ch16:_by_planes"))
 def check_conv3d_by_2d(answer_fn) -> bool:
     """(x, w, stride, padding, conv2d) -> the 3-D convolution (N, K, OD, OH, OW), written with the
     given 2-D convolution ``conv2d(x2, w2, stride=(sh, sw), padding=(ph, pw))`` only; stride and
-    padding are (depth, height, width) tuples."""
-    if (name := calls_reference(answer_fn, ("conv_forward_nd", "_conv3d", "run_stage", "by_columns", "by_implicit_gemm",
-                                            "by_recursion", "check_stage", "plan_stage"))):
-        return reference_refused(name)
+    padding are (depth, height, width) tuples. The conv2d handed in is the check's own (_Conv2d): a
+    2-D convolution, but not with the plain slice of the weight, so only a result built from what
+    it returns matches (an answer that computes the 3-D result another way and calls conv2d for
+    show is refused), and the course's convolutions are closed while the answer runs."""
     rng = np.random.default_rng(16)
     cases = [((2, 3, 5, 6, 7), (3, 2, 3, 3, 3), (1, 1, 1), (1, 1, 1)),
              ((1, 2, 7, 5, 5), (2, 3, 3, 3, 2), (2, 1, 2), (1, 0, 1)),
@@ -160,7 +177,7 @@ def check_conv3d_by_2d(answer_fn) -> bool:
          "o*stride - padding + t", lambda o, t, s, p, T: o * s - p + (T - 1 - t)),
     ]
     for x, w, stride, padding in data:
-        conv2d = _Conv2d(w.shape[0], w.shape[1], w.shape[3:])
+        conv2d = _Conv2d(w.shape[0], w.shape[1], w.shape[3:], answer_fn)
         case = f"x {x.shape}, weight {w.shape}, stride {stride}, padding {padding}"
         try:
             got = np.asarray(answer_fn(x, w, stride, padding, conv2d), dtype=np.float64)
@@ -170,13 +187,17 @@ def check_conv3d_by_2d(answer_fn) -> bool:
         except IndexError as err:
             return _verdict(False, "", f"{case}: your code read past the input's last plane ({err}): skip the taps "
                             f"whose input plane lies in the depth padding, at either end")
-        want = _conv3d(x, w, stride, padding)
+        want = _conv3d(x, _twisted(w), stride, padding)
         if conv2d.calls == 0:
             return _verdict(False, "", f"{case}: conv2d was never called: build the 3-D result from 2-D convolutions")
         if got.shape != want.shape:
             return _verdict(False, "", f"{case}: your result has shape {got.shape}; a 3-D convolution of this input "
                             f"has as many output planes as depth windows fit (N, K, OD, OH, OW)")
         if not np.allclose(got, want, rtol=1e-9, atol=1e-9):
+            if np.allclose(got, _conv3d(x, w, stride, padding), rtol=1e-9, atol=1e-9):
+                return _verdict(False, "", f"{case}: your result is the 3-D convolution, but it was not built from "
+                                f"conv2d's results (the check's conv2d is a 2-D convolution of its own, and only a "
+                                f"sum of what it returns matches): build each output plane from conv2d calls")
             why = next((msg for msg, plane in mistakes if _answers_like(answer_fn, plane, data)), None)
             return _verdict(False, "", f"{case}: " + (why or "some output planes differ: which input plane does "
                                                               "each (output plane, tap) pair read?"))
@@ -184,12 +205,13 @@ def check_conv3d_by_2d(answer_fn) -> bool:
                     "2-D convolutions of one input plane with one slice of the weight", "")
 
 
-@exercise
+@exercise(closes=("chapters.any_shape:memory", "chapters.any_shape:by_columns", "chapters.any_shape:gather",
+                  "chapters.pictures_any_shape:memory_lines", "chapters.pictures_any_shape:draw_lowering_memory",
+                  "chapters.pictures_any_shape:draw_column_matrix", "launch.gemm:vol_cols_size",
+                  "launch.gemm:cols_size", "runner:workspace_bytes", "runner:prepare"))
 def check_column_memory(answer_fn) -> bool:
     """(input_shape, kernel, stride, padding, dilation) -> bytes of the float32 column matrix of
     the whole batch, for a convolution of any rank (stride, padding, dilation: one per axis)."""
-    if (name := calls_reference(answer_fn, ("memory", "by_columns", "gather", "workspace_bytes"))):
-        return reference_refused(name)
     cases = [((2, 3, 10), (3,), (1,), (1,), (1,)), ((4, 16, 28, 28), (3, 3), (2, 2), (1, 1), (1, 1)),
              ((8, 64, 16, 56, 56), (3, 3, 3), (1, 1, 1), (1, 1, 1), (1, 1, 1)),
              ((2, 16, 8, 8, 32, 32), (3, 3, 3, 3), (1, 1, 1, 1), (1, 1, 1, 1), (1, 1, 1, 1)),

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import functools
 
+from .closed import Closed, Refused
+
 NOT_ANSWERED = ("Not answered yet: replace `raise NotImplementedError()` above with your code, "
                 "then run this cell again.")
 
@@ -13,15 +15,25 @@ def _verdict(ok: bool, good: str, bad: str) -> bool:
     return ok
 
 
-def exercise(check):
-    """Decorator for a check: an unanswered exercise (NotImplementedError) prints NOT_ANSWERED."""
+def exercise(check=None, *, closes=()):
+    """Decorator for a check: an unanswered exercise (NotImplementedError) prints NOT_ANSWERED.
+
+    ``closes``: the course's references ("module:name" inside helpers, closed.resolve) that compute
+    what the learner must derive. The check's first argument, the learner's function, is handed to
+    the check as ``closed.Closed``: each call runs with those references closed, so an answer that
+    reaches one, by any route, is refused by name (``reference_refused``)."""
+    if check is None:
+        return functools.partial(exercise, closes=closes)
+
     @functools.wraps(check)
-    def wrapped(*args, **kwargs):
+    def wrapped(answer_fn, *args, **kwargs):
         try:
-            return check(*args, **kwargs)
+            return check(Closed(answer_fn, closes) if closes else answer_fn, *args, **kwargs)
         except NotImplementedError:
             print(NOT_ANSWERED)
             return False
+        except Refused as err:
+            return reference_refused(err.args[0])
     return wrapped
 
 
@@ -42,18 +54,7 @@ def named_mistake(answer_fn, cases, mistakes, same=None):
     return None
 
 
-def calls_reference(answer_fn, names) -> str | None:
-    """The name of a checker's own reference that the learner's function calls (directly or in a
-    function it defines), or None: an answer that hands the work to the reference checks nothing."""
-    def code_names(code):
-        yield from code.co_names
-        for const in code.co_consts:
-            if hasattr(const, "co_names"):
-                yield from code_names(const)
-    used = set(code_names(answer_fn.__code__)) if hasattr(answer_fn, "__code__") else set()
-    return next((n for n in names if n in used), None)
-
-
 def reference_refused(name: str) -> bool:
     return _verdict(False, "", f"your function calls {name}, the course's own reference that this check "
-                    f"compares against: write the computation yourself")
+                    f"compares against (it is closed while your function runs, however it is reached: by name, "
+                    f"an alias, getattr or a helper): write the computation yourself")
