@@ -6,14 +6,14 @@ channels from {1, 3, 16, 17, 32, 48} (and 64 in the cases aimed at the combining
 requirements); spatial sizes from {1, 2, 5, 7, 8, 13, 28}, with H != W in most cases. More than
 200 cases: every path of a stage is counted on it (MIN_PER_PATH).
 
-Four tiers beside it, run by every stage of the three convolutions (tests/test_stages.py):
+Three tiers beside it, run by every stage of the three convolutions (tests/test_stages.py):
 RESIDUES, channel counts (C and K) and widths at every residue 1, 2, 3 mod 4 (each of the nine
 pairs of C % 4 and W % 4 once) and 1-3, 5-7 mod 8, so that a per-work-item block of channels or
 positions (CPW, XPW, float4s) meets every partial last block; WIDE, 3x3 stride-1 layers with
 K % 16 == 0 on rows wide enough for the direct stages' in-kernel fast branch; and LARGE, planes
 larger than a work-group's tile in both directions (37 x 61, 64 x 67 ...), so that tiles repeat
-and the last ones are partial; POINTWISE, 1x1 stride-1 layers without padding (the forward
-implicit GEMM's path with nothing to gather), H*W on and off a multiple of 4. ANY_SHAPE, after them in every convolution's grid: groups,
+and the last ones are partial. conv_forward's grid adds POINTWISE, 1x1 stride-1 layers without
+padding (the forward implicit GEMM's path with nothing to gather). ANY_SHAPE, after them in every convolution's grid: groups,
 dilation, strides per axis, padding per side, 1 to 4 spatial axes (the any-shape stages run them,
 the others refuse them by name).
 """
@@ -75,12 +75,12 @@ WIDE = [_case(1 + i % 2, c, h, w, k, 3, 1, p, i) for i, (c, h, w, k, p) in enume
      (3, 3, 31, 32, 1), (12, 5, 23, 16, 0), (2, 6, 41, 64, 2)])]
 LARGE = [_case(1, 5, 37, 61, 6, 3, 1, 1, 1), _case(1, 6, 45, 30, 3, 3, 2, 1, 0),
          _case(2, 3, 33, 35, 10, 5, 1, 2, 3), _case(1, 2, 64, 67, 17, 3, 1, 1, 2)]
-# pointwise layers (1x1, stride 1, no padding: the forward implicit GEMM gathers nothing), with no
-# activation so that every stage runs them; H*W on and off a multiple of 4 (its float4 columns)
+# conv_forward's pointwise layers (1x1, stride 1, no padding: its implicit GEMM gathers nothing),
+# without an activation so that every forward stage runs them; H*W on and off a multiple of 4
 POINTWISE = [dict(n=n, c=c, h=h, w=w, k=k, kernel=1, stride=1, padding=0, activation="none") for n, c, k, h, w in
              [(1, 16, 16, 4, 4), (2, 3, 5, 5, 7), (1, 17, 65, 6, 6), (3, 8, 9, 3, 5), (2, 33, 12, 8, 3), (1, 5, 70, 9, 9),
               (2, 64, 31, 2, 6), (1, 20, 8, 7, 11), (1, 1, 1, 12, 4), (2, 9, 17, 1, 13), (1, 130, 7, 4, 5), (3, 6, 40, 10, 2)]]
-TIERS = RESIDUES + WIDE + LARGE + POINTWISE
+TIERS = RESIDUES + WIDE + LARGE
 
 
 def case_id(c) -> str:
@@ -109,10 +109,10 @@ def wino_grid(seed: int = 12):
 def forward_cases() -> list:
     """conv_forward's grid: every other case of conv_grid and the tiers without a bias or an
     activation (what every stage computes), wino_grid's 3x3 stride-1 shapes and six more whose
-    output width is a multiple of 4 (F(4x4)'s float4 stores) for the Winograd stages, and every
+    output width is a multiple of 4 (F(4x4)'s float4 stores) for the Winograd stages, POINTWISE, and every
     sixth case of conv_grid with its activation, and a bias on half of them and on those without
     an activation (the stages with a fused epilogue; the others refuse them by name)."""
-    bare = [dict(c, activation="none", bias=False) for c in conv_grid()[::2] + TIERS]
+    bare = [dict(c, activation="none", bias=False) for c in conv_grid()[::2] + TIERS + POINTWISE]
     vec4 = [dict(n=1 + i % 2, c=c, h=h, w=w, k=k, padding=p) for i, (c, k, h, w, p) in enumerate(
         [(3, 5, 5, 8, 1), (17, 6, 9, 12, 1), (2, 19, 7, 6, 0), (9, 4, 6, 10, 0), (5, 3, 11, 4, 2), (10, 7, 4, 16, 1)])]
     wino = [dict(c, kernel=3, stride=1, activation="none", bias=False) for c in wino_grid() + vec4]
@@ -213,6 +213,15 @@ ANY_SHAPE = [
     ((2, 3, 4, 3, 3, 5), (3, 2, 3, 3, 3, 3), 1, 1, 1, 1, "sigmoid"),
     ((1, 2, 1, 2, 1, 3), (2, 1, 1, 2, 1, 2), (1, 1, 1, 3), ((0, 0), (1, 0), (0, 0), (0, 1)), 1, 2, "none"),
     *DEPTHWISE,
+    # padding past the kernel's reach (PyTorch and ONNX accept it): outputs that see only padding,
+    # one integer, per side, dilated and grouped, 1-D and 3-D
+    ((2, 4, 5, 6), (4, 3, 3, 3), 1, 4, 1, 1, "none"),
+    ((1, 3, 7, 4), (3, 2, 1, 3), 2, ((2, 5), (4, 0)), 1, 1, "relu"),
+    ((2, 4, 6, 6), (4, 1, 3, 3), 2, 3, 1, 4, "tanh"),
+    ((1, 2, 5, 5), (2, 3, 2, 2), (1, 2), (3, 1), 2, 1, "sigmoid"),
+    ((2, 3, 6), (3, 2, 2), 1, ((3, 4),), 1, 1, "none"),
+    ((1, 2, 3, 4, 3), (2, 2, 1, 2, 1), 1, ((2, 1), (0, 3), (1, 2)), 1, 1, "relu"),
+    # last: a plain 2-D shape written per axis and per side (the any-shape stages' plain case)
     ((2, 5, 7, 8), (5, 3, 3, 3), (2, 2), ((1, 1), (1, 1)), (1, 1), 1, "relu"),
 ]
 

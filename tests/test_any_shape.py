@@ -44,12 +44,6 @@ def forward(**over):
                                           r"end\) pair per spatial axis \(H, W\)"),
     (dict(padding=((1, 1), 2)), ValueError, r"padding\[1\] must be a \(begin, end\) pair like the other entries"),
     (dict(padding=((1, 1), (0, -1))), ValueError, r"padding\[1\] must be >= 0"),
-    (dict(padding=((6, 0), (0, 0))), ValueError, r"padding 6 on axis H is larger than the kernel's reach 5 \(its "
-                                                 r"extent, dilation \* \(kernel - 1\) \+ 1\): outputs there would "
-                                                 r"see only padding; pad at most 5"),
-    (dict(padding=(0, 4)), ValueError, "padding 4 on axis W is larger than the kernel's reach 3"),
-    # one integer for every side is held to the kernel's largest reach (a 1x5 kernel takes padding 2)
-    (dict(padding=6), ValueError, "padding 6 on axis H is larger than the kernel's reach 5"),
     (dict(dilation=(5, 1), padding=0), ValueError, r"a 3x3 kernel dilated by \(5, 1\) \(spanning 11x3\) does not "
                                                    r"fit in the padded 9x8 input"),
     (dict(input=np.ones((2, 6, 9, 8, 4), F32)), ValueError, r"input must have 4 dimensions \(N, C, H, W\) like "
@@ -102,9 +96,6 @@ def test_bad_arguments_of_a_4d_convolution(ctx, monkeypatch):
     with pytest.raises(ValueError, match=r"stride has 3 entries but the convolution is 4-D: give one integer, or one "
                                          r"per spatial axis \(A, D, H, W\)"):
         helpers.run_stage("conv_forward", "any_shape", ctx=ctx, input=x, weight=w, groups=4, stride=(1, 2, 1))
-    with pytest.raises(ValueError, match=r"padding 3 on axis A is larger than the kernel's reach 2"):
-        helpers.run_stage("conv_forward", "any_shape", ctx=ctx, input=x, weight=np.ones((4, 1, 2, 3, 3, 3), F32),
-                          groups=4, padding=((3, 0), (1, 1), (1, 1), (1, 1)))
     with pytest.raises(ValueError, match=r"conv_dgrad: grad_output must have shape \(N, K, OA, OD, OH, OW\) = "
                                          r"\(1, 4, 3, 4, 4, 4\) for input \(1, 4, 3, 4, 4, 4\), a 3x3x3x3 kernel"):
         helpers.run_stage("conv_dgrad", "any_shape", ctx=ctx, grad_output=np.ones((1, 4, 3, 4, 4, 3), F32), weight=w,
@@ -147,8 +138,8 @@ def test_every_stage_but_the_any_shape_one_refuses_other_shapes(op):
             if s.any_shape or p.dims["plain"]:
                 assert need is None or "bias" in need, (s.key, case)
             else:
-                assert need == ("it runs 2-D convolutions with one stride and one padding for every side, without "
-                                "groups or dilation"), (s.key, case)
+                assert need == ("it runs 2-D convolutions with one stride and one padding for every side (at most "
+                                "the kernel's extent), without groups or dilation"), (s.key, case)
     assert helpers.prepare(op, **any_shape_args(op, ANY_SHAPE[-1], 1)).dims["plain"]
 
 
@@ -156,8 +147,9 @@ def test_the_refusal_names_the_stage_and_those_that_can(ctx, monkeypatch):
     no_launch(monkeypatch)
     a = any_shape_args("conv_dgrad", ANY_SHAPE[5], 0)            # depthwise 3x3, stride 2
     with pytest.raises(ValueError, match=r"^stage 05_input_vec of conv_dgrad cannot run this problem: it runs 2-D "
-                                         r"convolutions with one stride and one padding for every side, without groups "
-                                         r"or dilation; the stages that can are any_shape, dw_tiles, dw_regs$"):
+                                         r"convolutions with one stride and one padding for every side \(at most the "
+                                         r"kernel's extent\), without groups or dilation; the stages that can are "
+                                         r"any_shape, dw_tiles, dw_regs$"):
         helpers.run_stage("conv_dgrad", "input_vec", ctx=ctx, **a)
     # a stage with a fallback is refused too: its fallback is a 2-D stage
     with pytest.raises(ValueError, match="stage 12_winograd4 of conv_dgrad cannot run this problem: it runs 2-D"):
@@ -206,3 +198,22 @@ def test_a_planted_fault_in_an_any_shape_kernel_is_caught_on_the_tier(ctx, op, o
     bad = planted(helpers.get_stage(op, "any_shape"), old, new)
     with pytest.raises(AssertionError, match=caught):
         run_grid(bad, ctx, tier(op))
+
+
+def test_a_padding_past_the_kernels_reach_is_taken_by_the_any_shape_stages(ctx):
+    """PyTorch and ONNX accept a padding larger than the kernel's reach: the outputs that see only
+    padding are the bias (zero without one). The any-shape stages compute them; a plain stage
+    refuses the shape by name, whatever form the padding is written in."""
+    rng = np.random.default_rng(3)
+    x = rng.standard_normal((1, 2, 3, 4), dtype=F32)
+    w = rng.standard_normal((2, 3, 3, 3), dtype=F32)
+    bias = np.array([0.5, -1.0, 2.0], F32)
+    for padding in (5, (5, 5), ((5, 5), (5, 5))):
+        y = helpers.run_stage("conv_forward", "any_shape", ctx=ctx, input=x, weight=w, bias=bias, padding=padding)
+        assert y.shape == (1, 3, 11, 12)
+        np.testing.assert_array_equal(y[0, :, 0, 0], bias)              # sees only padding: the bias
+        helpers.check_stage("conv_forward", "any_shape", ctx=ctx, guard=True, input=x, weight=w, bias=bias,
+                            padding=padding)
+        with pytest.raises(ValueError, match=r"stage 00_direct of conv_forward cannot run this problem: .*\(at most "
+                                             r"the kernel's extent\)"):
+            helpers.run_stage("conv_forward", "direct", ctx=ctx, input=x, weight=w, bias=bias, padding=padding)

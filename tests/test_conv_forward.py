@@ -317,7 +317,8 @@ def good(**over):
     (dict(padding=1.0), TypeError, "padding must be an integer"),
     (dict(dilate=2), TypeError, "unknown argument"),
     (dict(dilation=2), ValueError, "cannot run this problem: it runs 2-D convolutions with one stride and one "
-                                   "padding for every side, without groups or dilation; the stages that can are any_shape"),
+                                   "padding for every side \\(at most the kernel's extent\\), without groups or dilation; "
+                                   "the stages that can are any_shape"),
     (dict(bias=np.zeros(5, np.float32)), ValueError, r"bias must have shape \(K,\) = \(4,\)"),
     (dict(bias=np.zeros((4, 1), np.float32)), ValueError, "bias must have 1 dimensions"),
     (dict(bias=np.zeros(4, np.float64)), TypeError, "bias must be float32"),

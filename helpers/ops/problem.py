@@ -161,11 +161,11 @@ FLOPS_ANY = "2·N·K·|output positions|·(C/groups)·|kernel taps|"
 
 def shape_requires(stage, p: Problem):
     """None, or why ``stage`` cannot run a convolution of this shape: the stages of chapters
-    00-15 run plain 2-D convolutions; the any-shape stages (``any_shape=True``) run every shape."""
+    00-15 run plain 2-D convolutions (ConvShape.plain); the any-shape stages (``any_shape=True``) run every shape."""
     if p.dims["plain"] or stage.any_shape:
         return None
-    return ("it runs 2-D convolutions with one stride and one padding for every side, without groups or "
-            "dilation")
+    return ("it runs 2-D convolutions with one stride and one padding for every side (at most the kernel's "
+            "extent), without groups or dilation")
 
 
 def backward_conv_problem(op: str, inputs: dict, outputs: dict, shape, act: str, act_code: int,

@@ -58,9 +58,17 @@ class ConvShape:
 
     @property
     def plain(self) -> bool:
-        """2-D, one stride and one padding for every side, no groups, no dilation."""
+        """2-D, one stride and one padding for every side, no groups, no dilation, and a padding
+        within the kernel's reach (an output that sees only padding is the any-shape stages' case)."""
         return (self.rank == 2 and self.groups == 1 and self.dilation == (1, 1)
-                and len(set(self.stride)) == 1 and len({p for pair in self.pads for p in pair}) == 1)
+                and len(set(self.stride)) == 1 and len({p for pair in self.pads for p in pair}) == 1
+                and self.pads[0][0] <= max(self.kernel))
+
+    @property
+    def wide_padding(self) -> bool:
+        """A padding larger than its axis' reach (dilation * (kernel - 1) + 1): the outputs there
+        see only padding (zero, or the bias), as PyTorch and ONNX compute them."""
+        return any(max(pair) > d * (r - 1) + 1 for pair, d, r in zip(self.pads, self.dilation, self.kernel))
 
     def dims(self) -> dict:
         """The named sizes every Problem of the three operations carries (the 2-D names too, for
@@ -194,14 +202,9 @@ def conv_shape(op: str, x_shape: tuple, w_shape: tuple, *, stride=1, padding=0, 
         pad_text = pads[0][0] if plain else pads
         raise ValueError(f"{op}: a {'x'.join(map(str, kernel))} kernel{dil} does not fit in the padded "
                          f"{'x'.join(map(str, size))} input (padding {pad_text})")
-    # one integer pads every axis alike (as chapters 00-15 do: a 1x5 kernel with padding 2), so it
-    # is held to the kernel's largest reach; a padding per axis or per side to each axis' own
-    reaches = (max(span),) * rank if not isinstance(given_padding, (tuple, list)) else span
-    for axis, ((b, e), s) in zip(AXES[rank].split(", "), zip(pads, reaches)):
-        if max(b, e) > s:
-            raise ValueError(f"{op}: padding {max(b, e)} on axis {axis} is larger than the kernel's reach {s} "
-                             f"(its extent, dilation * (kernel - 1) + 1): outputs there would see only padding; "
-                             f"pad at most {s}")
+    # a padding larger than the kernel's reach is accepted (PyTorch and ONNX accept it): the outputs
+    # that see only padding are zero or the bias; the plain stages leave such a shape to the any-shape
+    # ones (ConvShape.plain), whatever form the padding is written in
     out = tuple((p - s) // st + 1 for p, s, st in zip(padded, span, stride))
     return ConvShape(n, c, groups * kg if k is None else k, groups, size, kernel, stride, pads, dilation, out)
 
