@@ -5,6 +5,8 @@
               do with PYOPENCL_TEST
     cuda_ctx  CuPy's current NVIDIA GPU (CUDA_VISIBLE_DEVICES picks it; CUDA stages take no
               context: the value is None); without one, the test is skipped with the reason
+
+A test that runs every stage of a backend finds its fixture in CONTEXTS.
 """
 import importlib.util
 import os
@@ -44,6 +46,12 @@ def ctx(request):
 @pytest.fixture(params=device_params("cuda"), scope="session")
 def cuda_ctx(request):
     return request.param
+
+
+# backend (helpers/engine/backends: BACKENDS) -> the fixture above that gives its tests a context on
+# each device of that backend: the one place tests over every stage (tests/test_stages.py) learn
+# how to run a backend's stages, so a new backend needs its fixture and a line here, nothing more
+CONTEXTS = {"opencl": "ctx", "cuda": "cuda_ctx"}
 
 
 @pytest.fixture(autouse=True, scope="session")

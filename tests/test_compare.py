@@ -59,6 +59,17 @@ def test_readme_section_summarises_each_layer_set(runs):
     assert "batch norm forward, s" in text and "| 1 of 1 |" in text
 
 
+def test_each_operation_is_named_and_ordered_by_where_it_is_defined(runs):
+    """The tables name an op by its module's NAME and order the ops as the registry lists them, so a
+    new op needs no edit here; an op of an old run that the registry no longer has keeps its key."""
+    from helpers.ops import op_module
+    from helpers.stages import OPS
+    assert [compare.op_name(op) for op in OPS] == [op_module(op).NAME for op in OPS]
+    assert compare.op_name("conv_retired") == "conv_retired"
+    ops = [r["op"] for r in compare.best_vs_vendor()]
+    assert ops == sorted(ops, key=OPS.index)
+
+
 def test_recorded_results_give_a_row_per_gpu_layer():
     rows = compare.best_vs_vendor()
     if not rows:

@@ -139,6 +139,15 @@ def test_an_op_without_its_module_is_refused():
         validate({**REGISTRY, "conv_nope": [dataclasses.replace(NAIVE, op="conv_nope")]})
 
 
+def test_an_op_without_its_name_is_refused(monkeypatch):
+    """What tables call an op is its module's NAME (helpers/analysis/compare.py reads it): an op
+    module without one fails the registry's load, naming the op."""
+    from helpers.ops import gemm
+    monkeypatch.delattr(gemm, "NAME")
+    with pytest.raises(RegistryError, match=r"registry op 'gemm': helpers/ops/gemm.py gives it no NAME"):
+        validate(REGISTRY)
+
+
 def test_every_field_of_a_stage_is_checked():
     """Each field of Stage is the subject of one of the planted mistakes (or is free text)."""
     planted = {f for p in MISTAKES for f in p.values[2]} | {"op", "name"}

@@ -11,6 +11,8 @@ What is covered, per stage (one test each, the whole grid inside it):
 - a fast path its kernel decides for itself (``branches``, e.g. stage 08's ``inside``), probed:
   a copy of the kernel marks the guard zone before its output where the branch is taken, and
   enough fast-path cases of the grid must show the mark.
+The grid test is one test per backend the engine knows (helpers/engine/backends: BACKENDS), each
+on its backend's context fixture (tests/conftest.py: CONTEXTS), and every stage must land in one.
 CUDA stages run where CuPy sees an NVIDIA GPU (the cuda_ctx fixture skips them elsewhere, saying
 why; tests/test_cuda.py compiles them to PTX on any machine). Stage auto times every candidate
 per shape: tests/test_conv_dgrad.py runs it on a subset.
@@ -26,15 +28,16 @@ from collections import Counter
 import pytest
 
 import helpers
+from helpers.engine.backends import BACKENDS
 from helpers.launch import gemm
 from helpers.runner import path_of, stage_source
 from helpers.stages import REGISTRY
 
+from conftest import CONTEXTS
 from shapes import ANY_SHAPE, GRIDS, MIN_PER_PATH, RESIDUES, TIERS, case_id, expected_paths, host_paths, require_paths
 
 STAGES = [s for ss in REGISTRY.values() for s in ss if not s.choose]
-OPENCL = [s for s in STAGES if s.backend == "opencl"]
-CUDA = [s for s in STAGES if s.backend == "cuda"]
+OPENCL = [s for s in STAGES if s.backend == "opencl"]      # the host-side path and branch probes
 
 
 def key(s) -> str:
@@ -75,14 +78,43 @@ def check_over_grid(stage, ctx) -> None:
         run_grid(stage, ctx, cases[::3], variant)
 
 
-@pytest.mark.parametrize("stage", OPENCL, ids=key)
-def test_opencl_stage_over_its_grid(ctx, stage):
-    check_over_grid(stage, ctx)
+def grid_test(backend: str):
+    """The grid test of one backend's stages, on the context its fixture gives (conftest.CONTEXTS).
+    The fixture is requested by name (usefixtures), so pytest still parametrizes it over the
+    backend's devices, and a stage runs on every device of its own backend and only there."""
+    fixture = CONTEXTS[backend]
+
+    @pytest.mark.usefixtures(fixture)
+    @pytest.mark.parametrize("stage", [s for s in STAGES if s.backend == backend], ids=key)
+    def test(request, stage):
+        check_over_grid(stage, request.getfixturevalue(fixture))
+    return test
 
 
-@pytest.mark.parametrize("stage", CUDA, ids=key)
-def test_cuda_stage_over_its_grid(cuda_ctx, stage):
-    check_over_grid(stage, cuda_ctx)
+# test_opencl_stage_over_its_grid, test_cuda_stage_over_its_grid, ...: one per backend that has a
+# context fixture (a backend without one is caught by the test below, not skipped in silence)
+GRID_TESTS = {f"test_{b}_stage_over_its_grid": grid_test(b) for b in BACKENDS if b in CONTEXTS}
+globals().update(GRID_TESTS)
+
+
+def ungridded(stages, tests) -> list:
+    """The stages (as op-name) that none of ``tests`` is parametrized over."""
+    gridded = {key(s) for test in tests for mark in test.pytestmark if mark.name == "parametrize"
+               for s in mark.args[1]}
+    return [key(s) for s in stages if key(s) not in gridded]
+
+
+def test_every_stage_lands_in_a_grid_test():
+    missing = ungridded(STAGES, GRID_TESTS.values())
+    backends = sorted({s.backend for s in STAGES} - set(CONTEXTS))
+    assert not missing, (f"no grid test runs {', '.join(missing)}: backend(s) {', '.join(backends)} need a "
+                         f"context fixture, named in tests/conftest.py: CONTEXTS")
+
+
+def test_a_stage_of_a_backend_without_a_context_fixture_is_caught():
+    """A third backend's stage, planted: no grid test takes it, and the test above would say so."""
+    third = dataclasses.replace(STAGES[0], name="naive_third", backend="third")
+    assert ungridded(STAGES + [third], GRID_TESTS.values()) == [key(third)]
 
 
 def test_every_operation_has_a_grid():

@@ -1,32 +1,30 @@
-"""Every tune candidate of every stage (each value of each JIT parameter the benchmark's search
-may pick) is checked with guards over a few awkward shapes: the search never times, and the
-tuned file never records, a configuration that gives a wrong answer.
+"""Every tune candidate of every OpenCL stage (each value of each JIT parameter the benchmark's
+search may pick) is checked with guards over its op's small layer set (odd sizes, channel counts on
+and off the fast paths' multiples): the search never times, and the tuned file never records, a
+configuration that gives a wrong answer.
 
 Candidates are taken from the registry's defaults, whatever the device's tuned file says, so the
 same configurations are checked on every device. A candidate the device cannot launch (NVIDIA's
 OpenCL allows 256 work-items for some kernels where PoCL allows 4096) is refused by name before
 any launch (DeviceLimitError), as the search skips it; the defaults must run."""
+import functools
+
 import pytest
 
 import helpers
-from helpers.ops.batchnorm_backward import random_backward_args
-from helpers.ops.batchnorm_forward import random_args as bn_args
-from helpers.ops.conv_dgrad import random_problem_args as dgrad_args
-from helpers.ops.conv_forward import random_problem_args as fwd_args
-from helpers.ops.conv_wgrad import random_problem_args as wgrad_args
-from helpers.ops.gemm import random_args as gemm_args
+from helpers.ops import op_module
+from helpers.ops.layers import layer_set, op_layers
 from helpers.stages import REGISTRY
 
-SHAPES = {   # awkward: odd sizes, channel counts on and off the fast paths' multiples
-    "conv_dgrad": [dgrad_args(2, 17, 7, 5, 16, 3, 1, 1, "relu", seed=1),
-                   dgrad_args(1, 3, 9, 8, 5, 3, 2, 1, "tanh", seed=2)],
-    "conv_wgrad": [wgrad_args(2, 17, 7, 5, 16, 3, 1, 1, "relu", seed=1),     # OH*OW = 35, 20: off and on float4
-                   wgrad_args(1, 3, 9, 8, 5, 3, 2, 1, "tanh", seed=2)],
-    "conv_forward": [fwd_args(1, 5, 7, 9, 6, seed=1), fwd_args(2, 3, 6, 5, 17, seed=2)],
-    "batchnorm_forward": [bn_args(2, 3, 5, 7, seed=1), bn_args(1, 5, 4, 4, seed=2)],
-    "batchnorm_backward": [random_backward_args(2, 3, 5, 7, seed=1), random_backward_args(1, 5, 4, 4, seed=2)],
-    "gemm": [gemm_args(37, 29, 19, seed=1), gemm_args(20, 36, 44, seed=2)],   # off and on float4 rows
-}
+
+@functools.cache
+def shapes(op: str) -> list:
+    """The problems an op's candidates are checked on: its module's small default layer set (LAYERS:
+    tiny layers for CI, channels, planes and products on and off the fast paths' multiples of 4),
+    built as the search builds its problems from a layer set (helpers/tune.py: tune_op), so a new
+    op needs no entry here. An op without layer sets is refused, naming it."""
+    mod = op_module(op)
+    return [mod.layer_args(lay, seed=i) for i, lay in enumerate(layer_set(op_layers(mod)[1]))]
 
 
 def candidates(stage):
@@ -42,11 +40,17 @@ def candidates(stage):
 CASES = [(op, s.name) for op, stages in REGISTRY.items() for s in stages if s.backend == "opencl" and s.tune]
 
 
+def test_every_op_with_tune_candidates_has_shapes_for_them():
+    """Every op with a stage that has tune candidates (either backend) has its layer sets."""
+    tuned = {s.op for stages in REGISTRY.values() for s in stages if s.tune}
+    assert all(shapes(op) for op in tuned)
+
+
 @pytest.mark.parametrize("op, stage", CASES, ids=[f"{op}-{s}" for op, s in CASES])
 def test_every_tune_candidate_is_correct(ctx, op, stage):
     s = helpers.get_stage(op, stage)
     for i, defines in enumerate(candidates(s)):
-        for args in SHAPES[op]:
+        for args in shapes(op):
             try:
                 helpers.check_stage(op, stage, ctx=ctx, guard=True, defines=defines, **args)
             except helpers.DeviceLimitError:

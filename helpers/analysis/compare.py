@@ -18,14 +18,20 @@ helpers/ops/vendor.py), which leaves that host work out (and is never the longer
 """
 from __future__ import annotations
 
+from ..ops import op_module
+from ..stages import OPS
 from .names import slug
 from .results import load
 from .summary import geomean
 
 # The ladders in results/, the tagged comparisons, and the chapter 09-11 runs in results/local/.
 PATTERNS = ("*.json", "local/run*.json")
-OP_NAMES = {"conv_dgrad": "input gradient", "conv_wgrad": "weight gradient", "conv_forward": "forward convolution", "gemm": "GEMM",
-            "batchnorm_forward": "batch norm forward", "batchnorm_backward": "batch norm backward"}
+
+
+def op_name(op: str) -> str:
+    """What the tables call an operation: its module's NAME (helpers/ops/<op>.py), so that a new
+    operation is named where it is defined; an op the registry no longer has keeps its key."""
+    return op_module(op).NAME if op in OPS else op
 
 
 def _runs():
@@ -63,8 +69,8 @@ def best_vs_vendor(op: str | None = None, device: str | None = None) -> list[dic
     devices that are recorded (ValueError), never answered with no rows.
     Rows: op, layer_set, layer, problem, device, stage, ms, vendor, vendor_ms, x_vendor, file."""
     runs = list(_runs())
-    if op is not None and op not in OP_NAMES:
-        raise ValueError(f"unknown op {op!r}; the ops compared with a vendor are {', '.join(OP_NAMES)}")
+    if op is not None and op not in OPS:
+        raise ValueError(f"unknown op {op!r}; the ops are {', '.join(OPS)}")
     if device is not None and not any(matches(device, run["device"]["name"]) for run in runs):
         known = sorted({f"{run['device']['name'].strip()} ({slug(run['device']['name'])})" for run in runs})
         raise ValueError(f"no GPU run with the vendor's times is recorded in results/ on a device matching "
@@ -87,8 +93,7 @@ def best_vs_vendor(op: str | None = None, device: str | None = None) -> list[dic
                              "vendor_ms": vendor_ms(v, run["op"]),
                              "x_vendor": vendor_ms(v, run["op"]) / r["median_ms"],
                              "file": run["file"]}
-    order = list(OP_NAMES)
-    return sorted(best.values(), key=lambda b: (order.index(b["op"]) if b["op"] in order else len(order),
+    return sorted(best.values(), key=lambda b: (OPS.index(b["op"]) if b["op"] in OPS else len(OPS),
                                                 b["device"], b["layer_set"], b["layer"]))
 
 
@@ -99,7 +104,7 @@ def table(rows: list[dict]) -> str:
     out = [f"{'operation':<20} {'device':<12} {'layer':<16} {'best course stage':<22} {'ms':>8} "
            f"{'vendor':<8} {'ms':>8} {'x vendor':>9}"]
     for b in rows:
-        out.append(f"{OP_NAMES.get(b['op'], b['op']):<20} {b['device'][:12]:<12} {b['layer']:<16} {b['stage']:<22} "
+        out.append(f"{op_name(b['op']):<20} {b['device'][:12]:<12} {b['layer']:<16} {b['stage']:<22} "
                    f"{b['ms']:8.3f} {b['vendor']:<8} {b['vendor_ms']:8.3f} {b['x_vendor']:9.2f}")
     return "\n".join(out)
 
@@ -116,7 +121,7 @@ def readme_section() -> str:
         g = [b for b in rows if (b["op"], b["layer_set"], b["device"]) == (op, layer_set, dev)]
         xs = [b["x_vendor"] for b in g]
         stages = ", ".join(f"`{s}`" for s in dict.fromkeys(b["stage"] for b in g))
-        lines.append(f"| {OP_NAMES.get(op, op)}, {layer_set} | {dev} | {g[0]['vendor']} | ×{geomean(xs):.2f} "
+        lines.append(f"| {op_name(op)}, {layer_set} | {dev} | {g[0]['vendor']} | ×{geomean(xs):.2f} "
                      f"(×{min(xs):.2f} to ×{max(xs):.2f}) | {sum(x > 1 for x in xs)} of {len(xs)} | {stages} |")
     return "\n".join(lines)
 

@@ -1,6 +1,7 @@
 """Operations: each module validates run_stage's arguments into a Problem and knows its reference.
 
 An operation module defines:
+- ``OP``, its key in the registry, and ``NAME``, what tables and prose call it ("input gradient");
 - ``prepare(**kwargs) -> Problem``: validation; errors name the problem, before any launch;
 - ``reference(problem) -> (expected, magnitude)``: dicts of float64 arrays keyed by output name;
   ``magnitude`` is what the tolerance scales with (see helpers/engine/check.py);

@@ -23,6 +23,7 @@ from .problem import ACT_CODES as PROBLEM_ACT_CODES
 from .batchnorm_forward import VENDOR, channel_vector, check_x, random_args  # noqa: F401 (VENDOR: the benchmark's label)
 
 OP = "batchnorm_backward"
+NAME = "batch norm backward"  # the name tables and prose give it (helpers/analysis/compare.py)
 # the layer sets the benchmark takes (helpers/ops/layers.py: their kind, the small default set)
 LAYERS = ("batchnorm", "bn_ci")
 # the backward pass fuses the ReLU's derivative only

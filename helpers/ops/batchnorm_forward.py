@@ -32,6 +32,7 @@ from ..engine.check import rtol_for_sum
 from .problem import Problem, reject_unknown, tensor
 
 OP = "batchnorm_forward"
+NAME = "batch norm forward"  # the name tables and prose give it (helpers/analysis/compare.py)
 # the layer sets the benchmark takes (helpers/ops/layers.py: their kind, the small default set)
 LAYERS = ("batchnorm", "bn_ci")
 ARGS = ("x", "gamma", "beta", "eps", "training", "running_mean", "running_var", "momentum")

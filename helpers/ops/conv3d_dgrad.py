@@ -15,6 +15,7 @@ from .problem import Problem, positive_int, reject_unknown, tensor
 from .reference import output_size
 
 OP = "conv3d_dgrad"
+NAME = "3-D input gradient"  # the name tables and prose give it (helpers/analysis/compare.py)
 # no layer sets: the benchmark does not run this op (helpers/ops/layers.py)
 LAYERS = None
 ARGS = ("grad_output", "weight", "input_shape", "stride", "padding")

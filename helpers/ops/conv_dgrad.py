@@ -25,6 +25,7 @@ from .conv_forward import WINOGRAD_TILES, tile_magnitude   # one tile scale for 
 from .shape import check_grad_output, conv_shape, rank_of, layer_args as any_shape_layer_args
 
 OP = "conv_dgrad"
+NAME = "input gradient"  # the name tables and prose give it (helpers/analysis/compare.py)
 # the layer sets the benchmark takes (helpers/ops/layers.py: their kind, the small default set)
 LAYERS = ("conv", "ci")
 ARGS = ("grad_output", "weight", "input_shape", "stride", "padding", "dilation", "groups", "activation", "output")

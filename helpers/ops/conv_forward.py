@@ -28,6 +28,7 @@ from .problem import (ACT_CODES, FLOPS_2D, FLOPS_ANY, Problem, conv_problem_part
 from .shape import conv_shape, rank_of, layer_args as any_shape_layer_args
 
 OP = "conv_forward"
+NAME = "forward convolution"  # the name tables and prose give it (helpers/analysis/compare.py)
 # the layer sets the benchmark takes (helpers/ops/layers.py: their kind, the small default set)
 LAYERS = ("conv", "ci")
 ARGS = ("input", "weight", "stride", "padding", "dilation", "groups", "bias", "activation")

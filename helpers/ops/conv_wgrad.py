@@ -29,6 +29,7 @@ from .problem import (ACT_CODES, INT32_MAX, Problem, activation_output, backward
 from .shape import check_grad_output, conv_shape, rank_of, layer_args as any_shape_layer_args
 
 OP = "conv_wgrad"
+NAME = "weight gradient"  # the name tables and prose give it (helpers/analysis/compare.py)
 # the layer sets the benchmark takes (helpers/ops/layers.py: their kind, the small default set)
 LAYERS = ("conv", "ci")
 ARGS = ("input", "grad_output", "weight_shape", "stride", "padding", "dilation", "groups", "activation", "output")

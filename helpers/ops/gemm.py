@@ -14,6 +14,7 @@ from ..engine.check import rtol_for_sum
 from .problem import Problem, reject_unknown, tensor
 
 OP = "gemm"
+NAME = "GEMM"  # the name tables and prose give it (helpers/analysis/compare.py)
 # the layer sets the benchmark takes (helpers/ops/layers.py: their kind, the small default set)
 LAYERS = ("gemm", "gemm_small")
 ARGS = ("a", "b")

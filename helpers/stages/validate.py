@@ -74,6 +74,8 @@ def check_op(op: str, stages) -> None:
     missing = [f for f in ("prepare", "reference", "rtol") if not callable(getattr(module, f, None))]
     if missing:
         raise RegistryError(f"registry op {op!r}: helpers/ops/{op}.py defines no {', '.join(missing)}")
+    if not (isinstance(getattr(module, "NAME", None), str) and module.NAME):
+        raise RegistryError(f"registry op {op!r}: helpers/ops/{op}.py gives it no NAME (what tables call it)")
     if not stages:
         raise RegistryError(f"registry op {op!r}: no stages")
 
