@@ -16,6 +16,8 @@ fails loudly (GuardViolation, or NaN in the result).
 """
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 
 from . import chooser
@@ -301,7 +303,10 @@ def run_stage(op: str, stage, *, ctx=None, defines: dict | None = None, guard: b
     reduced-precision stage (precision "fp16") stores its tensors in float16: float32
     arrays are rounded to float16 on upload and the result comes back as float32 holding the
     float16 values; given float16 arrays or float16 device tensors, it comes back as float16.
+    A NaN or inf in a host input is named in a RuntimeWarning (the result is computed all the same).
     """
     plan = plan_stage(op, stage, ctx=ctx, defines=defines, guard=guard, workspace_limit=workspace_limit, **kwargs)
+    if bad := nonfinite_inputs(plan.problem):       # computed all the same, as PyTorch does: said once
+        warnings.warn(f"{op}: {bad}; every output that reads them is NaN or infinite too", RuntimeWarning, stacklevel=2)
     plan.enqueue()
     return plan.result()

@@ -106,6 +106,22 @@ def test_a_nan_in_the_input_is_named_and_its_outputs_match():
     assert "27 of them NaN or infinite, as in the reference: grad_output holds 1 NaN" in verdict
 
 
+def test_a_nan_in_the_input_is_said_by_run_stage():
+    """run_stage computes with a NaN input (as PyTorch does) and names it in a warning; a clean
+    input warns of nothing."""
+    args = {k: (v.copy() if isinstance(v, np.ndarray) else v) for k, v in ARGS.items()}
+    args["grad_output"][0, 1, 2, 2] = np.nan
+    args["grad_output"][0, 0, 0, 0] = np.inf
+    with pytest.warns(RuntimeWarning, match=r"conv_dgrad: grad_output holds 1 NaN and 1 inf; every output that "
+                                            r"reads them is NaN or infinite too"):
+        dx = helpers.run_stage("conv_dgrad", "naive", **args)
+    assert np.isnan(dx).any()
+    import warnings
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        helpers.run_stage("conv_dgrad", "naive", **ARGS)
+
+
 def test_a_nan_where_the_reference_has_none_still_fails():
     from helpers.engine.check import MismatchError, check_close
     with pytest.raises(MismatchError, match="got nan"):
