@@ -249,6 +249,28 @@ def _conv(op: str, make):
     return cases
 
 
+def tile_cases(stage) -> list:
+    """(label, make_args) cases derived from a stage's own tile: the fixed grid's largest channel
+    count is 64, the default TM, so a product's partial last block after a full one would never be
+    met there. For each tile extent T among TM, TN of the stage's defaults, channels C and K at T + 1 and T - 1
+    on a plane of more than T positions, so that both the rows and the columns of the product (K or
+    C; N*H*W or C*taps) have a full block followed by a partial one. Stride 1 and 2, no activation
+    (what every stage computes); conv ops only, [] for a stage without such a tile."""
+    if stage.op not in ("conv_dgrad", "conv_wgrad", "conv_forward"):
+        return []
+    sizes = sorted({stage.defines[t] for t in ("TM", "TN") if t in stage.defines})
+    make = {"conv_dgrad": conv_dgrad.random_problem_args, "conv_wgrad": conv_wgrad.random_problem_args,
+            "conv_forward": lambda n, c, h, w, k, r, st, p, act, seed: conv_forward.random_problem_args(
+                n, c, h, w, k, r, st, p, seed)}[stage.op]
+    out = []
+    for t in sizes:
+        for i, (c, k, st) in enumerate(((t + 1, t - 1, 1), (t - 1, t + 1, 2))):
+            case = dict(n=1 + i, c=c, h=13, w=11, k=k, kernel=3, stride=st, padding=1, activation="none")
+            out.append((f"tile{t}_" + case_id(case), lambda c=case, i=i: make(
+                c["n"], c["c"], c["h"], c["w"], c["k"], c["kernel"], c["stride"], c["padding"], "none", seed=40 + i)))
+    return out
+
+
 def _forward():
     return [(case_id(c) + "_bias" * c["bias"],
              lambda i=i, c=c: conv_forward.random_problem_args(c["n"], c["c"], c["h"], c["w"], c["k"], c["kernel"],

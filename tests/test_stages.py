@@ -1,8 +1,9 @@
 """Every stage of every operation, from the registry, over its operation's grid with guard regions.
 
 What is covered, per stage (one test each, the whole grid inside it):
-- every case of its operation's grid (tests/shapes.py: GRIDS; the convolutions' grid with its two
-  tiers, RESIDUES and LARGE), checked against the NumPy reference with guard zones around every
+- every case of its operation's grid (tests/shapes.py: GRIDS; the convolutions' grid with its
+  tiers, RESIDUES, WIDE and LARGE), and the cases of its own tile (shapes.tile_cases: channels at
+  T - 1 and T + 1 for its TM and TN, so a partial block follows a full one), checked against the NumPy reference with guard zones around every
   tensor and workspace; a case the stage cannot run must be refused by name before any launch
   (conv_forward: Winograd off 3x3 stride 1, a bias or an activation without a fused epilogue);
 - the paths it took (runner.path_taken: fast, general, fallback, only), each at least
@@ -34,7 +35,8 @@ from helpers.runner import path_of, stage_source
 from helpers.stages import REGISTRY
 
 from conftest import CONTEXTS
-from shapes import ANY_SHAPE, GRIDS, MIN_PER_PATH, RESIDUES, TIERS, case_id, expected_paths, host_paths, require_paths
+from shapes import (ANY_SHAPE, GRIDS, MIN_PER_PATH, RESIDUES, TIERS, case_id, conv_grid, expected_paths, host_paths,
+                    require_paths, tile_cases)
 
 STAGES = [s for ss in REGISTRY.values() for s in ss if not s.choose]
 OPENCL = [s for s in STAGES if s.backend == "opencl"]      # the host-side path and branch probes
@@ -63,7 +65,7 @@ def run_grid(stage, ctx, cases, defines=None) -> Counter:
 
 
 def check_over_grid(stage, ctx) -> None:
-    cases = GRIDS[stage.op]()
+    cases = GRIDS[stage.op]() + tile_cases(stage)
     if os.environ.get("COURSE_QUICK"):        # ./course test --quick: the first case the stage runs
         for case in cases:
             paths = run_grid(stage, ctx, [case])
@@ -198,6 +200,18 @@ def planted(stage, old: str, new: str):
         assert old in text, f"the planted fault no longer applies to {stage.key}; update this test"
         return text.replace(old, new)
     return dataclasses.replace(stage, source=source)
+
+
+def test_a_dropped_tail_after_a_full_block_is_caught_by_the_tile_cases(ctx):
+    """Stage 06 of the weight gradient leaving out the rows of K's last partial block when a full
+    block comes before it (K > TM, K % TM != 0): every case of the fixed grid has K <= 64, the
+    default TM, so only the cases from the stage's own tile meet it."""
+    blocked = helpers.get_stage("conv_wgrad", "igemm_blocked")
+    bad = planted(blocked, "if (k >= K) continue;", "if (k >= K || (m0 > 0 && k >= K / TM * TM)) continue;")
+    assert max(c["k"] for c in conv_grid() + TIERS) <= blocked.defines["TM"]     # the fixed grid's K
+    assert run_grid(bad, ctx, GRIDS["conv_wgrad"]()[:40], blocked.defines)        # its cases pass the fault
+    with pytest.raises(AssertionError, match=r"failed on tile64_"):
+        run_grid(bad, ctx, tile_cases(blocked), blocked.defines)
 
 
 WIDTH = helpers.get_stage("conv_dgrad", "width")
