@@ -234,14 +234,15 @@ def test_a_store_past_dx_on_a_partial_block_is_caught(ctx):
     assert run_grid(WIDTH, ctx, tier, WIDTH.defines)          # the stage itself passes the same cases
 
 
-def test_the_im2col_vector_path_switched_off_is_caught(ctx, monkeypatch):
-    """The im2col forward's float4 path switched off in its launcher: every case runs the general
-    path, and the grid's path count refuses it."""
+def test_the_im2col_vector_path_switched_off_is_caught(ctx):
+    """The im2col forward's float4 path switched off in its launcher (the entry's jit replaced:
+    the registry holds the function itself): every case runs the general path, and the grid's
+    path count refuses it."""
     im2col = helpers.get_stage("conv_forward", "im2col")
     require_paths(im2col, host_paths(im2col, ctx, GRIDS["conv_forward"]()))
-    monkeypatch.setattr(gemm, "im2col_vectors", lambda p, d: {"GEMM_VEC_B": 0})
+    off = dataclasses.replace(im2col, jit=lambda p, d: {"GEMM_VEC_B": 0})
     with pytest.raises(AssertionError, match=r"11_im2col: paths taken too rarely on the grid \{'fast': 0\}"):
-        require_paths(im2col, host_paths(im2col, ctx, GRIDS["conv_forward"]()))
+        require_paths(off, host_paths(off, ctx, GRIDS["conv_forward"]()))
 
 
 def test_the_forward_igemm_pointwise_path_switched_off_is_caught(ctx, monkeypatch):
