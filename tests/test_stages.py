@@ -255,6 +255,18 @@ def test_the_forward_igemm_pointwise_path_switched_off_is_caught(ctx, monkeypatc
         require_paths(igemm, host_paths(igemm, ctx, GRIDS["conv_forward"]()))
 
 
+def test_the_forward_igemm_float4_columns_run_on_the_grid(ctx):
+    """Inside the pointwise path, B's float4 copy (H*W % 4 == 0): the registry's path count proves
+    only POINTWISE, so the grid must take the float4 copy too (8 cases: the pointwise tier's and
+    the main grid's 1x1 layers with H*W % 4 == 0, each checked with guards by the grid test), and
+    the launcher's float4 switch turned off must show."""
+    igemm = helpers.get_stage("conv_forward", "igemm")
+    narrowed = dataclasses.replace(igemm, fast={"POINTWISE": 1, "GEMM_VEC_B": 1})
+    assert host_paths(narrowed, ctx, GRIDS["conv_forward"]())["fast"] >= 6
+    off = dataclasses.replace(narrowed, jit=lambda p, d: {**igemm.jit(p, d), "GEMM_VEC_B": 0})
+    assert host_paths(off, ctx, GRIDS["conv_forward"]())["fast"] == 0
+
+
 def test_a_fast_branch_forced_off_inside_the_kernel_is_caught(ctx):
     """Stage 08's ``inside`` (4-wide row loads where the whole window lies inside dy) forced to
     false in the kernel: every answer is still right, so only the probe sees it."""

@@ -3,7 +3,7 @@ auto``, recorded per convolution op) beside the vendor timed in the same run.
 
     from helpers.analysis.zoo import auto_rows, verdict, worst
     rows = auto_rows("conv_wgrad", "zoo", "NVIDIA H200")   # one dict per layer
-    print(verdict(rows))                                     # the four figures, in one line
+    print(verdict(rows))                                     # layers at x1.0, geomean, slowest layer, slowest first call
 
 Each row: layer, the stage auto ran, its median ms, the vendor's, ``x_vendor`` (the vendor's time
 over auto's: above 1 the course is faster) and ``first_call_s``, the seconds auto's first call on
