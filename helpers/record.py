@@ -27,6 +27,7 @@ from __future__ import annotations
 import argparse
 import datetime as dt
 import json
+import re
 import os
 import shlex
 import subprocess
@@ -122,6 +123,14 @@ TESTS_NOTEBOOK_ONLY = ["tests/test_editions.py", "tests/test_prose_numbers.py"]
 def candidates(op: str) -> list[str]:
     """The stages auto chooses among for ``op``, from the registry: the OpenCL float32 kernels."""
     return [s.name for s in REGISTRY[op] if s.backend == "opencl" and s.precision == "fp32" and not s.choose]
+
+
+def zoo_parts(op: str, size: int = 5) -> list[tuple[str, list[str]]]:
+    """``op``'s candidates in parts of ``size`` stages, named a, b, c, ... (a tag ending in a digit
+    would read as a switch's setting, which the chooser's model leaves out). About a minute a stage
+    over the zoo on the H200 (11_igemm of conv_forward: 56 s), so a part fits one device call."""
+    names = candidates(op)
+    return [(chr(ord("a") + i), names[j:j + size]) for i, j in enumerate(range(0, len(names), size))]
 
 
 ANY_SHAPE_STAGES = {"conv_forward": "any_shape", "conv_dgrad": "any_shape", "conv_wgrad": "any_shape"}
@@ -278,18 +287,20 @@ PLAN = [
     # every other test file that can touch a device (the direct, local-memory, batch norm and
     # weight-gradient grids, the boundaries, the tuning candidates, the exercises' checkers, ...)
     _tests("tests-others", "engine", "tests " + " ".join(f"--ignore={f}" for f in TESTS_WINOGRAD + TESTS_GEMM + TESTS_CUDA
-                                                       + TESTS_NOTEBOOK_ONLY), 5, "the rest of the test suite on the device"),
+                                                       + TESTS_NOTEBOOK_ONLY), 9, "the rest of the test suite on the device", True),
     *(_notebooks(part, minutes) for part, minutes in enumerate((3, 3, 4, 4), 1)),
+    # the chooser's model learns the zoo's kinds of layer (1x1, 5x5, 1x7, batch 1): every stage auto
+    # chooses among, each timed on every zoo layer at its tuned values (the model's ranking reads
+    # these, so they come before the auto runs), in parts of a few stages that fit a device call
+    *(_bench(f"zoo-stages-{op}-{part}", f"--op {op} --layers zoo --stages {','.join(stages)} --tag stages_{part}",
+             len(stages), "chapter 11b and the chooser's model (tests/test_chooser_model.py): each candidate stage "
+             "on the zoo's layers")
+      for op in ("conv_dgrad", "conv_forward", "conv_wgrad") for part, stages in zoo_parts(op)),
     # chapter 11b and issue targets: auto on real layers nobody tuned for, beside cuDNN, each row's
     # first call (the model's ranking, builds, timings) in seconds, from an empty choice cache
     *(_bench(f"zoo-{op}", f"--op {op} --layers zoo --stages auto", 3,
              "chapter 11b: auto on the zoo's real layers beside cuDNN, with each layer's first-call seconds",
              env=f"rm -f .cache/choices_zoo_{op}_{{slug}}.json; COURSE_CHOICES=.cache/choices_zoo_{op}_{{slug}}.json ")
-      for op in ("conv_dgrad", "conv_forward", "conv_wgrad")),
-    # the chooser's model learns the zoo's kinds of layer (1x1, 5x5, 1x7, batch 1): every stage auto
-    # chooses among, each timed on every zoo layer, its tuned values (the model's ranking reads these)
-    *(_bench(f"zoo-stages-{op}", f"--op {op} --layers zoo --stages {','.join(candidates(op))} --tag stages", 10,
-             "chapter 11b and the chooser's model (tests/test_chooser_model.py): each candidate stage on the zoo's layers")
       for op in ("conv_dgrad", "conv_forward", "conv_wgrad")),
 ]
 
@@ -300,7 +311,8 @@ def slug_of(device: str) -> str:
     return names.slug(device_info(get_context(device))["name"])
 
 
-def get_task(name: str, plan=PLAN) -> Task:
+def get_task(name: str, plan=None) -> Task:
+    plan = PLAN if plan is None else plan
     for t in plan:
         if t.name == name:
             return t
@@ -342,6 +354,18 @@ def command(task: Task, device: str, slug: str, python: str = sys.executable) ->
     return task.command.format(device=shlex.quote(device), slug=slug, python=shlex.quote(python))
 
 
+BLAS_THREADS = ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS")
+
+
+def blas_threads(cmd: str, lanes: int = 1, cores: int | None = None) -> int:
+    """The threads each process of a task gets for NumPy's BLAS (the float64 references): the
+    machine's cores shared among its lanes and the task's pytest workers (-n N). Left to itself each
+    process starts a thread per core, and 16 workers with 16 spinning threads each on 16 cores made
+    every reference many times slower (4 processes on 2 cores: 32 s each against 9 s at one thread)."""
+    workers = re.search(r"(?:^|\s)-n (\d+)", cmd)
+    return max(1, (cores or os.cpu_count() or 1) // (lanes * (int(workers[1]) if workers else 1)))
+
+
 _LOG_LOCK = threading.Lock()      # lanes append to one log
 
 
@@ -357,19 +381,38 @@ def without_paths(text: str) -> str:
     return text.replace(str(ROOT), ".")
 
 
-def run_task(task: Task, device: str, slug: str, log: Path | None = None, gpu: int | None = None) -> int:
+def run_task(task: Task, device: str, slug: str, log: Path | None = None, gpu: int | None = None,
+             stop: threading.Event | None = None, lanes: int = 1) -> int:
     """Run one task from the repository root; append its command, exit status and wall time to
     ``log`` (default results/record_<slug>.json). ``gpu``: the GPU of the lane it runs in
-    (CUDA_VISIBLE_DEVICES; NVIDIA's OpenCL and CUDA both honour it)."""
+    (CUDA_VISIBLE_DEVICES; NVIDIA's OpenCL and CUDA both honour it). Ctrl-C, or a time limit's
+    SIGINT, reaches the task too: it is given a minute to write its summary (pytest -v's verdicts so
+    far), its entry is logged as interrupted, and KeyboardInterrupt goes on up. In a lane (a thread,
+    which never sees the KeyboardInterrupt) ``stop`` says the run was interrupted. Each process's
+    BLAS threads are its share of the cores (blas_threads) unless the caller set them."""
     cmd = command(task, device, slug)
     lane = "" if gpu is None else f" (GPU {gpu})"
-    env = None if gpu is None else {**os.environ, "CUDA_VISIBLE_DEVICES": str(gpu)}
+    threads = str(blas_threads(cmd, lanes))
+    env = {**{name: threads for name in BLAS_THREADS}, **os.environ,
+           **({} if gpu is None else {"CUDA_VISIBLE_DEVICES": str(gpu)})}
     (RESULTS / task.writes.format(slug=slug)).parent.mkdir(parents=True, exist_ok=True)
     print(f"[record] {task.name}{lane}: {cmd}", flush=True)
     start = time.perf_counter()
-    rc = subprocess.run(["bash", "-o", "pipefail", "-c", cmd], cwd=ROOT, env=env).returncode
+    proc = subprocess.Popen(["bash", "-o", "pipefail", "-c", cmd], cwd=ROOT, env=env)
+    interrupted = False
+    try:
+        rc = proc.wait()
+    except KeyboardInterrupt:       # Ctrl-C, or a time limit's SIGINT: the task got it too; let it write its summary
+        interrupted = True
+        try:
+            rc = proc.wait(timeout=60)
+        except (KeyboardInterrupt, subprocess.TimeoutExpired):
+            proc.kill()
+            rc = proc.wait()
+    interrupted = interrupted or (stop is not None and stop.is_set())
     minutes = (time.perf_counter() - start) / 60
-    print(f"[record] {task.name}{lane}: exit {rc} after {minutes:.1f} min", flush=True)
+    print(f"[record] {task.name}{lane}: {'interrupted, ' if interrupted else ''}exit {rc} after {minutes:.1f} min",
+          flush=True)
     written = RESULTS / task.writes.format(slug=slug)
     if written.suffix == ".log" and written.is_file():     # the log is kept in results/: no machine's paths in it
         written.write_text(without_paths(written.read_text(errors="replace")))
@@ -379,8 +422,10 @@ def run_task(task: Task, device: str, slug: str, log: Path | None = None, gpu: i
         entries.append({"task": task.name, "command": cmd.replace(sys.executable, "python"), "exit": rc,
                         "minutes": round(minutes, 2), "date": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
                         "wrote": task.writes.format(slug=slug) if rc == 0 and recorded(task, slug) else None,
-                        **({"gpu": gpu} if gpu is not None else {})})
+                        **({"gpu": gpu} if gpu is not None else {}), **({"interrupted": True} if interrupted else {})})
         log.write_text(json.dumps(entries, indent=1) + "\n")
+    if interrupted and stop is None:
+        raise KeyboardInterrupt
     return rc
 
 
@@ -400,15 +445,25 @@ def run_lanes(tasks: list, device: str, slug: str, count: int) -> list[str]:
     the names of the tasks that failed."""
     failed = []
 
+    stop = threading.Event()        # Ctrl-C (it reaches the main thread; the tasks' processes get it too)
+
     def work(i: int, lane: list) -> None:
         for t in lane:
-            if run_task(t, device, slug, gpu=i):
+            if stop.is_set():
+                return
+            if run_task(t, device, slug, gpu=i, stop=stop, lanes=count):
                 failed.append(t.name)
     threads = [threading.Thread(target=work, args=(i, lane)) for i, lane in enumerate(lanes(tasks, count))]
     for th in threads:
         th.start()
-    for th in threads:
-        th.join()
+    try:
+        for th in threads:
+            th.join()
+    except KeyboardInterrupt:
+        stop.set()
+        for th in threads:          # each lane's running task writes its summary and its log entry
+            th.join()
+        raise
     return failed
 
 
@@ -472,10 +527,14 @@ def main(argv=None) -> int:
     if a.dry_run:
         for i, lane in enumerate(lanes(tasks, a.lanes)):
             print("\n".join((f"# GPU {i}: " if a.lanes > 1 else "") + command(t, a.device, slug) for t in lane))
-    elif a.lanes > 1:
-        failed = run_lanes(tasks, a.device, slug, a.lanes)
     else:
-        failed = [t.name for t in tasks if run_task(t, a.device, slug)]
+        try:
+            failed = (run_lanes(tasks, a.device, slug, a.lanes) if a.lanes > 1
+                      else [t.name for t in tasks if run_task(t, a.device, slug)])
+        except KeyboardInterrupt:
+            print(f"interrupted: the tasks that ran are logged in results/record_{slug}.json, the one cut short "
+                  f"marked \"interrupted\"; run the rest again by --run", file=sys.stderr)
+            return 130
     if failed:
         print(f"failed: {', '.join(failed)} (see the output above; results/record_{slug}.json logs each task)",
               file=sys.stderr)

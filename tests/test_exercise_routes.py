@@ -423,6 +423,14 @@ def test_chapter_05_refuses_a_count_by_visiting_the_columns(answer, says, capsys
     assert not ok and "right on the rows tried" in out and says in out, out
 
 
+def test_chapter_05_row_is_too_long_for_any_address_space():
+    """The long row's array must fail to allocate at once: one that fits a 57-bit address space (a
+    row of 10^13 int64s is 80 TB) is granted by a machine that overcommits memory, which then kills
+    the process as the array fills (seen on a GPU machine: the test's worker crashed)."""
+    from helpers.chapters.exercises import ch05
+    assert ch05.HUGE > 2 ** 57, "an array of the row (1 byte a column) must not fit a 57-bit address space"
+
+
 def test_chapter_05_refuses_a_recursion(capsys):
     def count(w, p, x=0):
         if x >= w:

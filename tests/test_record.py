@@ -15,7 +15,7 @@ RECORDED = "nvidia-h200"   # the device whose files the plan mirrors
 # tasks added with their command before their first run on the H200 (their file comes from it)
 NOT_YET_RECORDED = {"training-resnet-stage", "wgrad-phases-resnet50"} | {
     f"anyshape-{layers}-{op}" for layers, op, *_ in record.ANY_SHAPE_TASKS} | {   # chapter 16's sets
-    f"zoo-stages-{op}" for op in ("conv_dgrad", "conv_forward", "conv_wgrad")}     # the model's zoo runs
+    t.name for t in PLAN if t.name.startswith("zoo-stages-")}                      # the model's zoo runs
 
 
 def bench_argv(task: Task) -> list[str] | None:
@@ -59,6 +59,12 @@ def test_task_writes_what_the_h200_has(task):
 
 def test_searches_come_before_the_runs_that_read_them():
     order = [t.name for t in PLAN]
+    for op in ("conv_dgrad", "conv_forward", "conv_wgrad"):     # the model ranks auto's candidates by them
+        parts = [n for n in order if n.startswith(f"zoo-stages-{op}-")]
+        assert parts and max(map(order.index, parts)) < order.index(f"zoo-{op}")
+        argvs = [bench_argv(record.get_task(n)) for n in parts]
+        covered = [s for argv in argvs for s in argv[argv.index("--stages") + 1].split(",")]
+        assert sorted(covered) == sorted(record.candidates(op)), op
     assert order.index("tune-taps") < order.index("taps-resnet50")
     assert order.index("tune-wino4") < order.index("auto-resnet50")
     assert order.index("tune-wino4-wg") < order.index("channel-major0") < order.index("auto-resnet50")
@@ -179,6 +185,42 @@ def test_lanes_share_the_minutes_and_keep_the_plans_order():
     assert [sum(t.minutes for t in lane) for lane in dealt] == [7, 7]
     assert all([tasks.index(t) for t in lane] == sorted(tasks.index(t) for t in lane) for lane in dealt)
     assert record.lanes(tasks, 1) == [tasks]
+
+
+def test_an_interrupted_task_is_logged_and_the_run_stops(tmp_path, monkeypatch, capsys):
+    """A time limit's SIGINT (timeout -s INT) reaches the recorder and its task: the task finishes
+    writing (its summary), its entry says interrupted, the next task never starts, exit 130."""
+    monkeypatch.setattr(record, "RESULTS", tmp_path)
+    cut = Task("cut", f"echo rows > {tmp_path}/cut_{{slug}}.log; kill -INT $PPID; sleep 0.5; "
+                      f"echo summary >> {tmp_path}/cut_{{slug}}.log", "cut_{slug}.log", 1, "")
+    after = Task("after", f"echo ran > {tmp_path}/after_{{slug}}.log", "after_{slug}.log", 1, "")
+    monkeypatch.setattr(record, "PLAN", [cut, after])
+    monkeypatch.setattr(record, "slug_of", lambda device: "dev")
+    assert record.main(["--device", "cpu", "--run", "cut,after"]) == 130
+    assert (tmp_path / "cut_dev.log").read_text() == "rows\nsummary\n"
+    assert not (tmp_path / "after_dev.log").exists()
+    logged = json.loads((tmp_path / "record_dev.json").read_text())
+    assert [(e["task"], e.get("interrupted")) for e in logged] == [("cut", True)]
+    assert "interrupted" in capsys.readouterr().err
+
+
+def test_each_process_gets_its_share_of_the_cores_for_blas(tmp_path, monkeypatch):
+    """NumPy's BLAS threads: the cores over the lanes and the task's pytest workers, at least one,
+    unless the caller set them."""
+    assert record.blas_threads(f"{record.GPU_TESTS} tests", lanes=1, cores=16) == 2        # -n 8
+    assert record.blas_threads(f"{record.NBVAL_FULL} notebooks", lanes=4, cores=64) == 4   # -n 4, 4 lanes
+    assert record.blas_threads("python -m helpers.bench --op conv_dgrad", lanes=2, cores=32) == 16
+    assert record.blas_threads(f"{record.GPU_TESTS} tests", lanes=4, cores=16) == 1
+    monkeypatch.setattr(record, "RESULTS", tmp_path)
+    for name in record.BLAS_THREADS:
+        monkeypatch.delenv(name, raising=False)
+    task = Task("t", f"echo $OPENBLAS_NUM_THREADS $OMP_NUM_THREADS > {tmp_path}/t_{{slug}}.log", "t_{slug}.log", 1, "")
+    record.run_task(task, "cpu", "dev", tmp_path / "log.json")
+    want = record.blas_threads(task.command)
+    assert (tmp_path / "t_dev.log").read_text().split() == [str(want)] * 2
+    monkeypatch.setenv("OPENBLAS_NUM_THREADS", "3")
+    record.run_task(task, "cpu", "dev", tmp_path / "log.json")
+    assert (tmp_path / "t_dev.log").read_text().split()[0] == "3"
 
 
 def test_each_lane_runs_on_its_own_gpu(tmp_path, monkeypatch):

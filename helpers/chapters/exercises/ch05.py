@@ -5,7 +5,11 @@ import sys
 
 from .verdict import _verdict, exercise, _compare
 
-HUGE = 10**13          # columns of a row that no loop over its columns gets through
+# columns of a row that no loop over its columns gets through; an array of it (8 EB of int64, 1 EB of
+# bools) is more than any 64-bit address space maps, so building one fails at once with MemoryError
+# (a row of 10^13 would be 80 TB: a machine that overcommits memory grants it, then kills the
+# process as the array fills, taking the learner's kernel down with it)
+HUGE = 10**18
 STEPS = 10_000         # Python lines a closed formula stays far below, however it is written
 
 
@@ -50,7 +54,7 @@ def _columns(w: int, p: int) -> int:
 def check_vector_columns(answer_fn) -> bool:
     """Chapter 05: (W, pad) -> how many of the W work-items of a row take stage 05's 3-wide path
     for a 3x3 kernel with stride 1, as a closed formula: checked on small rows against stage 05's
-    test, then on a row of 10^13 columns, where any loop over the columns is stopped."""
+    test, then on a row of 10^18 columns, where any loop over the columns is stopped."""
     from ..direct import takes_vector_path
     from ...ops.reference import output_size
     for w, p in [(56, 1), (7, 1), (1, 1), (2, 1), (3, 0), (5, 0), (8, 2), (3, 2), (1, 2), (224, 1)]:
@@ -66,15 +70,15 @@ def check_vector_columns(answer_fn) -> bool:
         got, why = _stepped(answer_fn, HUGE, p)
         if why == "steps":
             return _verdict(False, "", f"right on the rows tried, but your function takes a step per column: on a row "
-                            f"of 10^13 columns (padding {p}) it was stopped after {STEPS:,} Python lines. The task "
+                            f"of 10^18 columns (padding {p}) it was stopped after {STEPS:,} Python lines. The task "
                             f"asks for a closed formula: count the columns from the two ends of their range, "
                             f"without visiting them")
         if why == "memory":
-            return _verdict(False, "", f"right on the rows tried, but on a row of 10^13 columns (padding {p}) your "
+            return _verdict(False, "", f"right on the rows tried, but on a row of 10^18 columns (padding {p}) your "
                             f"function runs out of memory: it builds something per column. The task asks for a "
                             f"closed formula, from the two ends of the range")
         want = _columns(HUGE, p)
         if got != want:
-            return _verdict(False, "", f"right on the rows tried, but on a row of 10^13 columns with padding {p} your "
+            return _verdict(False, "", f"right on the rows tried, but on a row of 10^18 columns with padding {p} your "
                             f"count is {_compare(got, want)}: does your formula hold for every width?")
     return _verdict(True, "the vector path covers max(0, 2-pad) <= x <= min(W-1, OW-1-pad)", "")
