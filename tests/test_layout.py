@@ -64,3 +64,27 @@ def test_the_package_docstring_names_the_layers_in_their_order():
         where[n] = min(found)
     order = sorted(names, key=where.get)
     assert order == names, f"the docstring names the layers in another order than LAYERS: {order}"
+
+
+def unnamed_in_docstrings() -> dict:
+    """{package folder: [its modules and subpackages its __init__.py's docstring does not name]}:
+    the map of helpers/ is each package's own docstring (helpers/__init__.py's for the top)."""
+    import re
+    out = {}
+    for init in sorted((ROOT / "helpers").rglob("__init__.py")):
+        folder = init.parent
+        doc = ast.get_docstring(ast.parse(init.read_text())) or ""
+        members = [p.stem for p in folder.glob("*.py") if p.stem not in ("__init__", "__main__")]
+        members += [p.name for p in folder.iterdir() if p.is_dir() and any(p.glob("*.py"))
+                    and p.name != "__pycache__"]
+        missing = [m for m in sorted(members) if not re.search(rf"(?<![\w.]){re.escape(m)}(\.py|/|\b)", doc)]
+        if missing:
+            out[str(folder.relative_to(ROOT))] = missing
+    return out
+
+
+def test_each_package_docstring_names_its_modules():
+    """A newcomer finds where a thing lives from the docstrings: every module and subpackage is
+    named (with a word on what it holds) in its package's __init__.py docstring."""
+    missing = unnamed_in_docstrings()
+    assert not missing, f"modules their package's docstring does not name: {missing}"

@@ -12,6 +12,19 @@ and the functions registry entries hold: ``jit`` (extra defines derived from the
 ``requires`` (None, or the unmet need), ``generate`` (generated kernel text). A new family is a
 new module here, imported by the registry modules that use it (the registry's validator checks
 each entry against its family when the registry loads).
+
+The families:
+
+    direct       conv_dgrad 02-08, conv_forward 00, conv_wgrad 01: one launch each
+    unrolled     the generated 3x3 block of conv_dgrad 07-08
+    local        conv_dgrad 09-10 and their CUDA twins: tiles in local memory
+    gemm         the course GEMM and the GEMM-based convolutions of chapter 11 (im2col, implicit GEMM)
+    winograd     F(2x2,3x3) and F(4x4,3x3) (chapters 12, 12a): transforms and products
+    wgrad        the weight gradient's split launches (conv_wgrad 02-03)
+    tensor_cores the CUDA stages on mma.sync, wgmma and TMA (chapter 13)
+    batchnorm    batch normalization's forward and backward (chapter 14)
+    direct_nd    the any-shape kernels (stage 16 of the three convolutions)
+    depthwise    chapter 16's depthwise stages (dw_tiles, dw_regs)
 """
 from __future__ import annotations
 

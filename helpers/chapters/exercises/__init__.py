@@ -6,7 +6,10 @@ the student edition (``./course student``, helpers/chapters/editions.py) replace
 ``raise NotImplementedError()``. Every check catches that and says, politely, that the exercise
 is not answered yet, so the student edition runs top to bottom.
 
-One module per chapter (``ch02.py``: chapter 02's checks); every check is importable from here.
+One module per chapter, every check importable from here: ch00, ch01, ch01a, ch02, ch03, ch04,
+ch05, ch06, ch07, ch08, ch09, ch10, ch11, ch12, ch12a, ch13, ch14, ch15 and ch16 (``ch02.py``:
+chapter 02's checks). verdict.py: what every check shares (the verdict line, the decorator that
+reports an unanswered exercise); closed.py: the course's own answers closed while a learner's runs.
 """
 from .verdict import NOT_ANSWERED, exercise
 from .ch00 import check_intensity

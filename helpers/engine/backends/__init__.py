@@ -8,6 +8,8 @@
 function per backend that imports its class); a backend's module is imported only when one of
 its stages is planned, so pyopencl is never needed on the CUDA path, nor CuPy on the OpenCL one. nvrtc.py compiles CUDA kernels to PTX with no GPU at all
 (the NVRTC wheel), so the tests check every CUDA kernel on any machine.
+emulated.py builds a CUDA kernel as C++ with g++ against a stand-in for the device and runs it
+on the CPU, so the tests check what the CUDA stages compute on any machine too.
 """
 from __future__ import annotations
 
