@@ -27,9 +27,10 @@ from __future__ import annotations
 import argparse
 import datetime as dt
 import json
-import re
 import os
+import re
 import shlex
+import signal
 import subprocess
 import sys
 import threading
@@ -360,8 +361,9 @@ BLAS_THREADS = ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS")
 def blas_threads(cmd: str, lanes: int = 1, cores: int | None = None) -> int:
     """The threads each process of a task gets for NumPy's BLAS (the float64 references): the
     machine's cores shared among its lanes and the task's pytest workers (-n N). Left to itself each
-    process starts a thread per core, and 16 workers with 16 spinning threads each on 16 cores made
-    every reference many times slower (4 processes on 2 cores: 32 s each against 9 s at one thread)."""
+    process starts a thread per core, and processes that together start many more threads than there
+    are cores make every reference slower (4 processes on 2 cores: 32 s each, against 9 s with one
+    thread each)."""
     workers = re.search(r"(?:^|\s)-n (\d+)", cmd)
     return max(1, (cores or os.cpu_count() or 1) // (lanes * (int(workers[1]) if workers else 1)))
 
@@ -398,12 +400,22 @@ def run_task(task: Task, device: str, slug: str, log: Path | None = None, gpu: i
     (RESULTS / task.writes.format(slug=slug)).parent.mkdir(parents=True, exist_ok=True)
     print(f"[record] {task.name}{lane}: {cmd}", flush=True)
     start = time.perf_counter()
-    proc = subprocess.Popen(["bash", "-o", "pipefail", "-c", cmd], cwd=ROOT, env=env)
-    interrupted = False
+    # Ctrl-C, or a time limit's SIGINT, reaches the task too: let it write its summary. One that comes
+    # while the task is being started is noted, not raised, so the task is always waited for.
+    caught, main = [], threading.current_thread() is threading.main_thread()
+    before = signal.signal(signal.SIGINT, lambda *_: caught.append(True)) if main else None
     try:
-        rc = proc.wait()
-    except KeyboardInterrupt:       # Ctrl-C, or a time limit's SIGINT: the task got it too; let it write its summary
-        interrupted = True
+        proc = subprocess.Popen(["bash", "-o", "pipefail", "-c", cmd], cwd=ROOT, env=env)
+    finally:
+        if main:
+            signal.signal(signal.SIGINT, before)
+    interrupted = bool(caught)
+    if not interrupted:
+        try:
+            rc = proc.wait()
+        except KeyboardInterrupt:
+            interrupted = True
+    if interrupted:
         try:
             rc = proc.wait(timeout=60)
         except (KeyboardInterrupt, subprocess.TimeoutExpired):
