@@ -80,3 +80,38 @@ def test_the_check_finds_a_later_stage_printed_earlier(tmp_path):
     notebooks = [planted if p.name == planted.name else p for p in NOTEBOOKS]
     assert shown_before(["03_memoized_bounds"], "03_memoized_bounds.ipynb", notebooks) == [
         f"02_naive_dgrad.ipynb cell {last}: 03_memoized_bounds"]
+
+
+PREDICT = "# PREDICT BEFORE RUNNING"
+
+
+def test_the_cell_after_each_predict_prompt_waits_for_the_prediction():
+    """The first code cell after a "Predict" prompt (and the launch chapter 01a asks to compute) is
+    marked, so the student edition leaves its output for the learner to make."""
+    unmarked = []
+    for path in NOTEBOOKS:
+        cs = cells(path)
+        for i, c in enumerate(cs):
+            text = "".join(c["source"])
+            if c["cell_type"] == "markdown" and ("**Predict**" in text or "Predict, then" in text):
+                j = next(k for k in range(i + 1, len(cs)) if cs[k]["cell_type"] == "code")
+                if PREDICT not in "".join(cs[j]["source"]):
+                    unmarked.append(f"{path.name} cell {j}")
+    assert not unmarked, f"cells that answer a Predict prompt in the student edition: {unmarked}"
+
+
+def test_the_student_edition_shows_no_launch_before_it_is_predicted():
+    """Chapter 01a's exercise asks for the launch of N=2, C=16, 13x9, WG=64: the teacher's stored
+    output prints it (4096 work-items, 352 idle, 64 groups); the student's cell holds no output."""
+    nbformat = pytest.importorskip("nbformat")
+    pytest.importorskip("nbgrader", reason="the student edition clears solutions with nbgrader")
+    from helpers.chapters.editions import student_notebook
+    path = NOTEBOOKS[0].parent / "01a_execution_and_memory_model.ipynb"
+    teacher = nbformat.read(path, as_version=4)
+    student = student_notebook(teacher)
+    shown = lambda nb: "".join(output_text(c) for c in nb.cells if c.cell_type == "code")
+    assert "4096 work-items, 352 of them return at once" in shown(teacher)
+    assert "4096 work-items, 352 of them return at once" not in shown(student)
+    for cell in student.cells:
+        if PREDICT in cell.source:
+            assert cell.outputs == [] and cell.execution_count is None and "NBVAL_CHECK_OUTPUT" not in cell.source
