@@ -19,7 +19,10 @@ No answer anywhere else either (helpers/chapters/answers.py says what an answer 
 - every stored output that shows a line of an answer (a kernel listing or diff above a kernel
   exercise) is rewritten with those lines hidden, a listing re-highlighted from its text;
 - each notebook's ``start()`` becomes ``start(edition="student")``, so the listings a learner's
-  own run prints hide the same lines.
+  own run prints hide the same lines;
+- a code cell marked ``# PREDICT BEFORE RUNNING`` (the measurement after a "Predict" question, the
+  launch an exercise asks to compute) keeps its source and loses its stored outputs (and its
+  ``NBVAL_CHECK_OUTPUT`` marker): the learner predicts first, then runs it.
 """
 from __future__ import annotations
 
@@ -35,6 +38,7 @@ TEXT_STUB = "*Your answer here (double-click to edit).*"
 TEACHER_ONLY = ("INSTRUCTORS.md",)                 # files of notebooks/ the student edition leaves out
 TEACHER_REGION = re.compile(r"<!-- teacher edition -->.*?<!-- end teacher edition -->\n?", re.S)
 START = re.compile(r"\bstart\(\)")
+PREDICT = "# PREDICT BEFORE RUNNING"      # a cell whose output answers a question asked before it
 
 
 def has_solution(cell) -> bool:
@@ -78,6 +82,10 @@ def student_notebook(nb, secrets: dict | None = None):
             if not cell.outputs:                              # skips cells that were never run
                 cell.execution_count = None
                 cell.source = "\n".join(ln for ln in cell.source.split("\n") if ln.strip() != "# NBVAL_CHECK_OUTPUT")
+    for cell in nb.cells:
+        if cell.cell_type == "code" and PREDICT in cell.source:
+            cell.outputs, cell.execution_count = [], None
+            cell.source = "\n".join(ln for ln in cell.source.split("\n") if ln.strip() != "# NBVAL_CHECK_OUTPUT")
     for cell in nb.cells:
         if cell.cell_type == "code":
             cell.source = START.sub('start(edition="student")', cell.source)
