@@ -40,6 +40,7 @@ Layers, each importing only from itself and the ones above it, in the order of `
                 the course's stages (run_stage; CUDA stages on PyTorch's CUDA tensors, OpenCL ones
                 through the host)
     record.py   `./course record`: the recording plan for a GPU, task by task
+    course.py   `./course` itself (python -m helpers.course): the commands, standard library only
     chapters/   what notebooks call: notebook (first cell, source display, step_times), pictures*,
                 exercises and kernel_exercises (checks), direct (models of chapters 03-05), local
                 (reuse and bank accesses of chapters 09-10), banks (the bank model of chapters 10, 12,
@@ -54,7 +55,8 @@ import importlib
 LAYERS = ("helpers.engine", "helpers.ops", "helpers.launch", "helpers.stages", "helpers.tuning",
           "helpers.chooser_model", "helpers.chooser", "helpers.runner", "helpers.emulation", "helpers.analysis", "helpers.peak",
           "helpers.trials", "helpers.bench", "helpers.tune", "helpers.registers", "helpers.floor", "helpers.profile_stage",
-          "helpers.ncu_banks", "helpers.tc_peak", "helpers.train", "helpers.torch", "helpers.record", "helpers.chapters",
+          "helpers.ncu_banks", "helpers.tc_peak", "helpers.train", "helpers.torch", "helpers.record", "helpers.course",
+          "helpers.chapters",
           "helpers.__init__", "helpers.__main__")
 
 # The public names, loaded on first use (so that helpers.analysis runs without OpenCL or CUDA).

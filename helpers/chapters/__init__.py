@@ -26,7 +26,9 @@ Exercises:
                     kernel_lessons: checks that an answer does what its chapter teaches
     answers         what the student edition must not show (every line of an answer)
 Tools over the notebooks (the course's build, not its lessons):
-    execute         re-execute notebooks in place; editions: the student edition;
-    site            the HTML book; lab_times: class times measured; folders: what a command may
-                    write into (nothing a user made is overwritten)
+    execute         re-execute notebooks in place
+    editions        the student edition (no answers)
+    site            the HTML book
+    lab_times       class times measured
+    folders         what a command may write into (nothing a user made is overwritten)
 """

@@ -17,8 +17,8 @@ OPERATIONS holds the operation modules themselves, by name (the registry's opera
 helpers/stages/: OPS; its validator checks, when it loads, that each has its module here). The
 other modules (problem, reference, shape, layers, vendor*) are what the operations share.
 
-    conv_dgrad, conv_forward, conv_wgrad, conv3d_dgrad, gemm, batchnorm_forward,
-    batchnorm_backward      the operations, one module each
+    conv_dgrad.py, conv_forward.py, conv_wgrad.py, conv3d_dgrad.py, gemm.py, batchnorm_forward.py,
+    batchnorm_backward.py   the operations, one module each
     problem         a validated Problem: its inputs, outputs and dimensions
     reference       the plain NumPy references, the ground truth of every test
     shape           a convolution of any shape (1-4 axes, groups, dilation, per-axis stride, padding)
