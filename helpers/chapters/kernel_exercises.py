@@ -56,6 +56,8 @@ class Gap:
     #                         is coalesced), from the learner's code or a probe of its kernel
     conceal: tuple = ()     # texts of kernel lines outside the gap that state its answer (a header
     #                         comment): shown as "// ..." by show(), hidden like the gap's lines
+    spellings: tuple = ()   # the answer as other kernels write it (a later stage's copy of the gap's
+    #                         lines, shown in a diff beside it): hidden wherever it stands, like them
     other_answer: bool = False  # the exercise asks for other lines than the kernel's own (chapter 10:
     #                         a layout other than its XOR), so the gap's lines are no answer and the
     #                         chapter's listings keep them; the answer is the notebook's solution
@@ -96,7 +98,8 @@ class Gap:
         """{line key: gap name} of what the gap hides (helpers/chapters/answers.py): its lines and
         the concealed ones, less those the learner's view shows anyway and the trivial ones."""
         src, a, b = self._lines()
-        hidden = ([] if self.other_answer else src[a:b + 1]) + [ln for ln in src if self._concealed(ln)]
+        hidden = (([] if self.other_answer else src[a:b + 1]) + [ln for ln in src if self._concealed(ln)]
+                  + list(self.spellings))
         return region_secrets(hidden, "c", self.name, self.view().splitlines())
 
     def source(self, code: str, probe: str = "") -> str:
@@ -429,7 +432,11 @@ GAPS = {
              "derivative applied (GRAD_IN in kernels/common/course.h)?",
          "3x3, no padding": "Patch row py is dy row oh0 + py: does the bounds check cover both ends?",
          "5x5, padding 2, K not a multiple of KC": "The last chunk runs past K: which output channels exist?"},
-        lesson=kernel_lessons.coalesced_copy),
+        lesson=kernel_lessons.coalesced_copy,
+        # 09_prefetch's copy of these lines, shown in chapter 09's diff beside the gap
+        spellings=("oh = oh0 + py, ow = ow0 + px", "k < K && oh >= 0 && oh < OH && ow >= 0 && ow < OW",
+                   "ok ? GRAD_IN(dy, y, ((n * K + k) * OH + oh) * OW + ow) : 0.0f",
+                   "[i / (PH * PW)][i / PW % PH][i % PW]")),
     # chapter 10: the XOR-swizzled address of a weight in the transposed slab
     "slab_swizzle": Gap(
         "conv_dgrad", "swizzle", "#define WADDR(R, cc)", "#define WADDR(R, cc)",
@@ -448,7 +455,9 @@ GAPS = {
         "declare `const float d`: the tile's input value at (h, x_), or 0 where (h, x_) lies in the padding",
         (("3x3, padding 1", _fwd(1, 3, 7, 6, 4, 3, 1, 1)), ("3x3, no padding", _fwd(2, 2, 6, 9, 3, 3, 1, 0)),
          ("3x3, padding 2, odd sizes", _fwd(1, 5, 5, 7, 2, 3, 1, 2))),
-        {"3x3, no padding": "Tiles at the right and bottom edges can stick out of the input too."}),
+        {"3x3, no padding": "Tiles at the right and bottom edges can stick out of the input too."},
+        # stages 02-05 keep the test with one more term (live &&): chapter 12's diff of 01 and 02 shows it
+        spellings=("h >= 0 && h < IH && x_ >= 0 && x_ < IW",)),
     # chapter 14: the variance of the naive batch-norm kernel
     "bn_variance": Gap(
         "batchnorm_forward", "naive", "float m2 = 0.0f;", "const float inv_std =",
