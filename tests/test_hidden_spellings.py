@@ -41,3 +41,12 @@ def test_a_later_spelling_of_an_answer_is_hidden_in_the_student_edition(chapter,
     key = re.sub(r"\s+", "", expression)
     assert key in squeezed(json.loads(path.read_text())), "the teacher's chapter shows it (the check can fail)"
     assert key not in squeezed(student_notebook(nbformat.read(path, as_version=4)))
+
+
+def test_the_tensor_core_header_leaves_the_accumulator_fragment_to_chapter_13s_exercise():
+    """Chapter 13 lists kernels/common/tc.cuh above its exercise 2 (which elements of C a lane
+    holds, read from the picture): the header's comments name the A and B fragments, not C's."""
+    text = re.sub(r"\s+", "", (ROOT / "kernels" / "common" / "tc.cuh").read_text())
+    nb = squeezed(json.loads((ROOT / "notebooks" / "13_tensor_cores.ipynb").read_text()))
+    for closed_form in ("C[g][2t", "C[g+8][2t", "rowg,channels2t"):
+        assert closed_form not in text and closed_form not in nb.replace(re.sub(r"\s+", "", "return [(g, 2 * t)"), ""), closed_form

@@ -66,7 +66,8 @@ __device__ __forceinline__ h16 to_h16(float x) {
 
 // -- warp-level matrix multiply-accumulate: d = a.b + d, fp32 accumulators ------------------
 // m16n8k8 TF32. Lane l holds (g = l/4, t = l%4):  a0 A[g][t]  a1 A[g+8][t]  a2 A[g][t+4]
-// a3 A[g+8][t+4];  b0 B[t][g]  b1 B[t+4][g];  c0,c1 C[g][2t, 2t+1]  c2,c3 C[g+8][2t, 2t+1].
+// a3 A[g+8][t+4];  b0 B[t][g]  b1 B[t+4][g];  c0..c3: four of C's 16x8 accumulators (which four
+// is chapter 13's exercise; helpers/engine/fragments.py models every fragment).
 __device__ __forceinline__ void mma_tf32(float c[4], const unsigned a[4], const unsigned b[2]) {
     asm volatile("mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 "
                  "{%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};"
@@ -148,7 +149,7 @@ struct PatchRows {
 
 // The warp's sums into dx (NCHW), from row m_warp and channel c_warp on, as MT x NT tiles of 16
 // rows x 8 channels (4 x 4 for the mma.sync stages; 1 x BN/8 for a warp's share of a wgmma
-// product): c0, c1 hold row g, channels 2t, 2t+1; c2, c3 row g + 8 (the fragment layout above).
+// product): each lane's c0..c3 go to the rows and channels of its accumulator fragment (above).
 // Rows past the positions and channels past C are not written.
 template <int MT, int NT, typename T, typename Rows, typename Op = Store>
 __device__ __forceinline__ void store_dx(T* dx, const float (&acc)[MT][NT][4], const Rows& rows, int m_warp, int c_warp,
