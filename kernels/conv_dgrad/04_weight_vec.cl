@@ -16,8 +16,8 @@
 // natural alignment gets narrower loads from the compiler, still issued together, before the
 // loops, instead of one by one behind the table's branches.
 //
-// Memory safety: the block of (c, k) is w[9*(c*K + k)] .. w[9*(c*K + k) + 8]; for the last pair
-// that ends at the tensor's last element, so nothing past the tensor is read.
+// Memory safety: a block is 9 consecutive floats of w, and the last pair's block ends at the
+// tensor's last element, so nothing past the tensor is read.
 //
 // Measured: the ladder in notebooks/04_weight_vectorization.ipynb
 // (this device, and the GPU runs recorded in results/).
