@@ -18,7 +18,8 @@ STAGES = [s.name for s in helpers.REGISTRY["batchnorm_forward"] if not s.choose]
 
 def test_the_stage_list_is_shared():
     assert helpers.stage_names("batchnorm_backward") == helpers.stage_names("batchnorm_forward") == STAGES + ["auto"]
-    assert STAGES == ["naive", "local_two_pass", "welford", "vec4", "fused", "one_pass"]
+    numbers = [helpers.get_stage("batchnorm_forward", s).number for s in STAGES]
+    assert numbers == sorted(set(numbers)), f"the batch-norm stages out of course order: {STAGES}"
     assert [s.variants for s in helpers.REGISTRY["batchnorm_backward"]] == \
         [s.variants for s in helpers.REGISTRY["batchnorm_forward"]]
     assert all(np.prod(s) >= 1 for s in BN_SHAPES)
