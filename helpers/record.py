@@ -126,6 +126,19 @@ def candidates(op: str) -> list[str]:
     return [s.name for s in REGISTRY[op] if s.backend == "opencl" and s.precision == "fp32" and not s.choose]
 
 
+def _takes_conv_layers(op: str) -> bool:
+    from .ops import op_module
+    from .ops.layers import op_layers
+    try:
+        return op_layers(op_module(op))[0] == "conv"
+    except ValueError:              # an op with no layer sets to benchmark
+        return False
+
+
+# the operations the zoo is recorded for: those that take its layers (2-D convolutions)
+ZOO_OPS = tuple(op for op in REGISTRY if _takes_conv_layers(op))
+
+
 def zoo_parts(op: str, size: int = 5) -> list[tuple[str, list[str]]]:
     """``op``'s candidates in parts of ``size`` stages, named a, b, c, ... (a tag ending in a digit
     would read as a switch's setting, which the chooser's model leaves out). About a minute a stage
@@ -296,13 +309,13 @@ PLAN = [
     *(_bench(f"zoo-stages-{op}-{part}", f"--op {op} --layers zoo --stages {','.join(stages)} --tag stages_{part}",
              len(stages), "chapter 11b and the chooser's model (tests/test_chooser_model.py): each candidate stage "
              "on the zoo's layers")
-      for op in ("conv_dgrad", "conv_forward", "conv_wgrad") for part, stages in zoo_parts(op)),
+      for op in ZOO_OPS for part, stages in zoo_parts(op)),
     # chapter 11b and issue targets: auto on real layers nobody tuned for, beside cuDNN, each row's
     # first call (the model's ranking, builds, timings) in seconds, from an empty choice cache
     *(_bench(f"zoo-{op}", f"--op {op} --layers zoo --stages auto", 3,
              "chapter 11b: auto on the zoo's real layers beside cuDNN, with each layer's first-call seconds",
              env=f"rm -f .cache/choices_zoo_{op}_{{slug}}.json; COURSE_CHOICES=.cache/choices_zoo_{op}_{{slug}}.json ")
-      for op in ("conv_dgrad", "conv_forward", "conv_wgrad")),
+      for op in ZOO_OPS),
 ]
 
 

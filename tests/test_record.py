@@ -59,7 +59,8 @@ def test_task_writes_what_the_h200_has(task):
 
 def test_searches_come_before_the_runs_that_read_them():
     order = [t.name for t in PLAN]
-    for op in ("conv_dgrad", "conv_forward", "conv_wgrad"):     # the model ranks auto's candidates by them
+    assert set(record.ZOO_OPS) == {p.name.split("_zoo_")[0] for p in RESULTS.glob("*_zoo_nvidia-h200.json")}
+    for op in record.ZOO_OPS:                                   # the model ranks auto's candidates by them
         parts = [n for n in order if n.startswith(f"zoo-stages-{op}-")]
         assert parts and max(map(order.index, parts)) < order.index(f"zoo-{op}")
         argvs = [bench_argv(record.get_task(n)) for n in parts]
