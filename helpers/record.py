@@ -303,6 +303,11 @@ PLAN = [
     _tests("tests-others", "engine", "tests " + " ".join(f"--ignore={f}" for f in TESTS_WINOGRAD + TESTS_GEMM + TESTS_CUDA
                                                        + TESTS_NOTEBOOK_ONLY), 9, "the rest of the test suite on the device", True),
     *(_notebooks(part, minutes) for part, minutes in enumerate((3, 3, 4, 4), 1)),
+    # the forward implicit GEMM's tile, searched on the zoo's 1x1 layers (where auto runs it): before
+    # the zoo's runs, which take the tuned values
+    _bench("tune-igemm-fwd", "--op conv_forward --layers zoo_pointwise --stages igemm --tune-only TM,TN,WM,WN "
+           "--no-vendor --repeats 8 --tag igemm_tuned", 5,
+           "chapter 11b: 11_igemm's tile for the device, on the zoo's 1x1 layers"),
     # the chooser's model learns the zoo's kinds of layer (1x1, 5x5, 1x7, batch 1): every stage auto
     # chooses among, each timed on every zoo layer at its tuned values (the model's ranking reads
     # these, so they come before the auto runs), in parts of a few stages that fit a device call

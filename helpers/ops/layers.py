@@ -191,6 +191,8 @@ LAYER_SETS.update({
         zoo_layer("head(1x1,k255)", 1, 32, 5, 255, 1),
     ],
 })
+# the zoo's 1x1 layers, where the forward implicit GEMM's tile is searched (the recorder's tune-igemm-fwd)
+LAYER_SETS["zoo_pointwise"] = [lay for lay in LAYER_SETS["zoo"] if set(lay["kernel"]) == {1}]
 
 # What each kind of layer describes, by the keys its layers carry: an op takes the sets of one kind
 # (its module's LAYERS: the kind, and the small set its benchmark runs when none is named), and
