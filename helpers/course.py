@@ -176,8 +176,9 @@ def main(argv: list[str] | None = None) -> int:
     if sys.version_info < (3, 10):
         print(f"The course needs Python >= 3.10; found {sys.version.split()[0]}.", file=sys.stderr)
         return 1
-    if cmd == "test" and missing_test_path(args):
-        print(missing_test_path(args), file=sys.stderr)
+    missing = missing_test_path(args) if cmd == "test" else None
+    if missing:
+        print(missing, file=sys.stderr)
         return 2
     if os.environ.get("COURSE_NO_SETUP", "").strip() != "1":
         if not in_venv():               # made once; then the command runs in .venv's Python

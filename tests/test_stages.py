@@ -257,8 +257,9 @@ def test_the_forward_igemm_pointwise_path_switched_off_is_caught(ctx, monkeypatc
 
 def test_the_forward_igemm_float4_columns_run_on_the_grid(ctx):
     """Inside the pointwise path, B's float4 copy (H*W % 4 == 0): the registry's path count proves
-    only POINTWISE, so the grid must take the float4 copy too (8 cases: the pointwise tier's and
-    the main grid's 1x1 layers with H*W % 4 == 0, each checked with guards by the grid test), and
+    only POINTWISE, so the grid must take the float4 copy too (at least 6 cases; 8 today: the
+    pointwise tier's and the main grid's 1x1 layers with H*W % 4 == 0 that the stage runs, each
+    checked with guards by the grid test), and
     the launcher's float4 switch turned off must show."""
     igemm = helpers.get_stage("conv_forward", "igemm")
     narrowed = dataclasses.replace(igemm, fast={"POINTWISE": 1, "GEMM_VEC_B": 1})

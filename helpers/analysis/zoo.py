@@ -59,14 +59,24 @@ def worst(rows: list[dict], count: int = 5) -> list[dict]:
     return sorted(rows, key=lambda r: r["x_vendor"])[:count]
 
 
+def kind(row: dict) -> str:
+    """A layer's kind: the kernel's size and the stride ("3x3 s1", "1x7 s1", "7x7 s2")."""
+    pair = lambda v: tuple(v) if isinstance(v, (list, tuple)) else (v, v)
+    kh, kw = pair(row["shape"]["kernel"])
+    sh, sw = pair(row["shape"]["stride"])
+    return f"{kh}x{kw} s{sh}" + (f",{sw}" if sw != sh else "")
+
+
 def by_kind(rows: list[dict]) -> dict:
     """x vendor's geometric mean per kind of layer (the kernel's size and the stride): {"3x3 s1":
     (layers, geomean)}, the kind furthest behind the vendor first."""
-    pair = lambda v: tuple(v) if isinstance(v, (list, tuple)) else (v, v)
     groups: dict = {}
     for r in rows:
-        kh, kw = pair(r["shape"]["kernel"])
-        sh, sw = pair(r["shape"]["stride"])
-        kind = f"{kh}x{kw} s{sh}" + (f",{sw}" if sw != sh else "")
-        groups.setdefault(kind, []).append(r["x_vendor"])
+        groups.setdefault(kind(r), []).append(r["x_vendor"])
     return {k: (len(v), geomean(v)) for k, v in sorted(groups.items(), key=lambda kv: geomean(kv[1]))}
+
+
+def ran(rows: list[dict], of_kind: str) -> dict:
+    """{stage: layers} that auto ran on the layers of one kind, the most used first."""
+    from collections import Counter
+    return dict(Counter(r["ran"] for r in rows if kind(r) == of_kind).most_common())

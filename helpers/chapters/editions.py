@@ -80,12 +80,11 @@ def student_notebook(nb, secrets: dict | None = None):
         if cell.cell_type == "code":
             cell.outputs = _unanswered_outputs(cell.source)   # keeps its execution count: nbval
             if not cell.outputs:                              # skips cells that were never run
-                cell.execution_count = None
-                cell.source = "\n".join(ln for ln in cell.source.split("\n") if ln.strip() != "# NBVAL_CHECK_OUTPUT")
+                _unchecked(cell)
     for cell in nb.cells:
         if cell.cell_type == "code" and PREDICT in cell.source:
-            cell.outputs, cell.execution_count = [], None
-            cell.source = "\n".join(ln for ln in cell.source.split("\n") if ln.strip() != "# NBVAL_CHECK_OUTPUT")
+            cell.outputs = []
+            _unchecked(cell)
     for cell in nb.cells:
         if cell.cell_type == "code":
             cell.source = START.sub('start(edition="student")', cell.source)
@@ -93,6 +92,12 @@ def student_notebook(nb, secrets: dict | None = None):
                 _hide_in_output(out, secrets)
     nb.metadata["course_edition"] = "student"
     return nb
+
+
+def _unchecked(cell) -> None:
+    """A code cell with no stored output to compare: never run, and nbval's output check removed."""
+    cell.execution_count = None
+    cell.source = "\n".join(ln for ln in cell.source.split("\n") if ln.strip() != "# NBVAL_CHECK_OUTPUT")
 
 
 def _hide_in_output(out, secrets: dict) -> None:
