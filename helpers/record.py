@@ -96,11 +96,14 @@ UNTUNED_ENV = "COURSE_TUNED=none COURSE_CHOICES=.cache/choices_untuned_{slug}.js
 # entry in results/tuned.json left out; its own cache, kept as the record), then auto with those values
 FRESH_ENV = (f"COURSE_TUNED=fresh COURSE_TUNE_CACHE=results/{names.tune_fresh('{slug}')} "
              "COURSE_CHOICES=.cache/choices_fresh_{slug}.json ")
-# -v: each test's verdict as it finishes, so a run cut short by a time limit still names what passed
-GPU_TESTS = "COURSE_TEST_DEVICES={device} {python} -m pytest -v --no-header -p no:cacheprovider -p no:benchmark -n 8"
+# -v: each test's verdict as it finishes, so a run cut short by a time limit still names what passed;
+# --durations: the slowest tests (and notebook cells) named at the end, where the minutes went
+GPU_TESTS = ("COURSE_TEST_DEVICES={device} {python} -m pytest -v --no-header -p no:cacheprovider -p no:benchmark "
+             "--durations=25 --durations-min=5 -n 8")
 # every notebook at full size under nbval (as ./course test runs them, with COURSE_SIZE=full), in
 # parts of about equal length (the chapters' class times, notebooks/INSTRUCTORS.md, guide them)
 NBVAL_FULL = ("COURSE_DEVICE={device} COURSE_SIZE=full {python} -m pytest -v --no-header -p no:cacheprovider -p no:benchmark "
+              "--durations=25 --durations-min=5 "
               "-n 4 --dist loadscope --nbval-lax --nbval-current-env --nbval-sanitize-with tests/nbval_sanitize.cfg")
 NOTEBOOK_PARTS = [
     "00_devices_and_timing 01_backprop_math 01a_execution_and_memory_model 02_naive_dgrad 03_memoized_bounds "
