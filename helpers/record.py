@@ -104,7 +104,7 @@ GPU_TESTS = ("COURSE_TEST_DEVICES={device} {python} -m pytest -v --no-header -p 
 # parts of about equal length (the chapters' class times, notebooks/INSTRUCTORS.md, guide them)
 NBVAL_FULL = ("COURSE_DEVICE={device} COURSE_SIZE=full {python} -m pytest -v --no-header -p no:cacheprovider -p no:benchmark "
               "--durations=25 --durations-min=5 "
-              "-n 4 --dist loadscope --nbval-lax --nbval-current-env --nbval-sanitize-with tests/nbval_sanitize.cfg")
+              "-n 4 --dist loadscope --nbval-lax --nbval-current-env --nbval-kernel-startup-timeout 300 --nbval-sanitize-with tests/nbval_sanitize.cfg")
 NOTEBOOK_PARTS = [
     "00_devices_and_timing 01_backprop_math 01a_execution_and_memory_model 02_naive_dgrad 03_memoized_bounds "
     "04_weight_vectorization 05_input_vectorization 06_combining_output_depth 07_combining_input_depth",
@@ -473,10 +473,25 @@ def lanes(tasks: list, count: int) -> list[list]:
     return [sorted(lane, key=tasks.index) for lane in out]
 
 
-def run_lanes(tasks: list, device: str, slug: str, count: int) -> list[str]:
-    """Run the tasks in ``count`` lanes side by side, lane i on GPU i, one task after another in each;
-    the names of the tasks that failed."""
+def gpu_count() -> int:
+    """The NVIDIA GPUs this process may use: CUDA_VISIBLE_DEVICES's list where it is set, else
+    those nvidia-smi lists; 1 where neither says (a machine without nvidia-smi)."""
+    visible = os.environ.get("CUDA_VISIBLE_DEVICES")
+    if visible is not None:
+        return max(1, len([g for g in visible.split(",") if g.strip()]))
+    try:
+        listed = subprocess.run(["nvidia-smi", "-L"], capture_output=True, text=True, timeout=30).stdout
+    except (OSError, subprocess.SubprocessError):
+        return 1
+    return max(1, sum(line.startswith("GPU ") for line in listed.splitlines()))
+
+
+def run_lanes(tasks: list, device: str, slug: str, count: int, gpus: int | None = None) -> list[str]:
+    """Run the tasks in ``count`` lanes side by side, one task after another in each; the names of
+    the tasks that failed. Lane i runs on GPU i modulo ``gpus`` (default: gpu_count()): more lanes
+    than GPUs share them, as two lanes share the one GPU of a single-GPU machine."""
     failed = []
+    gpus = gpus or gpu_count()
 
     stop = threading.Event()        # Ctrl-C (it reaches the main thread; the tasks' processes get it too)
 
@@ -484,7 +499,7 @@ def run_lanes(tasks: list, device: str, slug: str, count: int) -> list[str]:
         for t in lane:
             if stop.is_set():
                 return
-            if run_task(t, device, slug, gpu=i, stop=stop, lanes=count):
+            if run_task(t, device, slug, gpu=i % gpus, stop=stop, lanes=count):
                 failed.append(t.name)
     threads = [threading.Thread(target=work, args=(i, lane)) for i, lane in enumerate(lanes(tasks, count))]
     for th in threads:
@@ -522,7 +537,7 @@ def main(argv=None) -> int:
     ap.add_argument("--run", default=None, help="comma-separated task names, run in the plan's order")
     ap.add_argument("--dry-run", action="store_true", help="print the commands, run nothing")
     ap.add_argument("--lanes", type=int, default=1, help="run the tasks side by side in this many lanes, lane i on "
-                                                         "GPU i (CUDA_VISIBLE_DEVICES): one per GPU of the machine")
+                                                         "GPU i (CUDA_VISIBLE_DEVICES), modulo the GPUs there are")
     a = ap.parse_args(argv)
     try:
         chosen = [get_task(n.strip()) for n in a.run.split(",")] if a.run else None
@@ -559,7 +574,7 @@ def main(argv=None) -> int:
     failed = []
     if a.dry_run:
         for i, lane in enumerate(lanes(tasks, a.lanes)):
-            print("\n".join((f"# GPU {i}: " if a.lanes > 1 else "") + command(t, a.device, slug) for t in lane))
+            print("\n".join((f"# GPU {i % gpu_count()}: " if a.lanes > 1 else "") + command(t, a.device, slug) for t in lane))
     else:
         try:
             failed = (run_lanes(tasks, a.device, slug, a.lanes) if a.lanes > 1

@@ -230,10 +230,28 @@ def test_each_lane_runs_on_its_own_gpu(tmp_path, monkeypatch):
     monkeypatch.setattr(record, "RESULTS", tmp_path)
     tasks = [Task(n, f"echo $CUDA_VISIBLE_DEVICES > {tmp_path}/{n}_{{slug}}.json", f"{n}_{{slug}}.json", m, "")
              for n, m in (("a", 2), ("b", 1), ("c", 1))]
-    assert record.run_lanes(tasks, "cpu", "dev", 2) == []
+    assert record.run_lanes(tasks, "cpu", "dev", 2, gpus=2) == []
     assert {n: (tmp_path / f"{n}_dev.json").read_text().strip() for n in "abc"} == {"a": "0", "b": "1", "c": "1"}
     logged = json.loads((tmp_path / "record_dev.json").read_text())
     assert sorted((e["task"], e["gpu"]) for e in logged) == [("a", 0), ("b", 1), ("c", 1)]
+
+
+def test_lanes_beyond_the_gpus_share_them(tmp_path, monkeypatch):
+    """Four lanes on a machine of one GPU all run on GPU 0 (a lane pinned to a GPU that is not
+    there would see none, and its tasks fail at their first cell); on two GPUs they alternate."""
+    monkeypatch.setattr(record, "RESULTS", tmp_path)
+    tasks = [Task(n, f"echo $CUDA_VISIBLE_DEVICES > {tmp_path}/{n}_{{slug}}.json", f"{n}_{{slug}}.json", 1, "")
+             for n in "abcd"]
+    for gpus, seen in ((1, "0000"), (2, "0101")):
+        assert record.run_lanes(tasks, "cpu", "dev", 4, gpus=gpus) == []
+        assert "".join((tmp_path / f"{n}_dev.json").read_text().strip() for n in "abcd") == seen
+
+
+def test_the_gpu_count_follows_cuda_visible_devices(monkeypatch):
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "2,3")
+    assert record.gpu_count() == 2
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "0")
+    assert record.gpu_count() == 1
 
 
 def test_a_kept_log_names_no_machine_path(monkeypatch):
