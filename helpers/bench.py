@@ -25,7 +25,6 @@ import shlex
 import sys
 import time
 from pathlib import Path
-from pathlib import Path
 
 import numpy as np
 
@@ -33,7 +32,7 @@ from .analysis import names
 from .analysis.names import RESULTS, slug
 from .analysis.summary import geomean, summary, vendor_name
 from .engine.backends import require
-from .engine.devices import device_info, get_context
+from .engine.devices import device_info, get_context, vendor_of
 from .engine.progress import progress as progress_bar
 from .engine.tensor import STORAGE
 from .engine.timing import default_flush_bytes, time_plan, time_steps
@@ -106,6 +105,12 @@ def run(op: str = "conv_dgrad", stages=None, layers=None, ctx=None, *, activatio
            "rows": [], "refused": [], "vendor": [], "tuned": {}}
     if tag:
         out["tag"] = tag          # a run for one comparison (e.g. cuda_twins), apart from the ladders
+    if vendor and hasattr(mod, "vendor_time") and vendor_of(ctx.devices[0]) != "nvidia":
+        # cuDNN and cuBLAS run on an NVIDIA GPU through CUDA: timed beside another device's rows, they
+        # would compare two machines (a CPU run on a machine that also has an NVIDIA GPU)
+        vendor = False
+        out["vendor_skipped"] = (f"the vendor library runs on an NVIDIA GPU through CUDA, and this run's "
+                                 f"device ({info['name']}) is not one")
     if peak:
         out["roofline"] = roofline(ctx)
     bar = progress_bar(len(lays) * len(stages), progress)
@@ -194,7 +199,7 @@ def _bench_layer(out, mod, op, lay, stages, ctx, activation, warmup, repeats, fl
         if on_row:
             on_row(row, out)
     if not vendor:
-        out["vendor_skipped"] = "--no-vendor was given"
+        out.setdefault("vendor_skipped", "--no-vendor was given")
     elif not hasattr(mod, "vendor_time"):
         out["vendor_skipped"] = f"{op} has no vendor reference"
     if vendor and hasattr(mod, "vendor_time"):

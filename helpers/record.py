@@ -102,7 +102,10 @@ GPU_TESTS = ("COURSE_TEST_DEVICES={device} {python} -m pytest -v --no-header -p 
              "--durations=25 --durations-min=5 -n 8")
 # every notebook at full size under nbval (as ./course test runs them, with COURSE_SIZE=full), in
 # parts of about equal length (the chapters' class times, notebooks/INSTRUCTORS.md, guide them)
-NBVAL_FULL = ("COURSE_DEVICE={device} COURSE_SIZE=full {python} -m pytest -v --no-header -p no:cacheprovider -p no:benchmark "
+# MPLBACKEND: Jupyter's inline backend, whatever the shell exported (with Agg the kernels draw no
+# figure, and a checked cell that shows one misses its stored output)
+NBVAL_FULL = ("MPLBACKEND=module://matplotlib_inline.backend_inline COURSE_DEVICE={device} COURSE_SIZE=full "
+              "{python} -m pytest -v --no-header -p no:cacheprovider -p no:benchmark "
               "--durations=25 --durations-min=5 "
               "-n 4 --dist loadscope --nbval-lax --nbval-current-env --nbval-kernel-startup-timeout 300 --nbval-sanitize-with tests/nbval_sanitize.cfg")
 NOTEBOOK_PARTS = [

@@ -24,7 +24,8 @@ def test_the_gemm_benchmark_names_cublas_even_where_it_is_not_timed():
 
 def test_the_gemm_benchmark_report_says_cublas(capsys):
     """The report of a CPU run (no vendor timed) names the vendor it would have timed. The run is
-    pinned to an OpenCL CPU device: on an NVIDIA GPU cuBLAS is timed and its rows name it instead."""
+    pinned to an OpenCL CPU device: on a machine with an NVIDIA GPU too, cuBLAS (which runs there)
+    is not timed beside the CPU's rows."""
     from helpers.engine.devices import is_gpu, list_devices
     cpus = [key for key, dev in list_devices() if not is_gpu(dev)]
     if not cpus:
@@ -33,6 +34,22 @@ def test_the_gemm_benchmark_report_says_cublas(capsys):
                        "--warmup", "0", "--device", cpus[0], "--out", "-"]) == 0
     text = capsys.readouterr().out
     assert "vendor column (cuBLAS) skipped" in text and "cuDNN" not in text
+
+
+def test_a_run_on_a_device_other_than_an_nvidia_gpu_times_no_vendor(monkeypatch, ctx):
+    """cuDNN and cuBLAS time an NVIDIA GPU through CUDA, whatever the run's OpenCL device: beside a
+    CPU's rows they would compare two machines. A vendor that would answer is not asked, and the
+    report says why."""
+    from helpers.ops import gemm
+    asked = []
+    monkeypatch.setattr(gemm, "vendor_time", lambda *a, **k: asked.append(1) or
+                        {"name": "cuBLAS", "median_ms": 1.0, "times_ms": [1.0]})
+    from helpers.engine.devices import vendor_of
+    if vendor_of(ctx.devices[0]) == "nvidia":
+        pytest.skip("this test's device is an NVIDIA GPU: the vendor is timed there")
+    out = bench.run("gemm", ["naive"], "gemm_small", ctx, warmup=0, repeats=3, progress=False)
+    assert not asked and out["vendor"] == []
+    assert "is not one" in out["vendor_skipped"] and "is not one" in bench.report(out)
 
 
 def test_best_vs_vendor_takes_the_device_slug():
