@@ -107,7 +107,8 @@ GPU_TESTS = ("COURSE_TEST_DEVICES={device} {python} -m pytest -v --no-header -p 
 NBVAL_FULL = ("MPLBACKEND=module://matplotlib_inline.backend_inline COURSE_DEVICE={device} COURSE_SIZE=full "
               "{python} -m pytest -v --no-header -p no:cacheprovider -p no:benchmark "
               "--durations=25 --durations-min=5 "
-              "-n 4 --dist loadscope --nbval-lax --nbval-current-env --nbval-kernel-startup-timeout 300 --nbval-sanitize-with tests/nbval_sanitize.cfg")
+              "-n 4 --dist loadscope --nbval-lax --nbval-current-env --nbval-kernel-startup-timeout 300 "
+              "--nbval-sanitize-with tests/nbval_sanitize.cfg")
 NOTEBOOK_PARTS = [
     "00_devices_and_timing 01_backprop_math 01a_execution_and_memory_model 02_naive_dgrad 03_memoized_bounds "
     "04_weight_vectorization 05_input_vectorization 06_combining_output_depth 07_combining_input_depth",
@@ -577,7 +578,8 @@ def main(argv=None) -> int:
     failed = []
     if a.dry_run:
         for i, lane in enumerate(lanes(tasks, a.lanes)):
-            print("\n".join((f"# GPU {i % gpu_count()}: " if a.lanes > 1 else "") + command(t, a.device, slug) for t in lane))
+            gpu = f"# GPU {i % gpu_count()}: " if a.lanes > 1 else ""
+            print("\n".join(gpu + command(t, a.device, slug) for t in lane))
     else:
         try:
             failed = (run_lanes(tasks, a.device, slug, a.lanes) if a.lanes > 1
