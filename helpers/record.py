@@ -313,8 +313,8 @@ PLAN = [
     # the forward implicit GEMM's tile, searched on the zoo's 1x1 layers (where auto runs it): before
     # the zoo's runs, which take the tuned values
     _bench("tune-igemm-fwd", "--op conv_forward --layers zoo_pointwise --stages igemm --tune-only TM,TN,WM,WN "
-           "--no-vendor --repeats 8 --tag igemm_tuned", 5,
-           "chapter 11b: 11_igemm's tile for the device, on the zoo's 1x1 layers"),
+           "--no-vendor --repeats 8 --tag igemm_tuned", 1.2,
+           "chapter 11b: 11_igemm's tile for the device, on the zoo's 1x1 layers", True),
     # the chooser's model learns the zoo's kinds of layer (1x1, 5x5, 1x7, batch 1): every stage auto
     # chooses among, each timed on every zoo layer at its tuned values (the model's ranking reads
     # these, so they come before the auto runs), in parts of a few stages that fit a device call

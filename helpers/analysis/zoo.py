@@ -12,6 +12,8 @@ the timing of its short list included).
 """
 from __future__ import annotations
 
+from collections import Counter
+
 from .compare import vendor_ms
 from .results import load
 from .summary import geomean
@@ -78,5 +80,4 @@ def by_kind(rows: list[dict]) -> dict:
 
 def ran(rows: list[dict], of_kind: str) -> dict:
     """{stage: layers} that auto ran on the layers of one kind, the most used first."""
-    from collections import Counter
     return dict(Counter(r["ran"] for r in rows if kind(r) == of_kind).most_common())
