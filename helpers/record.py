@@ -154,7 +154,8 @@ def zoo_parts(op: str, size: int = 5) -> list[tuple[str, list[str]]]:
     return [(chr(ord("a") + i), names[j:j + size]) for i, j in enumerate(range(0, len(names), size))]
 
 
-ANY_SHAPE_STAGES = {"conv_forward": "any_shape", "conv_dgrad": "any_shape", "conv_wgrad": "any_shape"}
+# chapter 16's direct stage and its implicit GEMM, and auto choosing among every stage that runs the set
+ANY_SHAPE_STAGES = {op: "any_shape,igemm_nd,auto" for op in ("conv_forward", "conv_dgrad", "conv_wgrad")}
 # the depthwise sets' gradients also run chapter 16's depthwise ladder
 DEPTHWISE_STAGES = ",dw_tiles,dw_regs"
 ANY_SHAPE_TASKS = [

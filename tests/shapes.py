@@ -213,6 +213,9 @@ ANY_SHAPE = [
     ((2, 3, 4, 3, 3, 5), (3, 2, 3, 3, 3, 3), 1, 1, 1, 1, "sigmoid"),
     ((1, 2, 1, 2, 1, 3), (2, 1, 1, 2, 1, 2), (1, 1, 1, 3), ((0, 0), (1, 0), (0, 0), (0, 1)), 1, 2, "none"),
     *DEPTHWISE,
+    # a stride and a dilation without a common factor on each axis (3 and 2, 2 and 3): the input
+    # gradient's phases each take every third (second) tap, read two (three) outputs apart
+    ((1, 3, 13, 12), (3, 2, 3, 3), (3, 2), 1, (2, 3), 1, "relu"),
     # padding past the kernel's reach (PyTorch and ONNX accept it): outputs that see only padding,
     # one integer, per side, dilated and grouped, 1-D and 3-D
     ((2, 4, 5, 6), (4, 3, 3, 3), 1, 4, 1, 1, "none"),

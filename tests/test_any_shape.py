@@ -149,7 +149,7 @@ def test_the_refusal_names_the_stage_and_those_that_can(ctx, monkeypatch):
     with pytest.raises(ValueError, match=r"^stage 05_input_vec of conv_dgrad cannot run this problem: it runs 2-D "
                                          r"convolutions with one stride and one padding for every side \(at most the "
                                          r"kernel's extent\), without groups or dilation; the stages that can are "
-                                         r"any_shape, dw_tiles, dw_regs$"):
+                                         r"any_shape, dw_tiles, dw_regs, igemm_nd$"):
         helpers.run_stage("conv_dgrad", "input_vec", ctx=ctx, **a)
     # a stage with a fallback is refused too: its fallback is a 2-D stage
     with pytest.raises(ValueError, match="stage 12_winograd4 of conv_dgrad cannot run this problem: it runs 2-D"):
@@ -157,17 +157,18 @@ def test_the_refusal_names_the_stage_and_those_that_can(ctx, monkeypatch):
 
 
 def test_auto_chooses_only_among_the_stages_that_run(ctx, monkeypatch, tmp_path):
-    """The candidates of a grouped problem: the any-shape stage alone; of a plain one with a bias:
-    the stages with a fused epilogue. conv_dgrad's auto runs a depthwise 3-D problem, checked."""
+    """The candidates of a grouped problem: the any-shape stages alone (the direct one and the
+    implicit GEMM); of a plain one with a bias: the stages with a fused epilogue. conv_dgrad's auto
+    runs a depthwise 3-D problem on one of the any-shape stages, checked."""
     monkeypatch.setenv("COURSE_CHOICES", str(tmp_path / "choices.json"))
     grouped = helpers.prepare("conv_dgrad", **any_shape_args("conv_dgrad", ANY_SHAPE[4], 0))
     names, excluded = chooser.candidates(grouped, None)
-    assert names == ["any_shape"]
+    assert names == ["any_shape", "igemm_nd"]
     assert excluded["width"].startswith("it runs 2-D convolutions")
     biased = helpers.prepare("conv_forward", **conv_forward.random_problem_args(1, 3, 8, 8, 5, 3, 1, 1, bias=True))
-    assert chooser.candidates(biased, None)[0] == ["direct", "any_shape"]
+    assert chooser.candidates(biased, None)[0] == ["direct", "any_shape", "igemm_nd"]
     a = any_shape_args("conv_dgrad", ANY_SHAPE[11], 0)
-    assert helpers.check_stage("conv_dgrad", "auto", ctx=ctx, guard=True, **a).verdict.startswith("16_any_shape")
+    assert helpers.check_stage("conv_dgrad", "auto", ctx=ctx, guard=True, **a).verdict.split()[0] in ("16_any_shape", "16_igemm_nd")
 
 
 # ---- planted faults in the any-shape kernels, caught by the grid test's code ---------------------
@@ -217,3 +218,28 @@ def test_a_padding_past_the_kernels_reach_is_taken_by_the_any_shape_stages(ctx):
         with pytest.raises(ValueError, match=r"stage 00_direct of conv_forward cannot run this problem: .*\(at most "
                                              r"the kernel's extent\)"):
             helpers.run_stage("conv_forward", "direct", ctx=ctx, input=x, weight=w, bias=bias, padding=padding)
+
+
+# ---- planted faults in 16_igemm_nd, caught by the grid test's code --------------------------------
+
+@pytest.mark.parametrize("op, old, new, header, caught", [
+    # the dilation left out of the forward gather's tap shift: the first dilated case shows it
+    ("conv_forward", "return nd_tap(tap) * DIL4;", "return nd_tap(tap);", "igemm_nd.h", r"failed on 1d_n2c4k6_.*d2g2"),
+    # every group reading group 0's weights: the first grouped case
+    ("conv_dgrad", "OV, oext, ph, g * CG * KG * TAPS,", "OV, oext, ph, 0,", None, r"failed on 1d_n2c4k6_.*g2"),
+    # a phase's first tap found as if the kernel were not dilated: only a stride and a dilation
+    # without a common factor show it (with one, each phase has one tap per axis, found either way)
+    ("conv_dgrad", "if ((r * dil - rho) % s == 0) tap0 = r;", "if ((r - rho) % s == 0) tap0 = r;", "igemm_nd.h",
+     r"failed on 2d_n1c3k2_\(13, 12\)"),
+    # the depth axis left out of the bounds test: the first 3-D case padded along it
+    ("conv_wgrad", "in = in && (uint)p.y < (uint)e.y;", "", "igemm_nd.h", r"failed on 3d_"),
+    # the fourth axis' position decoded as 0: the first 4-D case
+    ("conv_wgrad", "p.x = i / e.y;", "p.x = 0;", "igemm_nd.h", r"failed on 4d_"),
+    # one row past the group's output channels stored: the next group's first, past the tensor after the last
+    ("conv_forward", "if (m >= KG) continue;", "if (m > KG) continue;", None, r"failed on .*\n(.|\n)*after the tensor"),
+])
+def test_a_planted_fault_in_the_nd_implicit_gemm_is_caught_on_the_tier(ctx, op, old, new, header, caught):
+    bad = planted(helpers.get_stage(op, "igemm_nd"), old, new, header)
+    with pytest.raises(AssertionError, match=caught):
+        run_grid(bad, ctx, tier(op))
+

@@ -175,7 +175,8 @@ def test_a_chapter_number_naming_one_stage_picks_it():
     assert get_stage("conv_wgrad", 4).key == "04_winograd"
     ambiguous = {(op, s.number) for op, ss in REGISTRY.items() for s in ss
                  if sum(t.number == s.number and t.backend == "opencl" for t in ss) > 1}
-    assert ambiguous == {("conv_dgrad", n) for n in (2, 9, 10, 11, 12, 16)} | {("conv_wgrad", 16), ("conv_forward", 11)}
+    assert ambiguous == {("conv_dgrad", n) for n in (2, 9, 10, 11, 12, 16)} | {("conv_wgrad", 16), ("conv_forward", 11),
+                                                                                  ("conv_forward", 16)}
 
 
 def test_every_family_and_launch_is_used_by_the_registry():
@@ -205,7 +206,7 @@ def test_every_kernel_file_is_registered_where_grep_finds_it():
 def test_stage_names_upto_a_chapter_lists_what_that_chapter_has_met():
     names = stages.stage_names("conv_forward", upto=12)
     assert "wino_blocked" in names and "any_shape" not in names
-    assert stages.stage_names("conv_forward")[-2:] == ["any_shape", "auto"]
+    assert stages.stage_names("conv_forward")[-3:] == ["any_shape", "igemm_nd", "auto"]
 
 
 def test_entries_hold_their_code_and_the_imports_reach_it():

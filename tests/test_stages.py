@@ -2,7 +2,7 @@
 
 What is covered, per stage (one test each, the whole grid inside it):
 - every case of its operation's grid (tests/shapes.py: GRIDS; the convolutions' grid with its
-  tiers, RESIDUES, WIDE and LARGE), and the cases of its own tile (shapes.tile_cases: channels at
+  tiers, RESIDUES, WIDE and LARGE; 16_igemm_nd, built per shape, every third plain case), and the cases of its own tile (shapes.tile_cases: channels at
   T - 1 and T + 1 for its TM and TN, so a partial block follows a full one), checked against the NumPy reference with guard zones around every
   tensor and workspace; a case the stage cannot run must be refused by name before any launch
   (conv_forward: Winograd off 3x3 stride 1, a bias or an activation without a fused epilogue);
@@ -30,7 +30,7 @@ import pytest
 
 import helpers
 from helpers.engine.backends import BACKENDS
-from helpers.launch import gemm
+from helpers.launch import gemm, igemm_nd
 from helpers.runner import path_of, stage_source
 from helpers.stages import REGISTRY
 
@@ -64,8 +64,19 @@ def run_grid(stage, ctx, cases, defines=None) -> Counter:
     return paths
 
 
+def grid_cases(stage) -> list:
+    """The stage's grid: its operation's, and the cases of its own tile. 16_igemm_nd is built for
+    each layer's shape (its taps, strides, dilations and fitted tile are JIT parameters: nearly every
+    case is a build of its own, about 2 s on PoCL), so it runs every third of the plain cases and
+    every any-shape case, the shapes it is for."""
+    cases = GRIDS[stage.op]()
+    if stage.family is igemm_nd:
+        cases = cases[:-len(ANY_SHAPE)][::3] + cases[-len(ANY_SHAPE):]
+    return cases + tile_cases(stage)
+
+
 def check_over_grid(stage, ctx) -> None:
-    cases = GRIDS[stage.op]() + tile_cases(stage)
+    cases = grid_cases(stage)
     if os.environ.get("COURSE_QUICK"):        # ./course test --quick: the first case the stage runs
         for case in cases:
             paths = run_grid(stage, ctx, [case])
@@ -193,10 +204,14 @@ def test_kernel_branches_are_taken_on_the_grid(ctx, stage, branch):
 
 # ---- planted faults: each must be caught by what the grid test runs ----------------------------
 
-def planted(stage, old: str, new: str):
-    """A copy of ``stage`` whose kernel (generated text included) has ``old`` replaced by ``new``."""
+def planted(stage, old: str, new: str, header: str | None = None):
+    """A copy of ``stage`` whose kernel (generated text included) has ``old`` replaced by ``new``;
+    with ``header`` (a file of kernels/common), the fault goes into that header, inlined in place of
+    its #include."""
     def source(jit):
         text = stage_source(stage, jit) or helpers.kernel_source(stage.kernel)
+        if header:
+            text = text.replace(f'#include "{header}"', helpers.kernel_source(f"common/{header}"))
         assert old in text, f"the planted fault no longer applies to {stage.key}; update this test"
         return text.replace(old, new)
     return dataclasses.replace(stage, source=source)

@@ -25,6 +25,7 @@ The families:
     batchnorm    batch normalization's forward and backward (chapter 14)
     direct_nd    the any-shape kernels (stage 16 of the three convolutions)
     depthwise    chapter 16's depthwise stages (dw_tiles, dw_regs)
+    igemm_nd     chapter 16's implicit GEMM of any shape (16_igemm_nd of the three convolutions)
 """
 from __future__ import annotations
 

@@ -6,8 +6,8 @@ defines and tune lists (the validator checks it); its fallback is a CUDA stage.
 from dataclasses import replace
 
 from ..launch import direct, direct_nd, gemm, local, tensor_cores
-from .params import (DEPTHWISE, DW_REGS, DW_REGS_TUNE, DW_TILES, DW_TILES_TUNE, GEMM_TUNE, TC_TILES, TC_TILES_TUNE, TILES,
-                     TILES_WG, WG, WG_TUNE, WINO_F23, WINO_F43)
+from .params import (DEPTHWISE, DW_REGS, DW_REGS_TUNE, DW_TILES, DW_TILES_TUNE, GEMM_TUNE, IGEMM_ND, IGEMM_ND_VARIANT,
+                     TC_TILES, TC_TILES_TUNE, TILES, TILES_WG, WG, WG_TUNE, WINO_F23, WINO_F43)
 from .stage import Stage
 
 # Chapter 09: tiles in local memory (helpers/launch/local.py: geometry, constraints). Stride 1
@@ -332,6 +332,13 @@ STAGES = [
           "float4 stores when W % 4 == 0",
           defines=DW_REGS, tune=DW_REGS_TUNE, fast={"VEC": 1}, launch="dgrad",
           variants=({"TX": 2, "TY": 2, "XPW": 4},), **DEPTHWISE),
+    # chapter 11's implicit GEMM for every shape (helpers/launch/igemm_nd.py): groups in one launch,
+    # strides by phases, ranks 1-4
+    Stage("conv_dgrad", 16, "igemm_nd", "conv_dgrad/16_igemm_nd.cl",
+          "implicit GEMM per group on the course GEMM's tiles (fitted to the group's channels), the "
+          "groups in one launch; the input positions split into phases per axis, each a GEMM over only "
+          "the taps that reach it; dilation, strides and padding per axis in the gather, ranks 1-4",
+          defines=TILES, tune=GEMM_TUNE, launch="dgrad", variants=(IGEMM_ND_VARIANT,), **IGEMM_ND),
 
     # Chapter 11's algorithm chooser: times the other registered stages once per device and layer
     # shape within the caller's workspace budget (workspace_limit), caches the winner, runs it.

@@ -6,7 +6,8 @@ chapter 16's direct kernel of any shape. A stage without ``epilogue`` computes t
 refuses a bias or an activation by name; one without ``any_shape`` refuses all but plain 2-D shapes."""
 from ..launch import direct, direct_nd, gemm, tensor_cores, winograd
 from .conv_dgrad import CP_ASYNC, LDMATRIX, MMA_BF16, MMA_FP16, MMA_TF32, TO_TF32
-from .params import GEMM_TUNE, TC_TILES, TC_TILES_TUNE, TILES_WG, WG, WINO_F23, WINO_F43
+from .params import (GEMM_TUNE, IGEMM_ND, IGEMM_ND_VARIANT, TC_TILES, TC_TILES_TUNE, TILES, TILES_WG, WG, WINO_F23,
+                     WINO_F43)
 from .stage import Stage
 
 FORWARD_TC = {**TC_TILES, "FWD": 1}
@@ -72,6 +73,13 @@ STAGES = [
           "dilation, strides per axis, padding per side) seen as 4-D, with the bias and activation",
           family=direct_nd, launch="per_output_element", defines=WG, tune={"WG": [64, 128, 256]},
           epilogue=True, any_shape=True),
+    # chapter 11's implicit GEMM for every shape (helpers/launch/igemm_nd.py): groups in one launch
+    Stage("conv_forward", 16, "igemm_nd", "conv_forward/16_igemm_nd.cl",
+          "implicit GEMM per group on the course GEMM's tiles (fitted to the group's channels), the "
+          "groups in one launch, dilation, strides and padding per axis in the gather, ranks 1-4; the "
+          "bias and activation in the epilogue",
+          defines=TILES, tune=GEMM_TUNE, launch="forward", variants=(IGEMM_ND_VARIANT,), epilogue=True,
+          **IGEMM_ND),
     # Chapter 11's algorithm chooser (helpers/chooser.py), here as for the input gradient: the
     # candidates ranked by their recorded speed, the best few timed once per device and shape
     Stage("conv_forward", 11, "auto", "",

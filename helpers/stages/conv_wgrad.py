@@ -1,7 +1,8 @@
 """conv_wgrad: the weight gradient, a long sum (N*OH*OW terms) behind each of few outputs
 (C*K*R*S), chapter 15; kernels/conv_wgrad/README.md explains the ladder."""
 from ..launch import direct, direct_nd, wgrad
-from .params import DEPTHWISE, DW_REGS, DW_REGS_TUNE, DW_TILES, DW_TILES_TUNE, GEMM_TUNE, TILES, WG, WG_TUNE
+from .params import (DEPTHWISE, DW_REGS, DW_REGS_TUNE, DW_TILES, DW_TILES_TUNE, GEMM_TUNE, IGEMM_ND, IGEMM_ND_VARIANT,
+                     TILES, WG, WG_TUNE)
 from .stage import Stage
 
 SPLIT_TARGETS = [1024, 2048, 4096, 8192]    # depthwise: the work-groups the splits aim for
@@ -68,6 +69,14 @@ STAGES = [
           "OW % 4 == 0), each tap row's shared input window read once from local memory",
           defines={**DW_REGS, "SPLIT_TARGET": 4096}, tune={**DW_REGS_TUNE, "SPLIT_TARGET": SPLIT_TARGETS},
           fast={"VEC": 1}, variants=({"TX": 2, "TY": 2, "XPW": 4, "SPLIT_TARGET": 1},), launch="wgrad", **DEPTHWISE),
+    # stage 06's implicit GEMM for every shape (helpers/launch/igemm_nd.py): groups and slices in one
+    # launch, slices summed in order
+    Stage("conv_wgrad", 16, "igemm_nd", "conv_wgrad/16_igemm_nd.cl",
+          "stage 06's implicit GEMM per group (tile fitted to the group's channels), x copied along the "
+          "reduction, groups and slices of SLICE positions in one launch, the slices summed in order; "
+          "dilation, strides and padding per axis in the gather, ranks 1-4",
+          defines={**TILES, "SLICE": 1024}, tune={**GEMM_TUNE, "SLICE": [1024, 4096]}, launch="wgrad",
+          fast={"GEMM_VEC_A": 1}, variants=({**IGEMM_ND_VARIANT, "SLICE": 32},), **IGEMM_ND),
     # Chapter 11's algorithm chooser (helpers/chooser.py), here as for the input gradient: the
     # candidates ranked by their recorded speed, the best few timed once per device and shape
     Stage("conv_wgrad", 11, "auto", "",

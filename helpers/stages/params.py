@@ -4,7 +4,7 @@ A stage's entry names one of these where its defaults or its search are exactly 
 validator checks every value of every set like any other entry's (helpers/stages/validate.py).
 """
 
-from ..launch import depthwise, winograd
+from ..launch import depthwise, igemm_nd, winograd
 
 WG = {"WG": 64}
 WG_TUNE = {"WG": [32, 64, 128, 256]}
@@ -50,3 +50,11 @@ DW_TILES = {"TX": 32, "TY": 8}
 DW_TILES_TUNE = {"TX": [16, 32], "TY": [4, 8, 16]}
 DW_REGS = {"TX": 8, "TY": 8, "XPW": 8}
 DW_REGS_TUNE = {"TX": [4, 8, 16], "TY": [4, 8, 16], "XPW": [4, 8]}
+
+# Chapter 16's implicit GEMM for convolutions of any shape (conv_forward, conv_dgrad, conv_wgrad
+# 16_igemm_nd; helpers/launch/igemm_nd.py): the course GEMM's tiles, fitted per layer to the
+# group's channels; every shape of helpers/ops/shape.py, ranks 1-4
+IGEMM_ND = dict(family=igemm_nd, jit=igemm_nd.jit, requires=igemm_nd.igemm_nd_requires, any_shape=True)
+# a small tile with both switches of the tile loop on, and short slices (many of them) for the
+# weight gradient: the grid meets every partial tile and slice with them too
+IGEMM_ND_VARIANT = {"TM": 32, "TN": 32, "TK": 8, "WM": 4, "WN": 4, "GEMM_LDS4": 1, "GEMM_PREFETCH": 1}
