@@ -214,7 +214,7 @@ def recorded_ladder(op: str, layer_set: str) -> list[str] | None:
     for run in runs:
         stages = list(dict.fromkeys(r["stage"] for r in run["rows"]))
         vendor = {v["layer"]: v["median_ms"] for v in run.get("vendor", []) if "median_ms" in v}
-        lines.append(f"{op} on {layer_set} ({results.device_label(run)}, {run['date'][:10]}), median µs per call:")
+        lines.append(f"{op} on {layer_set} ({results.device_label(run)}), median µs per call:")
         lines.append(f"{'layer':<22}" + "".join(f"{s:>14}" for s in stages) + f"{'PyTorch':>10}{'best/PyTorch':>14}")
         for lay in dict.fromkeys(r["layer"] for r in run["rows"]):
             t = {r["stage"]: r["median_ms"] for r in run["rows"] if r["layer"] == lay and r.get("median_ms")}
