@@ -57,20 +57,16 @@
     int4 origin = (int4)(0);                                                                    \
     bool q_in = false, a_in = false;
 
-// A's elements of a work-item lie in one position of the step too: q0 + k0 + tid % TK (the same
-// as B's), or with float4 loads the 4 from q0 + k0 + 4*(tid % (TK/4)).
-#if GEMM_VEC_A
-#define A_POS (4 * (tid % (TK / 4)))
-#else
-#define A_POS (tid % TK)
-#endif
+// A's elements of a work-item lie in one position of the step too, as in stage 06: q0 + k0 + tid %
+// TK (the same as B's), or with float4 loads the 4 from q0 + k0 + 4*(tid % (TK/4)).
+#define A_POS (GEMM_VEC_A ? 4 * (tid % (TK / 4)) : tid % TK)
 
 // This work-item's positions of step k0, decoded once: B's as the input origin of its output
 // position and that origin's offset in x (in the group's first channel); A's as its offset in dy.
 #define GEMM_STEP(k0) do {                                                                      \
         const int q_ = q0 + (k0) + tid % TK, n_ = q_ / OV;                                      \
         q_in = q_ < q1;                                                                         \
-        origin = nd_origin(nd_unflat(q_ - n_ * OV, oext), pad);                                      \
+        origin = nd_origin(nd_unflat(q_ - n_ * OV, oext), pad);                                 \
         x_q = x_group + n_ * C * V + nd_flat(origin, iext);                                     \
         const int qa_ = q0 + (k0) + A_POS, na_ = qa_ / OV;                                      \
         a_in = qa_ < q1;                                                                        \
