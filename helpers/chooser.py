@@ -4,8 +4,9 @@ The course's counterpart of cuDNN's two modes. The first time a device meets a l
 registered OpenCL stages of the op that can run it within the workspace budget (the candidates)
 are ranked by a model of their speed, fitted to the recorded runs in results/ (helpers/chooser_model.py:
 the heuristic mode, cudnnGetConvolution*Algorithm_v7), and only the best few are checked and
-timed (the benchmark's profiling events; at most ``TIMED``, no more after ``BUDGET_S`` seconds: the
-benchmark mode, cudnnFind, on a short list). The fastest of those is written to an on-disk cache
+timed (the benchmark's profiling events; at most ``TIMED``, none started after ``BUDGET_S``
+seconds of timing: the benchmark mode, cudnnFind, on a short list). Their kernels are built side
+by side while the one reference they are checked against is computed. The fastest of those is written to an on-disk cache
 keyed by device name, shape and budget, and runs; later runs read the cache and run it at once. A
 first call takes seconds, kernel builds included, not minutes. ``COURSE_AUTO=exhaustive`` times
 every candidate instead (the search as it was before the model: minutes on a large layer, and
@@ -108,20 +109,23 @@ def exhaustive() -> bool:
 
 
 def find(p: Problem, limit_bytes: int | None, time_stage, progress: bool = True, device: str = "",
-         kind: str = "", vendor: str = "") -> dict:
+         kind: str = "", vendor: str = "", warm=None) -> dict:
     """The record the cache keeps for p: the candidates ranked by the model (chooser_model: the
     recorded runs of ``device``, or of the recorded device most like it), then timed best-ranked
     first (``time_stage(name) -> median ms``, each checked before it is timed): at most TIMED of
     them, the last a stage the model has no run of when there is one, and no more once BUDGET_S
-    seconds have passed. COURSE_AUTO=exhaustive times every candidate instead (until the search
-    has cost more than RUNS runs of the best so far). A candidate that fails (its check, its
-    build, its launch) is left out, named in the record and in a printed line; the others go on."""
+    seconds of checking and timing have passed. ``warm(names)``, when given, is called first with
+    the TIMED about to be timed: the running layer builds their kernels side by side and computes
+    the reference they are all checked against meanwhile (runner.choose_stage). COURSE_AUTO=exhaustive
+    times every candidate instead (until the search has cost more than RUNS runs of the best so
+    far). A candidate that fails (its check, its build, its launch) is left out, named in the
+    record and in a printed line; the others go on."""
     names, excluded = candidates(p, limit_bytes)
     if not names:
         raise ValueError(f"no stage of {p.op} runs {p.label} within a workspace budget of "
                          f"{limit_bytes:,} bytes: {excluded}")
     from .engine.progress import progress as progress_bar
-    source = source_device(device, kind, vendor)
+    source = source_device(device, kind, vendor, p.op)
     ranked = rank(p.op, [get_stage(p.op, n) for n in names], p, source)
     order = [s.name for s, _ in ranked]
     everything = exhaustive()
@@ -132,9 +136,13 @@ def find(p: Problem, limit_bytes: int | None, time_stage, progress: bool = True,
         order += [n for s, _ in ranked if (n := s.name) not in order]
     bar = progress_bar(min(len(order), len(order) if everything else TIMED), progress and len(order) > 1,
                        f"auto: {p.label}")
-    times, untried, failed, start = {}, {}, {}, time.perf_counter()
+    start = time.perf_counter()
+    if warm is not None and not everything:
+        warm(order[:TIMED])
+    built = time.perf_counter()
+    times, untried, failed = {}, {}, {}
     for i, name in enumerate(order):
-        spent = time.perf_counter() - start
+        spent = time.perf_counter() - built
         if times and everything and spent * 1e3 > RUNS * min(times.values()):
             why = (f"not tried: the search had taken {spent:.1f} s, more than {RUNS:,} runs of the best so far "
                    f"({min(times.values()):.4f} ms) would cost")
@@ -164,7 +172,7 @@ def find(p: Problem, limit_bytes: int | None, time_stage, progress: bool = True,
     return {"stage": best, "times_ms": times, "excluded": excluded, "mode": "exhaustive" if everything else "model",
             "ranked": [[n, predicted[n]] for n in (s.name for s, _ in ranked)], "model_device": source,
             **({"untried": untried} if untried else {}), **({"failed": failed} if failed else {}),
-            "seconds": round(time.perf_counter() - start, 3),
+            "seconds": round(time.perf_counter() - start, 3), "warm_seconds": round(built - start, 3),
             "date": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")}
 
 
@@ -175,10 +183,10 @@ def fingerprint(tuned: dict) -> str:
 
 
 def choose(p: Problem, device: str, limit_bytes: int | None, time_stage, tuned: dict | None = None,
-           kind: str = "", vendor: str = "") -> str:
+           kind: str = "", vendor: str = "", warm=None) -> str:
     """The stage ``auto`` runs for p on this device within the budget (cached, else timed now).
     ``tuned``: the parameters each candidate builds with; a choice cached under other values (a
-    tune since, COURSE_TUNED changed) is made again."""
+    tune since, COURSE_TUNED changed) is made again. ``warm``: see find."""
     if limit_bytes is not None and limit_bytes < 0:
         raise ValueError(f"stage auto: workspace_limit must be >= 0 bytes, got {limit_bytes}")
     device = device.strip()
@@ -190,7 +198,8 @@ def choose(p: Problem, device: str, limit_bytes: int | None, time_stage, tuned: 
             return get_stage(p.op, hit["stage"]).name
         except ValueError:
             pass                                  # a stage that no longer exists: choose again
-    record = {**find(p, limit_bytes, time_stage, device=device, kind=kind, vendor=vendor), "tuned": stamp}
+    record = {**find(p, limit_bytes, time_stage, device=device, kind=kind, vendor=vendor, warm=warm),
+              "tuned": stamp}
     data = _load()                                # another process may have written meanwhile
     data.setdefault(device, {})[key] = record
     _save(data)

@@ -6,7 +6,8 @@ shape's features (the logarithms of N, C, K, H and W; the kernel's size, the str
 and the dilation, which change the algorithm and weigh more), gives the stage's rate in FLOP/s,
 and the new layer's FLOPs over that rate is the predicted time. Recorded runs of a device are
 used for it; a device with none of its own takes the runs of the recorded device most like it
-(same kind and vendor, then same kind: the same inheritance as the tuned parameters). A stage
+(same kind and vendor, then same kind: the same inheritance as the tuned parameters), op by op: an
+op recorded on no device of its kind takes any device's runs of it, for their order of the stages. A stage
 with no recorded run on that device has no prediction and is ranked after those that have one,
 later chapters first (the course's ladder: a later stage is the faster one more often than not).
 
@@ -105,16 +106,19 @@ def devices() -> dict:
     return out
 
 
-def source_device(name: str, kind: str = "", vendor: str = "") -> str | None:
+def source_device(name: str, kind: str = "", vendor: str = "", op: str = "") -> str | None:
     """The recorded device whose runs stand for ``name``: itself, else one of the same kind and
-    vendor, else one of the same kind (the most recorded first), else None."""
+    vendor, else one of the same kind, else any (the most recorded first), else None. With ``op``,
+    only devices with runs of that op count: a CPU recorded for the input gradient alone takes a
+    GPU's runs for the forward pass (their order of the stages, which the timing then checks)."""
     runs = recorded()
-    if name.strip() in runs:
+    has = lambda d: d in runs and (not op or op in runs[d])
+    if has(name.strip()):
         return name.strip()
     known = devices()
     size = lambda d: sum(len(v) for ops in runs.get(d, {}).values() for v in ops.values())
-    for same in (lambda t, v: t == kind and v == vendor, lambda t, v: t == kind):
-        alike = sorted((d for d, (t, v) in known.items() if d in runs and same(t, v)), key=size, reverse=True)
+    for same in (lambda t, v: t == kind and v == vendor, lambda t, v: t == kind, lambda t, v: bool(op)):
+        alike = sorted((d for d, (t, v) in known.items() if has(d) and same(t, v)), key=size, reverse=True)
         if alike:
             return alike[0]
     return None

@@ -16,6 +16,7 @@ fails loudly (GuardViolation, or NaN in the result).
 """
 from __future__ import annotations
 
+import functools
 import warnings
 
 import numpy as np
@@ -54,16 +55,37 @@ def check_define_values(s: Stage, defines: dict) -> None:
 
 
 def choose_stage(op: str, problem: Problem, ctx, workspace_limit: int | None) -> str:
-    """Stage auto's choice on ctx's device (helpers/chooser.py), each candidate checked, then timed."""
+    """Stage auto's choice on ctx's device (helpers/chooser.py): the best-ranked candidates' kernels
+    built side by side while the reference is computed, once for all of them (every candidate
+    answers in fp32), then each candidate checked against it and timed."""
+    reference = functools.lru_cache(maxsize=None)(lambda: reference_of(op, problem, "fp32"))
+
     def time_stage(name: str) -> float:
-        plan = Plan(op, name, problem, ctx, None, False, workspace_limit)
+        plan = Plan(op, name, problem, ctx, None, False, workspace_limit, expected=reference)
         return time_plan(plan, **chooser.TIMING).median_ms
+
+    def warm(names: list) -> None:
+        """Build these candidates' kernels in threads (the OpenCL compiler lets go of Python's lock)
+        while the reference is computed; a failure here is met again, and reported, when timed."""
+        from concurrent.futures import ThreadPoolExecutor
+        from .engine.build import build
+        specs = []
+        for name in names:
+            try:
+                specs.append(specify(op, name, problem, ctx, None, workspace_limit))
+            except Exception:          # noqa: BLE001: the candidate's own error comes when it is timed
+                pass
+        with ThreadPoolExecutor(max_workers=len(specs) + 1) as pool:
+            jobs = [pool.submit(reference)] + [pool.submit(build, ctx, spec.stage.kernel, spec.jit_defines,
+                                                           source=spec.source) for spec in specs]
+        for job in jobs:
+            job.exception()            # waited for; raised again where it matters
     # the parameters every candidate would build with: a choice made under other tuned values is made again
     tuned = {s.key: device_defines(op, s, ctx) for s in REGISTRY[op] if s.backend == "opencl" and not s.choose}
     from .engine.devices import is_gpu     # an OpenCL context here; the CUDA path never imports pyopencl
     dev = ctx.devices[0]
     return chooser.choose(problem, dev.name, workspace_limit, time_stage, tuned,
-                          kind="GPU" if is_gpu(dev) else "CPU", vendor=dev.vendor.strip())
+                          kind="GPU" if is_gpu(dev) else "CPU", vendor=dev.vendor.strip(), warm=warm)
 
 
 def device_tuning(op: str, s: Stage, ctx) -> Tuned:
@@ -194,10 +216,14 @@ def reference_for(plan) -> tuple:
     """The reference's (expected, magnitude) for what the plan's stage reads: its inputs rounded
     to the stage's precision (a reduced-precision stage's reference starts from the rounded inputs;
     a TF32 stage's from its mma operands rounded to TF32)."""
-    mod = op_module(plan.op)
-    precision = plan.stage.precision
-    tf32 = mod.mma_operands(plan.problem) if precision == "tf32" else ()   # what a TF32 stage rounds
-    return mod.reference(plan.problem.on_host(STORAGE[precision], tf32=tf32))
+    return reference_of(plan.op, plan.problem, plan.stage.precision)
+
+
+def reference_of(op: str, problem: Problem, precision: str) -> tuple:
+    """The reference's (expected, magnitude) for a stage of ``precision`` on ``problem`` (reference_for)."""
+    mod = op_module(op)
+    tf32 = mod.mma_operands(problem) if precision == "tf32" else ()   # what a TF32 stage rounds
+    return mod.reference(problem.on_host(STORAGE[precision], tf32=tf32))
 
 
 def check_plan(plan, expected: tuple | None = None) -> CheckResult:
@@ -245,10 +271,11 @@ def check_array_dtype(op: str, s: Stage, name: str, a: np.ndarray) -> None:
 
 
 def specify(op: str, stage, problem: Problem, ctx, defines: dict | None,
-            workspace_limit: int | None) -> PlanSpec:
+            workspace_limit: int | None, expected=None) -> PlanSpec:
     """Everything a plan needs decided before device work: the stage resolved (fallbacks, stage
     auto's choice), its JIT parameters, path, launches, workspaces (within the budget) and source;
-    NumPy inputs of a float32-storing stage checked to be float32."""
+    NumPy inputs of a float32-storing stage checked to be float32. ``expected``: a function giving
+    the reference its check compares with (reference_of), when the caller shares one among plans."""
     requested = get_stage(op, stage)
     s, d = resolve(op, stage, problem, ctx, defines, workspace_limit)
     for name, a in problem.inputs.items():
@@ -259,12 +286,13 @@ def specify(op: str, stage, problem: Problem, ctx, defines: dict | None,
     check_workspace(s, workspace, workspace_limit)
     return PlanSpec(op, requested, s, problem, d, jit, path_taken(requested, s, jit),
                     s.family.steps(s, problem, d), workspace, stage_source(s, jit),
-                    STORAGE[s.precision], lambda plan: check_plan(plan),   # looked up when it runs
+                    STORAGE[s.precision],
+                    lambda plan: check_plan(plan, expected() if expected else None),   # looked up when it runs
                     tuned_source(op, requested, s, ctx, defines))
 
 
 def Plan(op: str, stage, problem: Problem, ctx, defines: dict | None, guard: bool,
-         workspace_limit: int | None = None):
+         workspace_limit: int | None = None, expected=None):
     """A stage bound to a problem on a device, in its backend's plan class (ClPlan or CudaPlan,
     helpers/engine/backends/): device tensors of another backend refused first, the context
     chosen (OpenCL: ``ctx``, a device tensor's, or the course's choice), the stage resolved."""
@@ -272,7 +300,7 @@ def Plan(op: str, stage, problem: Problem, ctx, defines: dict | None, guard: boo
     cls = plan_class(requested.backend)
     cls.check_backends(problem.inputs, requested.key)
     ctx = cls.context(ctx, problem.inputs)
-    return cls(specify(op, stage, problem, ctx, defines, workspace_limit), ctx, guard)
+    return cls(specify(op, stage, problem, ctx, defines, workspace_limit, expected), ctx, guard)
 
 
 def prepare(op: str, **kwargs) -> Problem:

@@ -137,3 +137,38 @@ def test_the_recorded_repetitions_of_res512_7_fall_in_two_modes():
     fast, slow = two_modes(rows["res512@7"])
     assert fast[0] + slow[0] == 120 and slow[1] > 1.05 * fast[2]
     assert all(two_modes(rows[l]) is None for l in ("res64@56", "res128@28", "res256@14"))
+
+
+def test_the_best_ranked_are_built_side_by_side_and_checked_against_one_reference(ctx, cache, monkeypatch):
+    """A first call on a shape: the kernels of the TIMED best-ranked candidates are compiled in
+    threads while the reference is computed, once for all of them; each is then checked against it
+    and timed (per candidate, the reference cost as much again as a build on a large layer)."""
+    import threading
+    import pyopencl as cl
+    from helpers.ops import op_module
+    mod, real_reference, real_compile = op_module("conv_dgrad"), op_module("conv_dgrad").reference, cl.Program.build
+    references, compiles = [], []
+    monkeypatch.setattr(mod, "reference", lambda *a, **k: references.append(1) or real_reference(*a, **k))
+    monkeypatch.setattr(cl.Program, "build", lambda self, *a, **k: (
+        compiles.append(threading.current_thread() is threading.main_thread()), real_compile(self, *a, **k))[1])
+    monkeypatch.setattr(chooser, "BUDGET_S", 1e9)            # the TIMED all timed, however slow the machine
+    args = random_problem_args(2, 8, 11, 9, 12, 3, 1, 1, "none", seed=7)    # a shape no other test builds
+    plan = helpers.plan_stage("conv_dgrad", "auto", ctx=ctx, **args)
+    rec = next(iter(chooser.cached(ctx.devices[0].name).values()))
+    assert len(rec["times_ms"]) == chooser.TIMED and plan.stage.name in rec["times_ms"]
+    assert len(references) == 1, "each candidate computed the reference again"
+    assert len(compiles) == chooser.TIMED, "a timed candidate was compiled again, or one was not"
+    assert not any(compiles), "a candidate was compiled on the main thread, not side by side"
+    assert 0 < rec["warm_seconds"] <= rec["seconds"]
+
+
+def test_an_op_no_device_of_its_kind_has_recorded_takes_another_kinds_order_of_the_stages():
+    """A CPU recorded for the input gradient alone: its forward pass is ranked by the GPU's runs
+    (else every forward stage would be unranked, and the first timed the last registered)."""
+    from helpers.chooser_model import recorded, source_device
+    runs = recorded()
+    cpu = source_device("pthread-Some CPU", "CPU", "GenuineIntel", "conv_dgrad")
+    assert cpu is not None and "conv_dgrad" in runs[cpu] and "conv_forward" not in runs[cpu]
+    gpu = source_device("pthread-Some CPU", "CPU", "GenuineIntel", "conv_forward")
+    assert gpu is not None and gpu != cpu and "conv_forward" in runs[gpu]
+    assert source_device("pthread-Some CPU", "CPU", "GenuineIntel") == cpu      # without an op: as before
