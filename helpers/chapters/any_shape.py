@@ -14,7 +14,6 @@ groups = 1 (the grouped case is chapter 16's first half, run by the stages). The
 """
 from __future__ import annotations
 
-import json
 from math import prod
 
 import numpy as np
@@ -205,7 +204,8 @@ def scaled(lay: dict, n: int = 1, channels: int | None = None, side: int | None 
 def recorded_ladder(op: str, layer_set: str) -> list[str] | None:
     """The recorded GPU runs of ``op`` over ``layer_set`` as lines: per layer, each stage's median
     in µs and the vendor's (PyTorch: cuDNN or its own kernels), then the best stage's speed-up over
-    the vendor; None when results/ holds no such run yet."""
+    the vendor, and how many layers the best is at x1.0 and x1.5 of the vendor or better; None when
+    results/ holds no such run yet."""
     from ..analysis import results
     runs = results.find(op, layer_set)
     if not runs:
@@ -216,42 +216,15 @@ def recorded_ladder(op: str, layer_set: str) -> list[str] | None:
         vendor = {v["layer"]: v["median_ms"] for v in run.get("vendor", []) if "median_ms" in v}
         lines.append(f"{op} on {layer_set} ({results.device_label(run)}), median µs per call:")
         lines.append(f"{'layer':<22}" + "".join(f"{s:>14}" for s in stages) + f"{'PyTorch':>10}{'best/PyTorch':>14}")
+        ratios = []
         for lay in dict.fromkeys(r["layer"] for r in run["rows"]):
             t = {r["stage"]: r["median_ms"] for r in run["rows"] if r["layer"] == lay and r.get("median_ms")}
             best = min(t.values()) if t else None
             ratio = f"x{vendor[lay] / best:.2f}" if best and lay in vendor else "-"
+            ratios += [vendor[lay] / best] if best and lay in vendor else []
             lines.append(f"{lay:<22}" + "".join(f"{1000 * t[s]:>14.1f}" if s in t else f"{'-':>14}" for s in stages)
                          + (f"{1000 * vendor[lay]:>10.1f}" if lay in vendor else f"{'-':>10}") + f"{ratio:>14}")
+        if ratios:
+            lines.append(f"the best at x1.0 of PyTorch or better on {sum(r >= 1 for r in ratios)} of {len(ratios)} "
+                         f"layers, at x1.5 or better on {sum(r >= 1.5 for r in ratios)}")
     return lines
-
-
-def recorded_depthwise(op: str) -> list[str] | None:
-    """The depthwise ladder recorded beside PyTorch (results/depthwise/dw_times_<device>.json, written
-    by the script beside it) as lines: per layer PyTorch's median µs and the kernel it ran, each
-    rung's median µs (the fastest of the parameter sets tried, every one checked first), and the
-    fastest rung against PyTorch; None when no such file exists."""
-    from ..analysis.names import RESULTS
-    from ..ops.vendor_nd import dispatched
-    lines = []
-    for path in sorted((RESULTS / "depthwise").glob("dw_times_*.json")):
-        rec = json.loads(path.read_text())
-        rows = [r for r in rec["records"] if r["op"] == op]
-        rungs = [s for s in ("any_shape", "dw_tiles", "dw_regs") if any(r["stage"] == s for r in rows)]
-        lines.append(f"{op}, results/depthwise/{path.name}: {rec['device']}, batch {rec['batch']}, PyTorch "
-                     f"{rec['torch']} (fp32, TF32 off), median µs per call")
-        lines.append(f"{'layer':<20}{'PyTorch':>9}  {'its kernels':<22}" + "".join(f"{s:>11}" for s in rungs)
-                     + f"{'best x PyTorch':>16}")
-        ahead = 0
-        for layer in dict.fromkeys(r["layer"] for r in rows):
-            torch_row = next(r for r in rows if r["layer"] == layer and r["stage"] == "pytorch")
-            kind = dispatched(torch_row["kernels"])
-            best = {s: min((r["median_ms"] for r in rows if r["layer"] == layer and r["stage"] == s), default=None)
-                    for s in rungs}
-            fastest = min(t for t in best.values() if t is not None)
-            ratio = torch_row["median_ms"] / fastest
-            ahead += ratio >= 1.5
-            lines.append(f"{layer:<20}{1e3 * torch_row['median_ms']:>9.1f}  {kind:<22}"
-                         + "".join(f"{1e3 * t:>11.1f}" if t is not None else f"{'-':>11}" for t in best.values())
-                         + f"{'x' + format(ratio, '.2f'):>16}")
-        lines.append(f"the fastest rung at least x1.50 PyTorch on {ahead} of {len(dict.fromkeys(r['layer'] for r in rows))} layers")
-    return lines or None

@@ -43,8 +43,8 @@ TC_TILES_TUNE = {"BN": [64, 128], "STAGES": [2, 3], "CH": [4, 8]}
 # helpers/launch/depthwise.py): a TX x TY tile per work-group slice (shrunk to a smaller plane,
 # the rest of the work-group more slices), XPW outputs of a row per work-item in dw_regs;
 # 2-D depthwise layers only, the rest run any_shape. dw_regs' defaults: the fastest of the sets
-# timed on most MobileNetV2 and ConvNeXt depthwise layers on the H200
-# (results/depthwise/dw_times_nvidia-h200.json; the strided layers' weight gradient preferred XPW = 4)
+# timed on most MobileNetV2 and ConvNeXt depthwise layers on the H200 (the strided layers' weight
+# gradient preferred XPW = 4; results/conv_wgrad_mobilenetv2_dw_nvidia-h200.json runs the defaults)
 DEPTHWISE = dict(family=depthwise, jit=depthwise.jit, requires=depthwise.depthwise_requires, fallback="any_shape", any_shape=True)
 DW_TILES = {"TX": 32, "TY": 8}
 DW_TILES_TUNE = {"TX": [16, 32], "TY": [4, 8, 16]}
