@@ -2,14 +2,16 @@
 
 A stage's speed on a layer it has never run is predicted from the layers it was recorded on
 (results/, the benchmark's files): the recorded layer nearest in shape, by a distance over the
-shape's features (the logarithms of N, C, K, H and W; the kernel's size, the stride, the groups
-and the dilation, which change the algorithm and weigh more), gives the stage's rate in FLOP/s,
+shape's features (the logarithms of N, C, K, H and W; the kernel's size, the stride, the groups,
+whether it is depthwise, the dilation and the rank, which change the algorithm and weigh more), gives the stage's rate in FLOP/s,
 and the new layer's FLOPs over that rate is the predicted time. Recorded runs of a device are
 used for it; a device with none of its own takes the runs of the recorded device most like it
 (same kind and vendor, then same kind: the same inheritance as the tuned parameters), op by op: an
 op recorded on no device of its kind takes any device's runs of it, for their order of the stages. A stage
-with no recorded run on that device has no prediction and is ranked after those that have one,
-later chapters first (the course's ladder: a later stage is the faster one more often than not).
+with no recorded run on that device has no prediction and is ranked after those that have one:
+first by the runs of the device that has the most of the op (a CPU recorded on plain layers only
+still ranks the depthwise stages by a GPU's runs of them), then later chapters first (the course's
+ladder: a later stage is the faster one more often than not).
 
 This is the course's counterpart of cuDNN's heuristic mode (cudnnGetConvolutionBackwardDataAlgorithm_v7
 ranks algorithms from a model of the GPU without running them); the timing of the best-ranked few
@@ -34,7 +36,7 @@ RESULTS = Path(__file__).resolve().parent.parent / "results"
 LEFT_OUT_TAG = re.compile(r"(\d$|^untuned$|^fresh$)")
 # how much a unit of each feature's difference weighs in the distance (log2 sizes: a factor of 2 is 1)
 WEIGHTS = {"n": 1.0, "c": 1.0, "k": 1.0, "h": 1.0, "w": 1.0, "kernel": 4.0, "stride": 4.0, "groups": 2.0,
-           "dilation": 4.0}
+           "depthwise": 64.0, "dilation": 4.0, "rank": 16.0}
 
 
 def _axes(v) -> tuple:
@@ -42,15 +44,21 @@ def _axes(v) -> tuple:
 
 
 def features(shape: dict) -> dict:
-    """A layer's features from its dict (the layer sets' keys: n, c, k, h, w, kernel, stride, groups,
-    dilation; a batch-norm layer has no k, kernel or stride)."""
+    """A layer's features from its dict (the layer sets' keys: n, c, k, h, w or size, kernel, stride,
+    groups, dilation; a batch-norm layer has no k, kernel or stride), and whether the layer is
+    depthwise (groups = C) and its number of spatial axes: each of these picks algorithms of its
+    own, so it weighs more than any difference of sizes (a factor of 2 weighs 1, a depthwise layer
+    against a dense one 64)."""
     log = lambda v: math.log2(max(1, v))
     kernel, stride = _axes(shape.get("kernel", 1)), _axes(shape.get("stride", 1))
     size = _axes(shape.get("size", (shape.get("h", 1), shape.get("w", 1))))
+    groups = shape.get("groups", 1)
     return {"n": log(shape.get("n", 1)), "c": log(shape.get("c", 1)), "k": log(shape.get("k", shape.get("c", 1))),
             "h": log(size[0]), "w": log(size[-1]), "kernel": sum(kernel) / len(kernel),
-            "stride": sum(stride) / len(stride), "groups": log(shape.get("groups", 1)),
-            "dilation": sum(_axes(shape.get("dilation", 1))) / len(_axes(shape.get("dilation", 1)))}
+            "stride": sum(stride) / len(stride), "groups": log(groups),
+            "depthwise": float(groups > 1 and groups == shape.get("c", 1)),
+            "dilation": sum(_axes(shape.get("dilation", 1))) / len(_axes(shape.get("dilation", 1))),
+            "rank": len(size)}
 
 
 def problem_features(p) -> dict:
@@ -141,11 +149,23 @@ def predict(op: str, stage_key: str, p, device: str | None) -> float | None:
 
 def rank(op: str, candidates: list, p, device: str | None) -> list:
     """[(stage, predicted ms or None)], the predicted fastest first, then the stages without a
-    prediction, later chapters first. ``candidates``: registry Stages."""
+    prediction on ``device``: first those another device has runs of (the device with the most
+    runs of ``op``), in the order its runs predict, then the rest, later chapters first.
+    ``candidates``: registry Stages."""
     guessed = [(s, predict(op, s.key, p, device)) for s in candidates]
     known = sorted((g for g in guessed if g[1] is not None), key=lambda g: g[1])
-    unknown = [g for g in reversed(guessed) if g[1] is None]
-    return known + unknown
+    unknown = [s for s, ms in reversed(guessed) if ms is None]
+    other = elsewhere(op, device)
+    hint = {s.key: predict(op, s.key, p, other) for s in unknown} if other else {}
+    ordered = sorted((s for s in unknown if hint.get(s.key) is not None), key=lambda s: hint[s.key])
+    return known + [(s, None) for s in ordered + [s for s in unknown if hint.get(s.key) is None]]
+
+
+def elsewhere(op: str, device: str | None) -> str | None:
+    """The device other than ``device`` with the most recorded runs of ``op`` (None: none)."""
+    runs = recorded()
+    others = [d for d in runs if d != device and op in runs[d]]
+    return max(others, key=lambda d: sum(len(v) for v in runs[d][op].values()), default=None)
 
 
 def held_out(device: str, op: str, stages: set, timed: int, reverse: bool = False) -> list:
