@@ -5,9 +5,10 @@ registered OpenCL stages of the op that can run it within the workspace budget (
 are ranked by a model of their speed, fitted to the recorded runs in results/ (helpers/chooser_model.py:
 the heuristic mode, cudnnGetConvolution*Algorithm_v7), and only the best few are checked and
 timed (the benchmark's profiling events; at most ``TIMED``, none started after ``BUDGET_S``
-seconds of timing: the benchmark mode, cudnnFind, on a short list). Their kernels are built side
-by side while the one reference they are checked against is computed. The fastest of those is written to an on-disk cache
-keyed by device name, shape and budget, and runs; later runs read the cache and run it at once. A
+seconds of timing: the benchmark mode, cudnnFind, on a short list), their kernels built side by
+side while the one reference they are checked against is computed. The fastest of those is
+written to an on-disk cache keyed by device name, shape and budget, and runs; later runs read the
+cache and run it at once. A
 first call takes seconds, kernel builds included, not minutes. ``COURSE_AUTO=exhaustive`` times
 every candidate instead (the search as it was before the model: minutes on a large layer, and
 stopped once it has cost more than ``RUNS`` runs of the best so far). A candidate that fails its
