@@ -2,9 +2,10 @@
 
 What is covered, per stage (one test each, the whole grid inside it):
 - every case of its operation's grid (tests/shapes.py: GRIDS; the convolutions' grid with its
-  tiers, RESIDUES, WIDE and LARGE; 16_igemm_nd, built per shape, every third plain case), and the cases of its own tile (shapes.tile_cases: channels at
-  T - 1 and T + 1 for its TM and TN, so a partial block follows a full one), checked against the NumPy reference with guard zones around every
-  tensor and workspace; a case the stage cannot run must be refused by name before any launch
+  tiers, RESIDUES, WIDE and LARGE; 16_igemm_nd, built per shape, every third plain case), and the
+  cases of its own tile (shapes.tile_cases: channels at T - 1 and T + 1 for its TM and TN, so a
+  partial block follows a full one), checked against the NumPy reference with guard zones around
+  every tensor and workspace; a case the stage cannot run must be refused by name before any launch
   (conv_forward: Winograd off 3x3 stride 1, a bias or an activation without a fused epilogue);
 - the paths it took (runner.path_taken: fast, general, fallback, only), each at least
   MIN_PER_PATH times (shapes.require_paths), for every stage that has paths, of every operation;
@@ -12,8 +13,9 @@ What is covered, per stage (one test each, the whole grid inside it):
 - a fast path its kernel decides for itself (``branches``, e.g. stage 08's ``inside``), probed:
   a copy of the kernel marks the guard zone before its output where the branch is taken, and
   enough fast-path cases of the grid must show the mark.
-The grid test is one test per backend the engine knows (helpers/engine/backends: BACKENDS), each
-on its backend's context fixture (tests/conftest.py: CONTEXTS), and every stage must land in one.
+The grid test is one test per operation (a class: a scope of its own for the workers) and backend
+the engine knows (helpers/engine/backends: BACKENDS), each on its backend's context fixture
+(tests/conftest.py: CONTEXTS), and every stage must land in one.
 CUDA stages run where CuPy sees an NVIDIA GPU (the cuda_ctx fixture skips them elsewhere, saying
 why; tests/test_cuda.py compiles them to PTX on any machine). Stage auto times every candidate
 per shape: tests/test_conv_dgrad.py runs it on a subset.
@@ -91,23 +93,33 @@ def check_over_grid(stage, ctx) -> None:
         run_grid(stage, ctx, cases[::3], variant)
 
 
-def grid_test(backend: str):
-    """The grid test of one backend's stages, on the context its fixture gives (conftest.CONTEXTS).
+def grid_test(backend: str, stages: list):
+    """The grid test of one backend's ``stages``, on the context its fixture gives (conftest.CONTEXTS).
     The fixture is requested by name (usefixtures), so pytest still parametrizes it over the
     backend's devices, and a stage runs on every device of its own backend and only there."""
     fixture = CONTEXTS[backend]
 
     @pytest.mark.usefixtures(fixture)
-    @pytest.mark.parametrize("stage", [s for s in STAGES if s.backend == backend], ids=key)
+    @pytest.mark.parametrize("stage", stages, ids=key)
     def test(request, stage):
         check_over_grid(stage, request.getfixturevalue(fixture))
     return test
 
 
-# test_opencl_stage_over_its_grid, test_cuda_stage_over_its_grid, ...: one per backend that has a
-# context fixture (a backend without one is caught by the test below, not skipped in silence)
-GRID_TESTS = {f"test_{b}_stage_over_its_grid": grid_test(b) for b in BACKENDS if b in CONTEXTS}
-globals().update(GRID_TESTS)
+def grid_class(op: str):
+    """TestGrid_<op>: test_opencl_stage_over_its_grid, test_cuda_stage_over_its_grid, ...: one per
+    backend that has a context fixture and stages of ``op`` (a backend without a fixture is caught
+    by the test below, not skipped in silence). A class per operation is a scope of its own for
+    the suite's --dist loadscope, so the operations' grids, most of this module's time, spread
+    over the workers instead of queueing on one."""
+    tests = {f"test_{b}_stage_over_its_grid": grid_test(b, stages)
+             for b in BACKENDS if b in CONTEXTS and (stages := [s for s in STAGES if s.op == op and s.backend == b])}
+    return type(f"TestGrid_{op}", (), tests)
+
+
+GRID_CLASSES = [grid_class(op) for op in REGISTRY]
+globals().update({cls.__name__: cls for cls in GRID_CLASSES})
+GRID_TESTS = [test for cls in GRID_CLASSES for name, test in vars(cls).items() if name.startswith("test_")]
 
 
 def ungridded(stages, tests) -> list:
@@ -118,7 +130,7 @@ def ungridded(stages, tests) -> list:
 
 
 def test_every_stage_lands_in_a_grid_test():
-    missing = ungridded(STAGES, GRID_TESTS.values())
+    missing = ungridded(STAGES, GRID_TESTS)
     backends = sorted({s.backend for s in STAGES} - set(CONTEXTS))
     assert not missing, (f"no grid test runs {', '.join(missing)}: backend(s) {', '.join(backends)} need a "
                          f"context fixture, named in tests/conftest.py: CONTEXTS")
@@ -127,7 +139,7 @@ def test_every_stage_lands_in_a_grid_test():
 def test_a_stage_of_a_backend_without_a_context_fixture_is_caught():
     """A third backend's stage, planted: no grid test takes it, and the test above would say so."""
     third = dataclasses.replace(STAGES[0], name="naive_third", backend="third")
-    assert ungridded(STAGES + [third], GRID_TESTS.values()) == [key(third)]
+    assert ungridded(STAGES + [third], GRID_TESTS) == [key(third)]
 
 
 def test_every_operation_has_a_grid():
