@@ -101,7 +101,7 @@ def grid_test(backend: str, stages: list):
 
     @pytest.mark.usefixtures(fixture)
     @pytest.mark.parametrize("stage", stages, ids=key)
-    def test(request, stage):
+    def test(self, request, stage):
         check_over_grid(stage, request.getfixturevalue(fixture))
     return test
 
