@@ -106,8 +106,9 @@ def _environment_needs(request):
 
 # ./course test --quick: the unit tests with one grid case per stage, no notebooks, no test marked
 # slow and none of the runs of whole editions (the full suite, ./course test, runs everything)
-QUICK_LEFT_OUT = ("notebooks/", "tests/test_editions.py", "tests/test_site.py", "tests/test_browser.py",
-                  "tests/test_lab_times.py", "tests/test_checker_at_size.py", "tests/test_emulated.py")
+QUICK_LEFT_OUT = ("notebooks/", "tests/test_editions.py", "tests/test_answer_leaks.py", "tests/test_site.py",
+                  "tests/test_browser.py", "tests/test_lab_times.py", "tests/test_checker_at_size.py",
+                  "tests/test_emulated.py")
 
 
 def pytest_addoption(parser):

@@ -1,8 +1,9 @@
 """A kernel exercise's answer stays hidden in the student edition however a later stage spells it:
 chapter 09's diff of 09_local_tile and 09_prefetch showed the tile copy's lines (with `(k0)` and an
 extra term) next to the gap, and chapter 12's diff of stages 01 and 02 showed the padding test the
-gap asks for (with `live &&` in front). Checked on the text itself, white space removed, with no
-use of the edition's own matching."""
+gap asks for (with `live &&` in front), and chapter 14's diffs showed 05_fused's inv_std (its count
+named n_i) above the exercise that asks for it. Checked on the text itself, white space removed, with
+no use of the edition's own matching."""
 import json
 import re
 from pathlib import Path
@@ -16,6 +17,7 @@ SPELLED = [
     ("09_local_memory", "GRAD_IN(dy, y, ((n * K + k) * OH + oh) * OW + ow)"),
     ("09_local_memory", "oh = oh0 + py, ow = ow0 + px"),
     ("12_winograd", "h >= 0 && h < IH && x_ >= 0 && x_ < IW"),
+    ("14_batch_norm", "1.0f / sqrt(m2 / n_i + eps)"),
 ]
 
 

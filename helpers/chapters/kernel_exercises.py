@@ -476,7 +476,9 @@ GAPS = {
          **{lbl: "This case also updates the running statistics (a momentum is given): running_update "
                  "(kernels/common/batchnorm.h) reads m2 after your lines. What must m2 hold then?"
             for lbl in ("N=2, C=3, 5x5, data around 0", "N=1, C=2, 1x2")}},
-        diagnose=_bn_variance_mistake),
+        diagnose=_bn_variance_mistake,
+        # 05_fused's copy of the last line (its count is n_i), shown in chapter 14's diffs before the exercise
+        spellings=("const float inv_std = 1.0f / sqrt(m2 / n_i + eps);",)),
 }
 
 
