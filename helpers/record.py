@@ -122,7 +122,7 @@ TESTS_WINOGRAD = ["tests/test_conv_forward.py", "tests/test_winograd.py"]
 TESTS_GEMM = ["tests/test_conv_gemm.py", "tests/test_gemm.py", "tests/test_chooser.py"]
 TESTS_CUDA = ["tests/test_cuda.py", "tests/test_cuda_plans.py"]
 # the notebooks' own checks: no device in them, and they need nbformat, which a bare GPU machine lacks
-TESTS_NOTEBOOK_ONLY = ["tests/test_editions.py", "tests/test_prose_numbers.py"]
+TESTS_NOTEBOOK_ONLY = ["tests/test_editions.py", "tests/test_answer_leaks.py", "tests/test_prose_numbers.py"]
 
 # chapter 16's sets and operations, with the minutes estimated for each: a set's layers times the
 # wall time of its heaviest layer through the benchmark on the H200 (the host's float64 reference
