@@ -41,10 +41,12 @@ def test_other_shapes_are_refused_by_name_and_run_any_shape(ctx, op, name, case,
 
 
 @pytest.mark.parametrize("op", ["conv_dgrad", "conv_wgrad"])
-def test_a_depthwise_layers_candidates_are_the_any_shape_and_depthwise_stages(op):
+def test_a_depthwise_layers_candidates_are_chapter_16s_stages(op):
+    """The stages for plain layers refuse a grouped one; chapter 16's four take it: the direct
+    any_shape, the two depthwise stages and the implicit GEMM per group."""
     args = any_shape_args(op, DEPTHWISE[6], 1)          # 20 x 36, several tiles
     names, _ = chooser.candidates(helpers.prepare(op, **args), None)
-    assert names == ["any_shape", "dw_tiles", "dw_regs"]
+    assert names == ["any_shape", "dw_tiles", "dw_regs", "igemm_nd"]
 
 
 def test_auto_times_the_depthwise_stages_first_on_a_depthwise_layer(ctx, monkeypatch, tmp_path):
