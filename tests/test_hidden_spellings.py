@@ -3,8 +3,8 @@ chapter 09's diff of 09_local_tile and 09_prefetch showed the tile copy's lines 
 extra term) next to the gap, and chapter 12's diff of stages 01 and 02 showed the padding test the
 gap asks for (with `live &&` in front), and chapter 14's diffs showed 05_fused's inv_std (its count
 named n_i) above the exercise that asks for it; chapter 16's depthwise rungs and forward implicit GEMM,
-listed above its kernel exercise, spell its dilated tap and its group offset. Checked on the text itself, white space removed, with
-no use of the edition's own matching."""
+listed above its kernel exercise, spell its dilated tap and its group offset. Checked on the text
+itself, white space removed, with no use of the edition's own matching."""
 import json
 import re
 from pathlib import Path
