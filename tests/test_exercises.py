@@ -497,7 +497,7 @@ def test_a_kernel_that_faults_is_named_and_the_context_is_not_reused(own_ctx, ca
 WILD_WRITE = "*(volatile __global float *)0 = 1.0f;   /* a write through a null pointer */\n"
 
 
-@pytest.mark.parametrize("name", ["naive_checks", "tile_copy"])
+@pytest.mark.parametrize("name", ["naive_checks", "tile_copy", "groups_dilation"])
 def test_a_learners_kernel_that_faults_leaves_the_session_running(name, ctx, capsys):
     """A learner's kernel that writes through a wild pointer (a segmentation fault in PoCL's
     threads on a CPU, a fault that spoils the process's OpenCL on an NVIDIA GPU) runs in a child
