@@ -122,13 +122,6 @@ def _conv3d(x, w, stride, padding, conv2d):
     return out
 
 
-def _column_bytes(xs, k, s, p, d):
-    out = 1
-    for n, kk, ss, pp, dd in zip(xs[2:], k, s, p, d):
-        out *= (n + 2 * pp - dd * (kk - 1) - 1) // ss + 1
-    return 4 * xs[0] * xs[1] * int(np.prod(k)) * out
-
-
 def _reached(size, k, st, p):
     return sum(1 for i in range(size) for q in range(k)
                if i + p - q >= 0 and (i + p - q) % st == 0 and (i + p - q) // st < output_size(size, k, st, p))
@@ -245,16 +238,9 @@ ROUTES = {
     "check_dilated_tap": ("chapters.pictures_any_shape:dilated_taps",
                           lambda ref, o, t, s, p, d: ref((o, o), t + 1, s, p, d)[-1][0],
                           lambda o, t, s, p, d: -p + o * s + d * t),
-    "check_group_channels": ("chapters.pictures_any_shape:reads",
-                             lambda ref, k, c, kk, g: (ref(c, kk, g)[k][0] // (c // g), ref(c, kk, g)[k]),
-                             lambda k, c, kk, g: (k * g // kk, [k * g // kk * (c // g) + i for i in range(c // g)])),
     "check_conv3d_by_2d": ("chapters.any_shape:by_recursion",
                            lambda ref, x, w, s, p, conv2d: ref(x, w, s, p, lower=lambda x2, w2, s2, pads, d2: conv2d(
                                x2, w2, s2, tuple(b for b, _ in pads)))[0], _conv3d),
-    "check_column_memory": ("chapters.any_shape:memory",
-                            lambda ref, xs, k, s, p, d: 4 * ref({"n": xs[0], "c": xs[1], "k": 1, "size": xs[2:], "kernel": k,
-                                                                 "stride": s, "padding": p, "dilation": d})["columns"],
-                            _column_bytes),
 }
 
 CHECKS = sorted(ROUTES)

@@ -215,6 +215,9 @@ KERNEL_WRONG = {
         "float sq = 0.0f;\n    for (int n = 0; n < N; n++)\n        for (int i = 0; i < HW; i++)\n"
         "            sq += x[(n * C + c) * HW + i] * x[(n * C + c) * HW + i];\n"
         "    const float inv_std = 1.0f / sqrt(sq / count - mean * mean + eps);"), "around 1000"),
+    # dilation ignored on every axis: the plain shapes pass, the first dilated one must not
+    "groups_dilation": (lambda c: c.replace("- q * DA", "- q").replace("- t * DD", "- t").replace("- r * DH", "- r")
+                        .replace("- s * DW", "- s"), "dilation 2"),
 }
 
 
@@ -261,6 +264,82 @@ def test_bn_variance_has_a_case_where_eps_matters(own_ctx, capsys):
     assert not only.check(_right("bn_variance").replace("m2 / count + eps", "m2 / count"), ctx=own_ctx,
                           isolated=False)     # a variant of the gap: a child could not rebuild it
     assert "has no eps" in capsys.readouterr().out
+
+
+# Chapter 16's gap over the any-shape grid: a second spelling of the loops (the output position per
+# axis in a variable of its own, the group's first channel folded into dy's index, w read through an
+# index instead of a pointer offset) is accepted.
+GROUPS_DILATION_OTHER = """
+    const int KG = K / G, k0 = c / (C / G) * KG;    // the first output channel of c's group
+    for (int q = 0; q < Q; q++) {
+        const int ea = a - DA * q + PA;
+        if (ea < 0 || ea % SA || ea >= OA * SA) continue;
+        const int oa = ea / SA;
+        for (int t = 0; t < T; t++) {
+            const int ed = d - DD * t + PD;
+            if (ed < 0 || ed % SD || ed >= OD * SD) continue;
+            const int od = ed / SD;
+            for (int r = 0; r < R; r++) {
+                const int eh = h - DH * r + PH;
+                if (eh < 0 || eh % SH || eh >= OH * SH) continue;
+                const int oh = eh / SH;
+                for (int s = 0; s < S; s++) {
+                    const int ew = x - DW * s + PW;
+                    if (ew < 0 || ew % SW || ew >= OW * SW) continue;
+                    const int o = ((((n * K + k0) * OA + oa) * OD + od) * OH + oh) * OW + ew / SW;
+                    const __global float* wc = &w[(c * KG * Q * T + q * T + t) * R * S + r * S + s];
+"""
+
+
+GROUPS = "The shapes with one group pass"      # the hints of the first grouped and first dilated cases
+DILATION = "The shapes without dilation pass"
+
+
+@pytest.mark.parametrize("mutate,says,hint", [
+    # every group reads the output channels of group 0: the layers with one group pass
+    (lambda c: c.replace("(n * K + g * KG) * plane", "n * K * plane"), "values differ", GROUPS),
+    # the group offset moved from dy's index to w's (as if w held every output channel per input channel)
+    (lambda c: c.replace("(n * K + g * KG) * plane", "n * K * plane").replace(
+        "w + c * KG * taps", "w + (c * KG + g * KG) * taps"), "NaN", GROUPS),
+    # w read as a dense (C, K, ...) weight: c's row taken K channels long
+    (lambda c: c.replace("w + c * KG * taps", "w + (c * K + g * KG) * taps"), "NaN", GROUPS),
+    # the dilation on the wrong side of the subtraction, on the last axis: (x + PW - s) * DW
+    (lambda c: c.replace("x + PW - s * DW", "(x + PW - s) * DW"), "values differ", DILATION),
+    # the same on the first axis, which only the 4-D shapes (all grouped) dilate
+    (lambda c: c.replace("a + PA - q * DA", "(a + PA - q) * DA"), "values differ", "the first axis"),
+], ids=["every group reads group 0", "group offset on w, not dy", "w read as dense", "dilation misplaced",
+        "dilation misplaced on the first axis"])
+def test_groups_dilation_refuses_each_planted_mistake(mutate, says, hint, own_ctx, capsys):
+    """Chapter 16's kernel gap, run over the whole any-shape grid with guards in a child process:
+    each planted mistake fails at the first case that has the feature it breaks, with the hint for
+    that feature (groups, dilation) and without the answer."""
+    right = _right("groups_dilation")
+    wrong = mutate(right)
+    assert wrong != right, "the mutation did not apply"
+    assert not kernel_gap("groups_dilation").check(wrong, ctx=own_ctx)
+    out = capsys.readouterr().out
+    assert out.startswith("Not yet") and says in out and hint in out, out
+    assert "g * KG" not in out and "q * DA" not in out, out
+
+
+def test_groups_dilation_accepts_another_spelling(own_ctx, capsys):
+    """The same loops written another way (an output index per axis, one test per bound, the
+    group folded into dy's index, w through an index) pass every case of the grid."""
+    assert kernel_gap("groups_dilation").check(GROUPS_DILATION_OTHER, ctx=own_ctx)
+    out = capsys.readouterr().out
+    assert out.startswith("Correct: 55 shapes (the any-shape grid") and "guard zone intact" in out, out
+
+
+def test_groups_dilation_cases_are_the_any_shape_grid_plain_first():
+    """The gap's cases are every case of the grid the any-shape stages are tested on, ordered plain,
+    dilated, grouped, both: a kernel that ignores one feature fails first where that feature starts."""
+    from helpers.chapters.kernel_exercises import _any_shape_kind
+    from helpers.ops.grid_any_shape import ANY_SHAPE
+    order = ["plain", "dilated", "grouped", "grouped and dilated"]
+    index = [int(label[1:].split()[0]) for label, _ in kernel_gap("groups_dilation").cases]
+    assert sorted(index) == list(range(len(ANY_SHAPE)))
+    ranks = [order.index(_any_shape_kind(ANY_SHAPE[i])) for i in index]
+    assert ranks == sorted(ranks) and set(ranks) == {0, 1, 2, 3}
 
 
 def test_step_flops_exercise_check(capsys):
@@ -418,7 +497,7 @@ def test_a_kernel_that_faults_is_named_and_the_context_is_not_reused(own_ctx, ca
 WILD_WRITE = "*(volatile __global float *)0 = 1.0f;   /* a write through a null pointer */\n"
 
 
-@pytest.mark.parametrize("name", ["naive_checks", "tile_copy"])
+@pytest.mark.parametrize("name", ["naive_checks", "tile_copy", "groups_dilation"])
 def test_a_learners_kernel_that_faults_leaves_the_session_running(name, ctx, capsys):
     """A learner's kernel that writes through a wild pointer (a segmentation fault in PoCL's
     threads on a CPU, a fault that spoils the process's OpenCL on an NVIDIA GPU) runs in a child
@@ -870,17 +949,6 @@ def _planes_3d(plane, keep=lambda i, d: 0 <= i < d):
     return answer
 
 
-def _column_bytes(xs, k, s, p, d, dilated=True):
-    from math import prod
-    out = [(n + 2 * pp - (dd if dilated else 1) * (kk - 1) - 1) // ss + 1 for n, kk, ss, pp, dd in zip(xs[2:], k, s, p, d)]
-    return 4 * xs[0] * xs[1] * prod(k) * prod(out)
-
-
-def _group_of(k, c, kk, g):
-    grp = k // (kk // g)
-    return grp, list(range(grp * (c // g), (grp + 1) * (c // g)))
-
-
 CH16 = {
     ex.check_dilated_tap: (lambda o, t, s, p, d: o * s + t * d - p, {
         "the dilation spreads the taps, not the outputs": lambda o, t, s, p, d: o * s * d + t - p,
@@ -888,13 +956,6 @@ CH16 = {
         "the padding shifts the window back": lambda o, t, s, p, d: o * s + p + t * d,
         "the stride moves the window from output to output": lambda o, t, s, p, d: (o + t * d) * s - p,
         "the taps are d apart, not d-1": lambda o, t, s, p, d: o * s - p + t * (d - 1)}),
-    ex.check_group_channels: (_group_of, {
-        "not dealt round-robin": lambda k, c, kk, g: (k % g, list(range(k % g * (c // g), (k % g + 1) * (c // g)))),
-        "counts K/groups output channels per group, not C/groups":
-            lambda k, c, kk, g: (k // (c // g), list(range(k // (c // g) * (c // g), (k // (c // g) + 1) * (c // g)))),
-        "a group reads C/groups input channels":
-            lambda k, c, kk, g: (k // (kk // g), list(range(k // (kk // g) * (kk // g), (k // (kk // g) + 1) * (kk // g)))),
-        "only its own group's input channels, not all C": lambda k, c, kk, g: (_group_of(k, c, kk, g)[0], list(range(c)))}),
     ex.check_conv3d_by_2d: (_planes_3d(lambda o, t, s, p, T: o * s - p + t), {
         "wraps around to the last planes": _planes_3d(lambda o, t, s, p, T: o * s - p + t, keep=lambda i, d: i < d),
         "the depth stride is missing": _planes_3d(lambda o, t, s, p, T: o - p + t),
@@ -906,15 +967,6 @@ CH16 = {
         "conv2d was never called": lambda x, w, s, p, conv2d: np.zeros((1,)),
         "the course's own reference": lambda x, w, s, p, conv2d: __import__(
             "helpers.ops.reference", fromlist=["x"]).conv_forward_nd(x, w, s, p)}),
-    ex.check_column_memory: (_column_bytes, {
-        "the input's extents count more":
-            lambda xs, k, s, p, d: 4 * xs[0] * xs[1] * int(np.prod(k)) * int(np.prod(xs[2:])),
-        "the batch has N of them": lambda xs, k, s, p, d: _column_bytes(xs, k, s, p, d) // xs[0],
-        "C times the taps of every axis": lambda xs, k, s, p, d: _column_bytes(xs, k, s, p, d) // xs[1],
-        "a float32 is 4 bytes": lambda xs, k, s, p, d: _column_bytes(xs, k, s, p, d) // 4,
-        "dilation*(kernel-1)+1": lambda xs, k, s, p, d: _column_bytes(xs, k, s, p, d, dilated=False),
-        "the taps of only two axes": lambda xs, k, s, p, d: _column_bytes(xs, k, s, p, d) // int(np.prod(k))
-            * int(np.prod(k[-2:]))}),
 }
 
 

@@ -2,8 +2,9 @@
 chapter 09's diff of 09_local_tile and 09_prefetch showed the tile copy's lines (with `(k0)` and an
 extra term) next to the gap, and chapter 12's diff of stages 01 and 02 showed the padding test the
 gap asks for (with `live &&` in front), and chapter 14's diffs showed 05_fused's inv_std (its count
-named n_i) above the exercise that asks for it. Checked on the text itself, white space removed, with
-no use of the edition's own matching."""
+named n_i) above the exercise that asks for it; chapter 16's depthwise rungs and forward implicit GEMM,
+listed above its kernel exercise, spell its dilated tap and its group offset. Checked on the text
+itself, white space removed, with no use of the edition's own matching."""
 import json
 import re
 from pathlib import Path
@@ -18,6 +19,10 @@ SPELLED = [
     ("09_local_memory", "oh = oh0 + py, ow = ow0 + px"),
     ("12_winograd", "h >= 0 && h < IH && x_ >= 0 && x_ < IW"),
     ("14_batch_norm", "1.0f / sqrt(m2 / n_i + eps)"),
+    ("16_any_shape", "h + PH - r * DH - t.oh0 * SH"),
+    ("16_any_shape", "x + PW - s * DW - t.ow0 * SW"),
+    ("16_any_shape", "(n * C + g * CG) * V"),
+    ("16_any_shape", "(img * K + g * KG) * OV"),
 ]
 
 

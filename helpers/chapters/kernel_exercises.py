@@ -61,6 +61,8 @@ class Gap:
     other_answer: bool = False  # the exercise asks for other lines than the kernel's own (chapter 10:
     #                         a layout other than its XOR), so the gap's lines are no answer and the
     #                         chapter's listings keep them; the answer is the notebook's solution
+    summary: str = ""       # the cases in a few words, said by the verdict instead of every label
+    #                         (a gap checked over a whole grid: chapter 16's)
 
     def _lines(self):
         src = kernel_source(get_stage(self.op, self.stage).kernel).splitlines()
@@ -170,7 +172,7 @@ class Gap:
             except cl.Error as err:   # raised by the launch, the wait or the read-back: the kernel faulted
                 where = f"Most likely a local-memory index runs past its tile. {hint}".strip()
                 return _verdict(False, "", f"{label}: the kernel {fault_report(ctx, err, where)}")
-        done = (f"{len(self.cases)} shapes ({'; '.join(lbl for lbl, _ in self.cases)}) match "
+        done = (f"{len(self.cases)} shapes ({self.summary or '; '.join(lbl for lbl, _ in self.cases)}) match "
                 f"the reference with every guard zone intact")
         if self.lesson is not None:
             ok, message = self.lesson(self, code, ctx)
@@ -251,6 +253,64 @@ _DGRAD_CASES = (
 _STRIDE_HINT = {"3x3, stride 2, padding 1": "Stride 1 works: what if h + PAD - r is not a multiple of STRIDE?",
                 "5x5, stride 3, padding 2": "Stride 1 works: what if h + PAD - r is not a multiple of STRIDE?",
                 "3x3, stride 1, no padding": "Look at the last rows and columns: which oh, ow exist?"}
+
+def _any_shape_kind(case) -> str:
+    """What a case of the any-shape grid adds to chapter 02's layer: plain, dilated, grouped, both."""
+    dilation, groups = case[4], case[5]
+    dilated = any(v != 1 for v in (dilation if isinstance(dilation, tuple) else (dilation,)))
+    return {(False, False): "plain", (True, False): "dilated", (False, True): "grouped"}.get(
+        (dilated, groups > 1), "grouped and dilated")
+
+
+def _any_shape_label(case, i: int) -> str:
+    """A case of the grid as a learner reads it: rank, sizes, kernel, groups, dilation, stride."""
+    xs, ws, stride, _, dilation, groups, _ = case
+    kind = ("depthwise" if groups == xs[1] > 1 else f"{groups} groups" if groups > 1 else "1 group")
+    return (f"#{i} {len(xs) - 2}-D {'x'.join(map(str, xs[2:]))}, kernel {'x'.join(map(str, ws[2:]))}, {kind}, "
+            f"dilation {dilation}, stride {stride}")
+
+
+def _any_shape_cases() -> tuple:
+    """Every case of the any-shape grid (helpers/ops/grid_any_shape.py), with the seed the grid
+    test gives it: the plain ones first, then those with dilation only, then groups only, then both.
+    A kernel that ignores dilation or groups passes the cases before and fails at the first that
+    has it, so the first failure names what is missing."""
+    from ..ops.grid_any_shape import ANY_SHAPE, any_shape_args
+    order = ("plain", "dilated", "grouped", "grouped and dilated")
+    ranked = sorted(enumerate(ANY_SHAPE), key=lambda ic: order.index(_any_shape_kind(ic[1])))
+    return tuple((_any_shape_label(c, i), lambda i=i, c=c: any_shape_args("conv_dgrad", c, i)) for i, c in ranked)
+
+
+def _any_shape_hints(cases) -> dict:
+    """Where to look, by what the first failing case adds (every case before it has passed)."""
+    from ..ops.grid_any_shape import ANY_SHAPE
+    says = {
+        "plain": "This shape has one group and no dilation: look at the checks on each axis (chapter 02's: the "
+                 "candidate negative, not a multiple of the stride, or past the last output).",
+        "dilated": "The shapes without dilation pass. On an axis with dilation d, tap q sits q·d positions into "
+                   "the window, not q: which output read this input through it (section 4)?",
+        "grouped": "The shapes with one group pass. Input channel c belongs to one group: which output channels "
+                   "of dy does it send its gradient to, and where are its weights in w, which is (C, K/G, ...)? "
+                   "The group moves the index of one of the two tensors, not both.",
+        "grouped and dilated": "Every shape before this one passes, each with groups or dilation alone. Here they "
+                               "meet, and only the 4-D shapes dilate or stride the first axis (a, q, DA): check "
+                               "that axis too, and how your indices combine the group and the tap.",
+    }
+    kinds = {_any_shape_label(c, i): _any_shape_kind(c) for i, c in enumerate(ANY_SHAPE)}
+    return {label: says[kinds[label]] for label, _ in cases}
+
+
+def _any_shape_summary() -> str:
+    from collections import Counter
+
+    from ..ops.grid_any_shape import ANY_SHAPE
+    n = Counter(_any_shape_kind(c) for c in ANY_SHAPE)
+    return (f"the any-shape grid, ranks 1 to 4: {n['plain']} plain, {n['dilated']} dilated, {n['grouped']} "
+            f"grouped or depthwise, {n['grouped and dilated']} both")
+
+
+_ANY_SHAPE_CASES = _any_shape_cases()
+
 
 # Chapter 10's gap is the macro WADDR(R, cc) of 10_swizzle.cl: where weight (row R, channel cc)
 # lives in a half of the slab. The bank model reads the learner's macro as integer arithmetic at
@@ -479,6 +539,21 @@ GAPS = {
         diagnose=_bn_variance_mistake,
         # 05_fused's copy of the last line (its count is n_i), shown in chapter 14's diffs before the exercise
         spellings=("const float inv_std = 1.0f / sqrt(m2 / n_i + eps);",)),
+    # chapter 16: groups and dilation in the any-shape input gradient's loops over the taps
+    "groups_dilation": Gap(
+        "conv_dgrad", "any_shape", "const int CG = C / G, KG = K / G, g = c / CG;",
+        "const __global float* wc = w + c * KG * taps",
+        "declare KG; open the loops over the taps q, t, r, s, skipping a tap whose output does not exist; "
+        "declare o, the index in dy of that output in the first output channel of c's group, and wc, the "
+        "address in w of c's weight of this tap for that channel",
+        _ANY_SHAPE_CASES, _any_shape_hints(_ANY_SHAPE_CASES),
+        # the header's inverted formula (the dilated tap's output, on the first axis)
+        conceal=("oa = (a + PA - q*DA) / SA",), summary=_any_shape_summary(),
+        # the same arithmetic in the listings of chapter 16 above the exercise: the depthwise rungs'
+        # dilated taps (16_dw_tiles, 16_dw_regs) and the forward implicit GEMM's offsets of a group's
+        # first input and output channel (conv_forward 16_igemm_nd)
+        spellings=("h + PH - r * DH - t.oh0 * SH", "x + PW - s * DW - t.ow0 * SW", "i + PW - s * DW",
+                   "(n * C + g * CG) * V", "(img * K + g * KG) * OV")),
 }
 
 

@@ -29,10 +29,10 @@ __kernel void conv_dgrad(__global const float* restrict dy,  // gradient w.r.t. 
     if (i >= D * H * W) return;          // the NDRange is padded up to a multiple of WG
     const int3 p = position3(i, H, W);
     const int d = p.x, h = p.y, x = p.z;
-    const int CG = C / G, KG = K / G, g = c / CG;   // channels per group, c's group
     const int plane = OA * OD * OH * OW, taps = Q * T * R * S;   // dy's channel stride, w's
 
     float grad = 0.0f;
+    const int CG = C / G, KG = K / G, g = c / CG;   // channels per group, c's group
     for (int q = 0; q < Q; q++) {
         const int oa_s = a + PA - q * DA;               // oa * SA, if it exists
         if (oa_s < 0 || oa_s % SA != 0 || oa_s / SA >= OA) continue;

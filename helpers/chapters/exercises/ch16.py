@@ -1,9 +1,8 @@
-"""Chapter 16's exercise checks (convolutions of any shape): the input a dilated tap reads, the
-group of an output channel and its input channels, a 3-D convolution as a sum of 2-D ones, and
-the memory of the N-D column matrix. Each names the mistake made, by what the whole answer does."""
+"""Chapter 16's exercise checks (convolutions of any shape): the input a dilated tap reads (the
+warm-up) and a 3-D convolution as a sum of 2-D ones. Each names the mistake made, by what the whole
+answer does. The chapter's kernel exercise (groups and dilation in the input gradient's kernel) is
+a gap of helpers/chapters/kernel_exercises.py."""
 from __future__ import annotations
-
-from math import prod
 
 import numpy as np
 
@@ -39,41 +38,6 @@ def check_dilated_tap(answer_fn) -> bool:
             return _verdict(False, "", ", ".join(f"{k} {v}" for k, v in named.items()) + f": you give {got}: {why}")
     return _verdict(True, "each tap sits dilation apart inside a window that moves by the stride and starts "
                     "at -padding", "")
-
-
-@exercise(closes=("chapters.pictures_any_shape:reads", "chapters.pictures_any_shape:draw_group_reads",
-                  "chapters.pictures_any_shape:draw_grouped_weight", "ops.reference:_grouped"))
-def check_group_channels(answer_fn) -> bool:
-    """(k, C, K, groups) -> (the group of output channel k, the input channels it reads)."""
-    cases = [(k, c, kk, g) for c, kk, g in ((8, 8, 1), (8, 8, 2), (8, 8, 8), (6, 12, 3), (12, 6, 3), (32, 64, 32),
-                                            (4, 8, 2)) for k in range(kk)]
-
-    def want(k, c, kk, g):
-        return k // (kk // g), list(range(k // (kk // g) * (c // g), (k // (kk // g) + 1) * (c // g)))
-
-    def same(a, b):
-        return int(a[0]) == b[0] and sorted(int(v) for v in a[1]) == b[1]
-    mistakes = [
-        ("output channels are not dealt round-robin: group g owns the K/groups consecutive channels "
-         "g*K/groups, ..., (g+1)*K/groups - 1",
-         lambda k, c, kk, g: (k % g, list(range(k % g * (c // g), (k % g + 1) * (c // g))))),
-        ("the group of an output channel counts K/groups output channels per group, not C/groups",
-         lambda k, c, kk, g: (k // (c // g), list(range(k // (c // g) * (c // g), (k // (c // g) + 1) * (c // g))))),
-        ("a group reads C/groups input channels; K/groups is how many output channels it has",
-         lambda k, c, kk, g: (k // (kk // g), list(range(k // (kk // g) * (kk // g), (k // (kk // g) + 1) * (kk // g))))),
-        ("with groups, an output channel reads only its own group's input channels, not all C",
-         lambda k, c, kk, g: (k // (kk // g), list(range(c)))),
-    ]
-    for case in cases:
-        got = answer_fn(*case)
-        if not same(got, want(*case)):
-            why = named_mistake(answer_fn, cases, mistakes, same=lambda a, b: same(a, (b[0], sorted(b[1])))) \
-                or "check both the group and its first input channel"
-            k, c, kk, g = case
-            return _verdict(False, "", f"output channel {k} of C = {c}, K = {kk}, groups = {g}: you give group "
-                            f"{got[0]} reading {len(list(got[1]))} input channels: {why}")
-    return _verdict(True, "output channel k belongs to group k // (K/groups) and reads that group's C/groups "
-                    "consecutive input channels", "")
 
 
 def _conv3d(x, w, stride, padding):
@@ -203,45 +167,3 @@ def check_conv3d_by_2d(answer_fn) -> bool:
                                                               "each (output plane, tap) pair read?"))
     return _verdict(True, "each output plane is the sum, over the depth taps that land inside the input, of "
                     "2-D convolutions of one input plane with one slice of the weight", "")
-
-
-@exercise(closes=("chapters.any_shape:memory", "chapters.any_shape:by_columns", "chapters.any_shape:gather",
-                  "chapters.pictures_any_shape:memory_lines", "chapters.pictures_any_shape:draw_lowering_memory",
-                  "chapters.pictures_any_shape:draw_column_matrix", "launch.gemm:vol_cols_size",
-                  "launch.gemm:cols_size", "runner:workspace_bytes", "runner:prepare"))
-def check_column_memory(answer_fn) -> bool:
-    """(input_shape, kernel, stride, padding, dilation) -> bytes of the float32 column matrix of
-    the whole batch, for a convolution of any rank (stride, padding, dilation: one per axis)."""
-    cases = [((2, 3, 10), (3,), (1,), (1,), (1,)), ((4, 16, 28, 28), (3, 3), (2, 2), (1, 1), (1, 1)),
-             ((8, 64, 16, 56, 56), (3, 3, 3), (1, 1, 1), (1, 1, 1), (1, 1, 1)),
-             ((2, 16, 8, 8, 32, 32), (3, 3, 3, 3), (1, 1, 1, 1), (1, 1, 1, 1), (1, 1, 1, 1)),
-             ((1, 8, 33, 33), (3, 3), (1, 1), (6, 6), (6, 6)), ((3, 5, 9, 7, 11), (2, 3, 1), (2, 1, 3), (0, 1, 0),
-                                                                  (1, 2, 1))]
-
-    def out(xs, k, s, p, d, dilated=True):
-        return [(n + 2 * pp - (dd if dilated else 1) * (kk - 1) - 1) // ss + 1
-                for n, kk, ss, pp, dd in zip(xs[2:], k, s, p, d)]
-
-    def want(xs, k, s, p, d):
-        return 4 * xs[0] * xs[1] * prod(k) * prod(out(xs, k, s, p, d))
-    mistakes = [
-        ("the columns are one per output position, N*prod(output extents); the input's extents count more",
-         lambda xs, k, s, p, d: 4 * xs[0] * xs[1] * prod(k) * prod(xs[2:])),
-        ("that is one image's column matrix: the batch has N of them",
-         lambda xs, k, s, p, d: want(xs, k, s, p, d) // xs[0]),
-        ("every row is one (channel, tap) pair: C times the taps of every axis",
-         lambda xs, k, s, p, d: 4 * xs[0] * prod(k) * prod(out(xs, k, s, p, d))),
-        ("that counts floats: a float32 is 4 bytes", lambda xs, k, s, p, d: want(xs, k, s, p, d) // 4),
-        ("the output extents shrink with the dilated kernel's span, dilation*(kernel-1)+1, not the kernel's",
-         lambda xs, k, s, p, d: 4 * xs[0] * xs[1] * prod(k) * prod(out(xs, k, s, p, d, dilated=False))),
-        ("the taps of only two axes are counted: a rank-r kernel has a tap for every combination of its r extents",
-         lambda xs, k, s, p, d: 4 * xs[0] * xs[1] * prod(k[-2:]) * prod(out(xs, k, s, p, d))),
-    ]
-    for case in cases:
-        got = int(answer_fn(*case))
-        if got != want(*case):
-            why = named_mistake(lambda *c: int(answer_fn(*c)), cases, mistakes) or _compare(got, want(*case))
-            return _verdict(False, "", f"input {case[0]}, kernel {case[1]}, stride {case[2]}, padding {case[3]}, "
-                            f"dilation {case[4]}: you give {got:,} bytes: {why}")
-    return _verdict(True, "N * C * taps * output positions float32 values: on the video and 4-D layers many times "
-                    "the input itself", "")
