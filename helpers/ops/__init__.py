@@ -15,13 +15,15 @@ An operation module defines:
 
 OPERATIONS holds the operation modules themselves, by name (the registry's operations,
 helpers/stages/: OPS; its validator checks, when it loads, that each has its module here). The
-other modules (problem, reference, shape, layers, vendor*) are what the operations share.
+other modules (problem, reference, shape, grid_any_shape, layers, vendor*) are what the operations share.
 
     conv_dgrad.py, conv_forward.py, conv_wgrad.py, conv3d_dgrad.py, gemm.py, batchnorm_forward.py,
     batchnorm_backward.py   the operations, one module each
     problem         a validated Problem: its inputs, outputs and dimensions
     reference       the plain NumPy references, the ground truth of every test
     shape           a convolution of any shape (1-4 axes, groups, dilation, per-axis stride, padding)
+    grid_any_shape  the awkward shapes of any rank every any-shape stage is checked on (the tests'
+                    grid and chapter 16's kernel exercise read the one list)
     layers          the named layer sets; user_layers: a learner's own, from JSON or one line
     vendor          cuDNN through PyTorch; vendor_nd: PyTorch's own convolutions of any shape;
                     vendor_batchnorm: PyTorch's batch norm; vendor_clblast: CLBlast's SGEMM
