@@ -318,6 +318,12 @@ PLAN = [
     _bench("tune-igemm-fwd", "--op conv_forward --layers zoo_pointwise --stages igemm --tune-only TM,TN,WM,WN "
            "--no-vendor --repeats 8 --tag igemm_tuned", 1.2,
            "chapter 11b: 11_igemm's tile for the device, on the zoo's 1x1 layers", True),
+    # the weight gradient's fill (SPLIT_TARGET: slices shortened where a launch has few work-groups)
+    # for the three stages that have it, searched on the small-batch edge set (not the zoo, which
+    # stays a set nobody tuned for): before the zoo's runs, which take the tuned values
+    _bench("tune-wgrad-fill", "--op conv_wgrad --layers edge --stages winograd,igemm_blocked,igemm_nd "
+           "--tune-only SPLIT_TARGET --no-vendor --repeats 8 --tag fill_tuned", 1.5,
+           "chapter 15: the weight gradient's SPLIT_TARGET for the device (stages 04, 06, 16_igemm_nd)", True),
     # the chooser's model learns the zoo's kinds of layer (1x1, 5x5, 1x7, batch 1): every stage auto
     # chooses among, each timed on every zoo layer at its tuned values (the model's ranking reads
     # these, so they come before the auto runs), in parts of a few stages that fit a device call

@@ -9,6 +9,7 @@ import pytest
 import helpers
 from helpers import stages as registry
 from helpers.engine.build import kernel_source
+from helpers.launch import gemm, wgrad
 from helpers.ops.conv_wgrad import random_problem_args
 from helpers.runner import path_of, workspace_bytes
 
@@ -145,3 +146,68 @@ def test_phase_split_stores_only_the_phases_a_tap_reads(ctx):
     bytes_ = workspace_bytes("conv_wgrad", "igemm_phases", ctx=ctx, **args)
     assert bytes_ == 4 * (2 * 3 * 4 * 5 + 1 * 3 * 4)
     helpers.check_stage("conv_wgrad", "igemm_phases", ctx=ctx, guard=True, **args)
+
+
+# ---- slices shortened to fill the device (SPLIT_TARGET: stages 04, 06 and 16_igemm_nd) -----------
+
+FILL_STAGES = ("winograd", "igemm_blocked", "igemm_nd")
+
+
+def slices_of(stage: str, plan) -> tuple:
+    """(slice length, slice count) a plan runs: its slices of tiles (stage 04) or of positions."""
+    from helpers.launch import igemm_nd
+    p, d = plan.problem, plan.defines
+    if stage == "winograd":
+        g = wgrad.wino_geometry(p, d)
+        return g["SLICE_LEN"], g["SPLITS"]
+    if stage == "igemm_nd":
+        return igemm_nd.slice_length(p, d), igemm_nd.splits(p, d)
+    return plan.jit_defines["SLICE"], wgrad.splits(p, wgrad.blocked_slice(p, d))
+
+
+def test_filled_halves_the_slice_until_the_launch_reaches_its_target():
+    """wgrad.filled: SPLIT_TARGET = 1 or a launch already at its target keeps the slice; below it,
+    the runs split_count asks for, rounded down to a power of two of halvings: at most four
+    (SPLIT_MAX = 16 runs), never below SPLIT_MIN_TERMS, each length a multiple of the tile step."""
+    assert wgrad.filled(1024, 16, 4, 100_000, 1) == 1024                 # never
+    assert wgrad.filled(1024, 16, 8, 100_000, 512) == 1024               # 8 x 98 slices >= 512
+    assert wgrad.filled(1024, 16, 32, 1352, 512) == 128                  # a YOLO head at 13x13: 2 -> 11 slices
+    assert wgrad.filled(1024, 16, 3, 100_352, 512) == 512                # 294 work-groups: one halving
+    assert wgrad.filled(1024, 16, 1, 4_000, 4096) == 128                 # the floor, 128 positions
+    assert wgrad.filled(384, 16, 1, 4_000, 4096) == 192                  # 96 would be below the floor
+    assert wgrad.filled(48, 16, 1, 4_000, 4096) == 48                    # not a multiple of 2 x TK
+
+
+@pytest.mark.parametrize("stage", FILL_STAGES)
+def test_slices_shortened_to_fill_the_device_match_the_reference_with_guards(ctx, monkeypatch, stage):
+    """With SPLIT_TARGET far above what these layers have, each stage cuts its sum into more,
+    shorter slices than at SPLIT_TARGET = 1 (the floor lowered to 16 terms, so that small layers
+    split too), and still matches the reference, with guards around dw and the workspace."""
+    monkeypatch.setattr(gemm, "SPLIT_MIN_TERMS", 16)
+    shorter = 0
+    for i, (n, c, h, w, k, ksize, stride) in enumerate([(2, 5, 13, 11, 6, 3, 1), (3, 24, 8, 8, 40, 1, 1),
+                                                        (1, 16, 12, 12, 8, 3, 1), (2, 8, 9, 10, 12, 3, 2),
+                                                        (2, 5, 30, 30, 6, 3, 1)]):      # 128 tiles of 4x4
+        args = random_problem_args(n, c, h, w, k, ksize, stride, ksize // 2, "none", seed=i)
+        if stage == "winograd" and (ksize != 3 or stride != 1):
+            continue
+        small = {"TK": 8, "SLICE": 128}
+        plans = [helpers.plan_stage("conv_wgrad", stage, ctx=ctx, defines={**small, "SPLIT_TARGET": t}, **args)
+                 for t in (1, 4096)]
+        assert all(p.stage.name == stage for p in plans)
+        (len1, n1), (len2, n2) = (slices_of(stage, p) for p in plans)
+        assert len2 <= len1 and n2 >= n1
+        shorter += len2 < len1 and n2 > n1
+        helpers.check_stage("conv_wgrad", stage, ctx=ctx, guard=True, defines={**small, "SPLIT_TARGET": 4096}, **args)
+    assert shorter >= (1 if stage == "winograd" else 3), f"only {shorter} layers had their slices shortened"
+
+
+def test_a_launch_that_counts_the_unshortened_slices_is_caught(ctx, monkeypatch):
+    """A planted bug: stage 06 built with the shortened slice but launched over as many slices as the
+    full SLICE makes (the tail of the sum never added) fails the check."""
+    monkeypatch.setattr(gemm, "SPLIT_MIN_TERMS", 16)
+    monkeypatch.setattr(wgrad, "slice_size", lambda stage, p, d: d["SLICE"])
+    args = random_problem_args(3, 24, 8, 8, 40, 1, 1, 0, "none", seed=1)
+    with pytest.raises(helpers.MismatchError):
+        helpers.check_stage("conv_wgrad", "igemm_blocked", ctx=ctx, guard=True,
+                            defines={"TK": 8, "SLICE": 128, "SPLIT_TARGET": 4096}, **args)

@@ -32,6 +32,7 @@ from ..ops.problem import INT32_MAX, Problem
 from . import Step, Workspace, cdiv, round_up
 from .gemm import blocked
 from .local import GROUP_LIMIT, LOCAL_LIMIT
+from .wgrad import filled
 
 AXES = "ADHW"            # the kernels' axes, the fourth (A) in front
 SUM_WG = 256             # split_sum's work-group
@@ -125,10 +126,14 @@ def positions(p: Problem) -> int:
 
 
 def slice_length(p: Problem, d: dict) -> int:
-    """SLICE output positions per slice, longer (whole tile steps) where the groups' slices would
-    pass GRID_LIMIT in dim 2."""
+    """SLICE output positions per slice; shorter where the launch would have fewer work-groups
+    than SPLIT_TARGET (wgrad.filled: stage 06's rule); longer (whole tile steps) where the groups'
+    slices would pass GRID_LIMIT in dim 2."""
+    t, (m, n) = fit(p, d), product(p)
+    tiles = p.dims["groups"] * cdiv(m, t["TM"]) * cdiv(n, t["TN"])
+    length = filled(d["SLICE"], d["TK"], tiles, positions(p), d.get("SPLIT_TARGET", 1))
     least = cdiv(positions(p), max(1, GRID_LIMIT // p.dims["groups"]))
-    return max(d["SLICE"], round_up(least, d["TK"]))
+    return max(length, round_up(least, d["TK"]))
 
 
 def splits(p: Problem, d: dict) -> int:

@@ -26,8 +26,8 @@ import numpy as np
 
 from ..ops.gemm import tile_requires
 from ..ops.problem import INT32_MAX, Problem
-from . import Step, Workspace, round_up
-from .gemm import blocked
+from . import Step, Workspace, cdiv, round_up
+from .gemm import blocked, split_count
 
 ARGS = ("input", "grad_output", "output", "partials", "N", "C", "H", "W", "K", "OH", "OW", "PAD")
 SUM_WG = 64     # wgrad_sum's work-group: one work-item per weight
@@ -43,9 +43,36 @@ def positions(p: Problem) -> int:
     return q["N"] * q["OH"] * q["OW"]
 
 
-def slice_size(stage, d: dict) -> int:
-    """Output positions per slice: WG*ITEMS (stage 02) or SLICE (stage 03)."""
-    return d["WG"] * d["ITEMS"] if stage.launch == "split_reduction" else d["SLICE"]
+def filled(length: int, step: int, blocks: int, terms: int, target: int) -> int:
+    """A slice length that gives a launch about ``target`` work-groups where it has fewer:
+    ``length`` (a multiple of ``step``) halved as many times as the runs gemm.split_count asks
+    for allow (runs of a slice: enough to reach the target, at most SPLIT_MAX, each of at least
+    SPLIT_MIN_TERMS terms), rounded down to a power of two, so the lengths are few and a stage
+    that builds its slice into the kernel builds few. ``blocks``: the launch's work-groups per
+    slice; ``terms``: the sum's length. ``target`` = 1 keeps ``length``.
+
+    The weight gradient's sum is long and its outputs few: a layer of small planes and few
+    channels (a 1x1 layer of a MobileNet, a YOLO head at 13x13, batch 1 to 8) has too few tiles
+    and slices to fill a large GPU, and each slice's work-group runs its long sum alone."""
+    runs = split_count(blocks * cdiv(terms, length), min(length, terms), target)
+    while runs > 1 and length % (2 * step) == 0:
+        length, runs = length // 2, runs // 2
+    return length
+
+
+def blocked_slice(p: Problem, d: dict) -> int:
+    """Stage 06's slice: SLICE, shortened where the launch has fewer work-groups than SPLIT_TARGET."""
+    q = p.dims
+    tiles = cdiv(q["K"], d["TM"]) * cdiv(q["C"] * q["KH"] * q["KW"], d["TN"])
+    return filled(d["SLICE"], d["TK"], tiles, positions(p), d.get("SPLIT_TARGET", 1))
+
+
+def slice_size(stage, p: Problem, d: dict) -> int:
+    """Output positions per slice: WG*ITEMS (stage 02), SLICE (stages 03 and 05), SLICE or
+    shorter (stage 06: blocked_slice)."""
+    if stage.launch == "split_reduction":
+        return d["WG"] * d["ITEMS"]
+    return blocked_slice(p, d) if stage.launch == "igemm_blocked" else d["SLICE"]
 
 
 def splits(p: Problem, length: int) -> int:
@@ -85,6 +112,11 @@ def vectors(p: Problem, d: dict) -> dict:
     return {"GEMM_VEC_A": int(p.dims["OH"] * p.dims["OW"] % 4 == 0)}
 
 
+def blocked_jit(p: Problem, d: dict) -> dict:
+    """Stage 06: stage 03's float4 loads, and the slice it runs (blocked_slice)."""
+    return {**vectors(p, d), "SLICE": blocked_slice(p, d)}
+
+
 def igemm_requires(p: Problem, d: dict):
     """Stage 03: gemm_core.h's tile constraints, slices a whole number of TK-steps, the workspace."""
     need = tile_requires(d, vectors=bool(vectors(p, d)["GEMM_VEC_A"]), fixed_column=True)
@@ -103,7 +135,7 @@ def blocked_requires(p: Problem, d: dict):
                 f"(a work-item's elements of B in one position per step)")
     if need is None and d["SLICE"] % d["TK"]:
         need = f"SLICE={d['SLICE']} must be a multiple of TK={d['TK']} (whole tile steps per slice)"
-    return need or workspace_requires(p, d["SLICE"])
+    return need or workspace_requires(p, blocked_slice(p, d))
 
 
 # -- stage 05: the phase split ----------------------------------------------------------------
@@ -149,7 +181,9 @@ def wino_geometry(p: Problem, d: dict) -> dict:
     q = p.dims
     th, tw = -(-q["OH"] // 4), -(-q["OW"] // 4)
     tiles = q["N"] * th * tw
-    length = round_up(-(-tiles // -(-tiles // d["SLICE"])), d["TK"])
+    products = WINO_T * cdiv(q["K"], d["TM"]) * cdiv(q["C"], d["TN"])
+    target = filled(d["SLICE"], d["TK"], products, tiles, d.get("SPLIT_TARGET", 1))
+    length = round_up(-(-tiles // -(-tiles // target)), d["TK"])
     count = -(-tiles // length)                 # no slice of padding alone
     return dict(TH=th, TW=tw, Q=tiles, SPLITS=count, SLICE_LEN=length, QP=count * length,
                 KP=round_up(q["K"], d["TM"]), CP=round_up(q["C"], d["TN"]))
@@ -228,7 +262,7 @@ LAUNCHES = {**SPLIT_LAUNCHES, "winograd": wino_steps}
 def steps(stage, p: Problem, d: dict) -> list:
     if stage.launch == "winograd":
         return wino_steps(p, d)
-    n, count = weights(p), splits(p, slice_size(stage, d))
+    n, count = weights(p), splits(p, slice_size(stage, p, d))
     adder = "wgrad_sum_taps" if stage.launch == "igemm_blocked" else "wgrad_sum"   # partials in (k, tap) order
     return [*SPLIT_LAUNCHES[stage.launch](p, d, count),
             Step(adder, (round_up(n, SUM_WG),), (SUM_WG,), ("partials", "grad_weight", "C", "K", np.int32(count)))]
@@ -241,4 +275,4 @@ def workspace(stage, p: Problem, d: dict) -> dict:
                 "V": Workspace("float32", WINO_T * g["QP"] * g["CP"]),
                 "M": Workspace("float32", g["SPLITS"] * WINO_T * g["KP"] * g["CP"])}
     planes = {"xp": Workspace("float32", phase_planes(p)["size"])} if stage.launch == "igemm_phases" else {}
-    return {**planes, "partials": Workspace("float32", splits(p, slice_size(stage, d)) * weights(p))}
+    return {**planes, "partials": Workspace("float32", splits(p, slice_size(stage, p, d)) * weights(p))}

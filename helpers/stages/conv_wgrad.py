@@ -6,6 +6,9 @@ from .params import (DEPTHWISE, DW_REGS, DW_REGS_TUNE, DW_TILES, DW_TILES_TUNE, 
 from .stage import Stage
 
 SPLIT_TARGETS = [1024, 2048, 4096, 8192]    # depthwise: the work-groups the splits aim for
+# the implicit GEMMs' and Winograd's slices (wgrad.filled): the work-groups a launch aims for, the
+# slices shortened where it has fewer (1: never; the registry's default, tuned per device)
+SPLIT_FILL = [1, 256, 512, 1024]
 
 STAGES = [
     Stage("conv_wgrad", 1, "naive", "conv_wgrad/01_naive.cl",
@@ -29,9 +32,11 @@ STAGES = [
     Stage("conv_wgrad", 4, "winograd", "conv_wgrad/04_winograd.cl",
           "Winograd F(3x3,4x4): 4x4 tiles of dy' and 6x6 patches of x transformed, 36 products "
           "over the tiles on the course GEMM (a quarter of stage 03's multiplications), split into "
-          "slices of SLICE tiles, summed in order and transformed back; other layers run stage 03",
-          family=wgrad, launch="winograd", defines={**TILES, "SLICE": 512, "WG": 64},
-          tune={**GEMM_TUNE, "TK": [16], "SLICE": [128, 512, 2048]}, requires=wgrad.winograd_requires,
+          "slices of SLICE tiles (fewer where the launch has fewer work-groups than SPLIT_TARGET), "
+          "summed in order and transformed back; other layers run stage 03",
+          family=wgrad, launch="winograd", defines={**TILES, "SLICE": 512, "WG": 64, "SPLIT_TARGET": 1},
+          tune={**GEMM_TUNE, "TK": [16], "SLICE": [128, 512, 2048], "SPLIT_TARGET": SPLIT_FILL},
+          requires=wgrad.winograd_requires,
           fallback="igemm", variants=({"SLICE": 4, "TK": 4},)),
     Stage("conv_wgrad", 5, "igemm_phases", "conv_wgrad/05_igemm_phases.cl",
           "stage 03 for strided layers: x first cut into its stride x stride phase planes (a "
@@ -43,11 +48,12 @@ STAGES = [
     Stage("conv_wgrad", 6, "igemm_blocked", "conv_wgrad/06_igemm_blocked.cl",
           "stage 03's implicit GEMM with x copied along the reduction as it lies (coalesced), each "
           "work-item's position decoded once per step and its taps once, 8x8 register blocks and float4 "
-          "tile reads on a tuned GPU; slices summed in order; strided layers natively",
-          family=wgrad, launch="igemm_blocked", defines={**TILES, "SLICE": 1024},
+          "tile reads on a tuned GPU; slices summed in order (shorter where the launch has fewer "
+          "work-groups than SPLIT_TARGET); strided layers natively",
+          family=wgrad, launch="igemm_blocked", defines={**TILES, "SLICE": 1024, "SPLIT_TARGET": 1},
           tune={"TM": [64, 128], "TN": [64, 128], "TK": [8, 16], "WM": [8], "WN": [8], "GEMM_LDS4": [1],
-                "GEMM_PREFETCH": [0, 1], "SLICE": [1024, 4096]},
-          jit=wgrad.vectors, requires=wgrad.blocked_requires, fast={"GEMM_VEC_A": 1},
+                "GEMM_PREFETCH": [0, 1], "SLICE": [1024, 4096], "SPLIT_TARGET": SPLIT_FILL},
+          jit=wgrad.blocked_jit, requires=wgrad.blocked_requires, fast={"GEMM_VEC_A": 1},
           variants=({"SLICE": 32, "TK": 8}, {"TM": 32, "TN": 32, "WM": 4, "WN": 4, "GEMM_LDS4": 1,
                                               "GEMM_PREFETCH": 1, "SLICE": 16, "TK": 8})),
     # chapter 16: every shape (groups, dilation, a stride per axis, a padding per side, 1-4 axes)
@@ -73,9 +79,11 @@ STAGES = [
     # launch, slices summed in order
     Stage("conv_wgrad", 16, "igemm_nd", "conv_wgrad/16_igemm_nd.cl",
           "stage 06's implicit GEMM per group (tile fitted to the group's channels), x copied along the "
-          "reduction, groups and slices of SLICE positions in one launch, the slices summed in order; "
-          "dilation, strides and padding per axis in the gather, ranks 1-4",
-          defines={**TILES, "SLICE": 1024}, tune={**GEMM_TUNE, "SLICE": [1024, 4096]}, launch="wgrad",
+          "reduction, groups and slices of SLICE positions in one launch (shorter where the launch has "
+          "fewer work-groups than SPLIT_TARGET), the slices summed in order; dilation, strides and padding "
+          "per axis in the gather, ranks 1-4",
+          defines={**TILES, "SLICE": 1024, "SPLIT_TARGET": 1},
+          tune={**GEMM_TUNE, "SLICE": [1024, 4096], "SPLIT_TARGET": SPLIT_FILL}, launch="wgrad",
           fast={"GEMM_VEC_A": 1}, variants=({**IGEMM_ND_VARIANT, "SLICE": 32},), **IGEMM_ND),
     # Chapter 11's algorithm chooser (helpers/chooser.py), here as for the input gradient: the
     # candidates ranked by their recorded speed, the best few timed once per device and shape
