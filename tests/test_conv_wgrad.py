@@ -211,3 +211,34 @@ def test_a_launch_that_counts_the_unshortened_slices_is_caught(ctx, monkeypatch)
     with pytest.raises(helpers.MismatchError):
         helpers.check_stage("conv_wgrad", "igemm_blocked", ctx=ctx, guard=True,
                             defines={"TK": 8, "SLICE": 128, "SPLIT_TARGET": 4096}, **args)
+
+
+def test_the_h200s_split_target_shortens_the_slices_of_the_small_batch_layers():
+    """The SPLIT_TARGET recorded for the H200 (results/tuned.json, task tune-wgrad-fill) shortens the
+    slices of stages 04, 06 and 16_igemm_nd on some of the edge set's layers of 28x28 and larger
+    (batch 1 and 8): if a new search or a change of the rule stopped that, the recorded gains on the zoo's
+    small layers (a YOLO head x0.36 -> x0.85 cuDNN) would silently be gone."""
+    from helpers.launch import igemm_nd
+    from helpers.ops.layers import layer_set
+    from helpers.runner import prepare
+    from helpers.tuning import tuned_defines
+    for name in FILL_STAGES:
+        stage = helpers.get_stage("conv_wgrad", name)
+        d = {**stage.defines, **tuned_defines("conv_wgrad", stage.key, "NVIDIA H200")}
+        assert d["SPLIT_TARGET"] > 1, name
+        shortened = 0
+        for lay in layer_set("edge"):
+            if lay["h"] < 28:
+                continue
+            p = prepare("conv_wgrad", **random_problem_args(lay["n"], lay["c"], lay["h"], lay["w"], lay["k"],
+                                                           lay["kernel"], lay["stride"], lay["padding"], "none"))
+            if name == "winograd" and lay["stride"] != 1:
+                continue
+            if name == "winograd":
+                full = wgrad.wino_geometry(p, {**d, "SPLIT_TARGET": 1})["SLICE_LEN"]
+                shortened += wgrad.wino_geometry(p, d)["SLICE_LEN"] < full
+            elif name == "igemm_nd":
+                shortened += igemm_nd.slice_length(p, d) < d["SLICE"]
+            else:
+                shortened += wgrad.blocked_slice(p, d) < d["SLICE"]
+        assert shortened >= (1 if name == "winograd" else 3), (name, shortened)     # Winograd: res64@56/n8
