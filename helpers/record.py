@@ -291,7 +291,7 @@ PLAN = [
          "against PyTorch's (at most x0.9); the chooser times every stage of each layer first"),
     Task("training-torch-resnet", "{python} -m helpers.train --network torch_resnet --device {device} --size full "
          "--out results/" + names.training("{slug}", "torch_resnet"), names.training("{slug}", "torch_resnet"), 2,
-         "deep dive 15c: a small ResNet of helpers.torch's modules (the course's stages, OpenCL through the host) "
+         "chapter 15's deep dive 15c: a small ResNet of helpers.torch's modules (the course's stages, OpenCL through the host) "
          "trained beside the same ResNet on cuDNN: loss curves and step times"),
     # chapter 16: the convolutions of any shape, each set beside PyTorch's own convolution (on 4-D,
     # the recursion over conv3d)
