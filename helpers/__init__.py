@@ -33,12 +33,12 @@ Layers, each importing only from itself and the ones above it, in the order of `
                             empty kernel (chapter 14)
     profile_stage.py        `python -m helpers.profile_stage`: one stage once on one layer (ncu)
     ncu_banks.py, tc_peak.py    chapter 10's ncu bank-conflict record; Hopper's bare wgmma rate
-    train/      chapter 15: a small CNN trained on the course's stages (data, model, the train
-                kernels, the step on the device, the PyTorch twin, the loop, a ResNet stage's step);
-                `python -m helpers.train` records a run
     torch.py    Conv1d/2d/3d and BatchNorm2d modules for PyTorch models whose forward and backward run
                 the course's stages (run_stage; CUDA stages on PyTorch's CUDA tensors, OpenCL ones
                 through the host)
+    train/      chapter 15: a small CNN trained on the course's stages (data, model, the train
+                kernels, the step on the device, the PyTorch twin, the loop, a ResNet stage's step; a
+                ResNet of torch.py's modules beside torch.nn's); `python -m helpers.train` records a run
     record.py   `./course record`: the recording plan for a GPU, task by task
     course.py   `./course` itself (python -m helpers.course): the commands, standard library only
     chapters/   what notebooks call: notebook (first cell, source display, step_times), pictures*,
@@ -55,7 +55,7 @@ import importlib
 LAYERS = ("helpers.engine", "helpers.ops", "helpers.launch", "helpers.stages", "helpers.tuning",
           "helpers.chooser_model", "helpers.chooser", "helpers.runner", "helpers.emulation", "helpers.analysis", "helpers.peak",
           "helpers.trials", "helpers.bench", "helpers.tune", "helpers.registers", "helpers.floor", "helpers.profile_stage",
-          "helpers.ncu_banks", "helpers.tc_peak", "helpers.train", "helpers.torch", "helpers.record", "helpers.course",
+          "helpers.ncu_banks", "helpers.tc_peak", "helpers.torch", "helpers.train", "helpers.record", "helpers.course",
           "helpers.chapters",
           "helpers.__init__", "helpers.__main__")
 

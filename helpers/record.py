@@ -115,7 +115,7 @@ NOTEBOOK_PARTS = [
     "08_combining_width 09_local_memory 10_bank_conflicts 10b_bank_conflicts_evidence 12_winograd",
     "11_conv_as_gemm 11b_conv_as_gemm_evidence 12a_winograd_f4x4 12b_winograd_evidence 14_batch_norm",
     "13_tensor_cores 13b_hopper_wgmma_tma 13c_tensor_cores_evidence 14b_batch_norm_evidence 15_training "
-    "15b_course_summary 16_any_shape",
+    "15b_course_summary 15c_torch_resnet 16_any_shape",
 ]
 # the suite split into four device runs of a few minutes each; tests-others takes every other file
 TESTS_WINOGRAD = ["tests/test_conv_forward.py", "tests/test_winograd.py"]
@@ -289,6 +289,10 @@ PLAN = [
          "--out results/" + names.training("{slug}", "resnet_stage"), names.training("{slug}", "resnet_stage"), 6,
          "chapter 15: a kernel-dominated step (five 3x3 conv + batch norm + ReLU blocks of a ResNet stage, batch 64) "
          "against PyTorch's (at most x0.9); the chooser times every stage of each layer first"),
+    Task("training-torch-resnet", "{python} -m helpers.train --network torch_resnet --device {device} --size full "
+         "--out results/" + names.training("{slug}", "torch_resnet"), names.training("{slug}", "torch_resnet"), 2,
+         "chapter 15's deep dive 15c: a small ResNet of helpers.torch's modules (the course's stages, OpenCL through the host) "
+         "trained beside the same ResNet on cuDNN: loss curves and step times"),
     # chapter 16: the convolutions of any shape, each set beside PyTorch's own convolution (on 4-D,
     # the recursion over conv3d)
     *(_bench(f"anyshape-{layers}-{op}", f"--op {op} --layers {layers} --stages {ANY_SHAPE_STAGES[op]}"

@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 
+from helpers.chapters.needs import needed  # a test that judges the environment: skip, or fail under COURSE_CI=1
 from helpers.engine.backends import cuda_missing
 from helpers.engine.devices import find_device, get_context, list_devices
 
@@ -71,15 +72,6 @@ def _no_personal_tuning(tmp_path_factory):
         from helpers import tuning
         tuning.reload()
     yield
-
-
-def needed(missing: str | None) -> None:
-    """A test that judges the environment: where the machine lacks something (``missing`` says
-    what), skip with that reason; under COURSE_CI=1 (.ci/run), where everything is installed, fail."""
-    if missing:
-        if os.environ.get("COURSE_CI") == "1":
-            pytest.fail(f"COURSE_CI=1 but {missing}")
-        pytest.skip(missing)
 
 
 def nbgrader_missing() -> str | None:

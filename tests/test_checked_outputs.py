@@ -43,6 +43,9 @@ SIZE_FREE = {
     ("15_training", "model.compare_gradients(grads, ref_grads)"):
         "a verdict per gradient, named without its shape, and the host transfers of a step, which the network's "
         "layers fix at either size",
+    ("15c_torch_resnet", "print(torch_resnet.verdict(here))"):
+        "the verdict words and the tolerances only: agree or DISAGREE for the first step and the first 10 steps "
+        "(torch_resnet.COMPARE_STEPS), which every size has",
 }
 
 

@@ -13,7 +13,7 @@ from helpers.record import PLAN, Task
 
 RECORDED = "nvidia-h200"   # the device whose files the plan mirrors
 # tasks added with their command before their first run on the H200 (their file comes from it)
-NOT_YET_RECORDED = {"training-resnet-stage", "wgrad-phases-resnet50"} | {
+NOT_YET_RECORDED = {"training-resnet-stage", "training-torch-resnet", "wgrad-phases-resnet50"} | {
     f"anyshape-{layers}-{op}" for layers, op, *_ in record.ANY_SHAPE_TASKS} | {   # chapter 16's sets
     t.name for t in PLAN if t.name.startswith("zoo-stages-")}                      # the model's zoo runs
 

@@ -31,4 +31,6 @@ Tools over the notebooks (the course's build, not its lessons):
     site            the HTML book
     lab_times       class times measured
     folders         what a command may write into (nothing a user made is overwritten)
+    needs           packages beyond the course's that a test or a notebook needs: skipped where
+                    missing, failed under COURSE_CI=1 (notebooks/conftest.py reads a notebook's)
 """

@@ -183,10 +183,10 @@ def agreement(course: dict, cfg: StageConfig, params: dict, device: str) -> dict
             "pytorch_fp32": differences(torch_gradients(cfg, params, device, np.float32), exact)}
 
 
-def agrees(a: dict) -> bool:
+def agrees(a: dict, rtol: float = GRAD_RTOL) -> bool:
     """Each gradient of the course within ROUNDING_FACTOR times PyTorch's float32 distance from
-    float64, or within GRAD_RTOL."""
-    return all(a["course"][k] <= max(GRAD_RTOL, ROUNDING_FACTOR * a["pytorch_fp32"][k]) for k in a["course"])
+    float64, or within ``rtol``."""
+    return all(a["course"][k] <= max(rtol, ROUNDING_FACTOR * a["pytorch_fp32"][k]) for k in a["course"])
 
 
 def measure(cfg: StageConfig = FULL, ctx=None, torch_device: str | None = None, warmup: int = 3,
