@@ -273,6 +273,11 @@ PLAN = [
            "wino_transposed,wino_blocked --tune", 0.5, "chapter 12's ladder", True),
     _bench("forward-vgg16", "--op conv_forward --layers vgg16 --stages direct,wino_naive,wino_tiles,wino_local,"
            "wino_transposed,wino_blocked", 1.9, "chapter 12, README's forward row", True),
+    # the forward pass's faster stages on ResNet-50's layers and the small-batch edge set, beside
+    # cuDNN: what the chooser's model knows of them on layers like a learner's (not the zoo's own)
+    *(_bench(f"forward-{layers}", f"--op conv_forward --layers {layers} --stages wino_blocked,wino4_blocked,im2col,"
+             "igemm,igemm_nd", 1, "chapter 11b: auto's model of the forward stages, README's forward rows", True)
+      for layers in ("resnet50", "edge")),
     _bench("wgrad-resnet50", "--op conv_wgrad --layers resnet50 --tune", 5.5, "chapter 15's ladder"),
     _bench("wgrad-phases-resnet50", "--op conv_wgrad --layers resnet50 --stages igemm,igemm_phases --tag phases", 1,
            "chapter 15: the strided layer's phase split (stage 05) beside stage 03 and cuDNN, at the tiles just searched"),
