@@ -24,11 +24,10 @@ cumulative average when ``momentum=None``) and in evaluation (the running statis
 ``batchnorm_backward`` for the gradients of the input, gamma and beta.
 
 Stages. ``stage`` (and ``dgrad_stage``, ``wgrad_stage``) name a registered stage of the op, or
-``"auto"``, the chooser's per-device and per-shape pick (chapter 11), where the op has it: today
-only conv_dgrad registers stage auto; asking it of another op is refused when the module is made,
-naming the op's stages. Unset (None), an op runs DEFAULT_STAGES' stage on the layers it takes
-(the plain 2-D ones) and ANY_SHAPE_STAGES' on the others (groups, dilation, per-side padding,
-1-D and 3-D). Once every op registers ``auto``, ``stage="auto"`` takes it, with no change here.
+``"auto"``, the chooser's per-device and per-shape pick (chapter 11), which every op these modules
+run registers (an op without one would be refused when the module is made, naming its stages).
+Unset (None), an op runs DEFAULT_STAGES' stage on the layers it takes (the plain 2-D ones) and
+ANY_SHAPE_STAGES' on the others (groups, dilation, per-side padding, 1-D and 3-D).
 
 Devices. OpenCL stages read host arrays: tensors on the CPU are passed as NumPy views, without a
 copy; a tensor on a GPU is copied to the host and its results back, and the first such call warns
@@ -305,7 +304,7 @@ class _BatchNorm(torch.autograd.Function):
 
 class BatchNorm2d(torch.nn.BatchNorm2d):
     """torch.nn.BatchNorm2d on the course's stages: ``stage`` names the stage of batchnorm_forward
-    and batchnorm_backward (one stage list serves both), 'auto' once they register it, or None for
+    and batchnorm_backward (one stage list serves both), 'auto' (each op's own pick), or None for
     DEFAULT_STAGES' (see the module's docstring)."""
 
     def __init__(self, num_features, eps=1e-5, momentum=0.1, affine=True, track_running_stats=True,

@@ -16,10 +16,11 @@ NDRange (one launch for all of them); the launches (the registry's ``launch``):
               (a fixed order: the same bits every run, as stage 06)
 
 The rank, taps, strides and dilations (and the phase constants) are JIT parameters (``jit``); the
-extents and paddings are int arguments, so one build serves every layer with the same taps. The tile is
-the registry's (or the device's tuned one), fitted to the product (``fit``): a dimension smaller
-than half the tile narrows it, so a ResNeXt group of 4 channels is not computed in a tile of 64
-rows of which 60 are zeros.
+extents and paddings are int arguments, so one build serves every layer with the same taps. The
+tile is the registry's (or the device's tuned one), fitted to the product (``fit``): a dimension
+smaller than half the tile narrows it, so a ResNeXt group of 4 channels is not computed in a tile
+of 64 rows of which 60 are zeros. The weight gradient's slices are SLICE positions, shorter where
+the launch has fewer work-groups than SPLIT_TARGET (``slice_length``: helpers/launch/wgrad.py's rule).
 """
 from __future__ import annotations
 

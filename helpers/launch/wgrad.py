@@ -14,7 +14,9 @@ kernel that adds the slices' partial sums in a fixed order (deterministic, no at
 
 All four write ``partials`` (SPLITS x C*K*R*S floats, a workspace) and end with a kernel that adds
 each weight's slices in slice order: wgrad_sum (kernels/common/wgrad_sum.h), or wgrad_sum_taps for
-stage 06. Stage 01 runs on the direct family (one work-item per weight).
+stage 06. Stage 01 runs on the direct family (one work-item per weight). Stages 04 and 06 (and
+chapter 16's 16_igemm_nd) shorten their slices where a launch would have fewer work-groups than
+SPLIT_TARGET (``filled``; 1, the registry's default, never does; tuned per device).
 
     winograd         Winograd F(3x3,4x4) (stage 04): the dy' and x tiles transformed into U and V,
                      36 products over the tiles on gemm_core.h's tiles split into slices of SLICE
