@@ -72,8 +72,8 @@ def test_teacher_edition_has_exercises_in_most_chapters():
                            "(CI does)")
 def test_student_edition_runs_under_nbval(tmp_path):
     out = write_student(tmp_path / "student")
-    cmd = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "no:xdist", "--nbval-lax",
-           "--nbval-current-env", "--nbval-sanitize-with", str(ROOT / "tests" / "nbval_sanitize.cfg"),
+    cmd = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "no:xdist", "-p", "helpers.chapters.needs",
+           "--nbval-lax", "--nbval-current-env", "--nbval-sanitize-with", str(ROOT / "tests" / "nbval_sanitize.cfg"),
            "--rootdir", str(out), str(out)]
     run = subprocess.run(cmd, cwd=out, capture_output=True, text=True, timeout=3000)
     assert run.returncode == 0, run.stdout[-4000:] + run.stderr[-2000:]

@@ -32,5 +32,5 @@ Tools over the notebooks (the course's build, not its lessons):
     lab_times       class times measured
     folders         what a command may write into (nothing a user made is overwritten)
     needs           packages beyond the course's that a test or a notebook needs: skipped where
-                    missing, failed under COURSE_CI=1 (notebooks/conftest.py reads a notebook's)
+                    missing, failed under COURSE_CI=1 (also a pytest plugin: skips a notebook that needs one)
 """

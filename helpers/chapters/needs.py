@@ -5,7 +5,11 @@ would hide a test that never ran, so it fails.
     needed(missing)            in a test or a hook: None runs on; a reason skips (fails under COURSE_CI=1)
     module_missing("torch")    None where the module imports, else what is missing and how to install it
     notebook_missing(path)     what a notebook lacks here, from its metadata "course": {"needs": [modules]}
-                               (notebooks/conftest.py skips such a notebook's cells under nbval)
+
+It is also a pytest plugin (pyproject.toml's addopts: ``-p helpers.chapters.needs``): under nbval the
+cells of a notebook whose package is missing are skipped with the reason (failed under COURSE_CI=1).
+A plugin and not a conftest.py beside the notebooks: the tests import names from tests/conftest.py
+(``from conftest import CONTEXTS``), and a second conftest.py on the path would be found instead.
 """
 from __future__ import annotations
 
@@ -43,3 +47,9 @@ def notebook_needs(path: Path) -> tuple:
 def notebook_missing(path) -> str | None:
     missing = [m for m in map(module_missing, notebook_needs(Path(path))) if m]
     return "; ".join(missing) or None
+
+
+def pytest_runtest_setup(item):
+    """The plugin's hook: a notebook's cells need what its metadata names."""
+    if item.path.suffix == ".ipynb":
+        needed(notebook_missing(item.path))
