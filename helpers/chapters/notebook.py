@@ -88,10 +88,84 @@ def _path(op_or_path: str, stage=None) -> str:
     return get_stage(op_or_path, stage).kernel if stage is not None else op_or_path
 
 
-def show_source(op_or_path: str, stage=None) -> Source:
-    """A stage's kernel file (or any file under kernels/), highlighted (CUDA for .cu files)."""
+def show_source(op_or_path: str, stage=None, *, function=None, lines: tuple | None = None,
+                switches: dict | None = None) -> Source:
+    """A stage's kernel file (or any file under kernels/), highlighted (CUDA for .cu files).
+
+    A chapter shows what its text explains, not always the whole file: ``function`` (a name or a
+    tuple of names) keeps only those functions, kernels and macros, each with the comment lines
+    right above it, in the file's order; ``lines=(first, last)`` keeps those lines (1-based, both
+    included); ``switches`` resolves those -D switches' `#if` blocks in what is shown (as
+    ``show_diff`` does). A shortened listing opens with a comment line that names the whole file,
+    its length and what was kept, so the reader knows where the rest lives."""
     path = _path(op_or_path, stage)
-    return Source(kernel_source(path), "cuda" if path.endswith(".cu") else "c")
+    text = kernel_source(path)
+    note = ""
+    if function is not None or lines is not None:
+        text, what = _excerpt(text, f"kernels/{path}", function, lines)
+        note = f"// excerpt of kernels/{path} ({len(kernel_source(path).splitlines())} lines): {what}"
+    if switches:
+        text = resolve_switches(text, switches)
+        if note:
+            note += " with " + ", ".join(f"{k}={v}" for k, v in switches.items())
+    return Source(note + "\n" + text if note else text, "cuda" if path.endswith(".cu") else "c")
+
+
+def _span(lines: list[str], name: str) -> tuple[int, int]:
+    """0-based (first, last) lines of the function, kernel or macro ``name``: from its definition
+    (a line at column 0 that names it and is no directive or comment, with the `__kernel` or
+    attribute lines before it) to its closing brace, or a `#define` with its continuation lines;
+    the comment lines right above it included."""
+    define = re.compile(rf"^#\s*define\s+{re.escape(name)}\b")
+    head = re.compile(rf"^(?![\s#/]).*\b{re.escape(name)}\s*\(")
+    for i, ln in enumerate(lines):
+        if define.match(ln):
+            end = i
+            while lines[end].rstrip().endswith("\\") and end + 1 < len(lines):
+                end += 1
+            break
+        if head.match(ln):
+            depth, opened = 0, False
+            for end in range(i, len(lines)):
+                code = lines[end].split("//", 1)[0]
+                depth += code.count("{") - code.count("}")
+                opened = opened or "{" in code
+                if opened and depth <= 0:
+                    break
+            while i > 0 and re.match(r"^(__kernel|__attribute__|__global__|template)\b", lines[i - 1]):
+                i -= 1
+            break
+    else:
+        raise ValueError(f"no function, kernel or macro named {name!r}")
+    while i > 0 and lines[i - 1].lstrip().startswith("//"):
+        i -= 1
+    return i, end
+
+
+def _excerpt(text: str, where: str, function, lines) -> tuple[str, str]:
+    """The lines of a kernel file that show_source keeps, and a few words that say which."""
+    all_lines = text.splitlines()
+    n = len(all_lines)
+    if function is not None and lines is not None:
+        raise ValueError("show_source: give function= or lines=, not both")
+    if lines is not None:
+        first, last = lines
+        if not 1 <= first <= last <= n:
+            raise ValueError(f"{where} has {n} lines: lines=(first, last) needs 1 <= first <= last <= {n}, "
+                             f"not {tuple(lines)!r}")
+        return "\n".join(all_lines[first - 1:last]) + "\n", f"lines {first}-{last}"
+    names = (function,) if isinstance(function, str) else tuple(function)
+    try:
+        spans = sorted(_span(all_lines, name) for name in names)
+    except ValueError as e:
+        raise ValueError(f"{where}: {e}") from None
+    merged = [list(spans[0])]
+    for a, b in spans[1:]:                         # touching or overlapping parts: one block
+        if a <= merged[-1][1] + 1:
+            merged[-1][1] = max(merged[-1][1], b)
+        else:
+            merged.append([a, b])
+    return "\n\n".join("\n".join(all_lines[a:b + 1]) for a, b in merged) + "\n", ", ".join(names)
 
 
 def show_diff(op: str, old, new, switches: dict | None = None, new_switches: dict | None = None,

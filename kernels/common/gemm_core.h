@@ -93,7 +93,7 @@
 // 4 read instructions per 64 multiply-adds, for the same bytes. Neighbouring work-items still read
 // neighbouring float4s of B and the same float4 of A (a broadcast). What falls is the number of
 // instructions the compute unit issues besides the multiply-adds; what that is worth on a GPU is
-// measured, not modelled (chapter 11 prints the recorded pair). The A tile's rows are padded by 4
+// measured, not modelled (11b prints the recorded pair). The A tile's rows are padded by 4
 // words instead of 1, to keep every run 16-byte aligned, and the tiles are declared 16-byte aligned.
 #if GEMM_LDS4
 #define GEMM_ROW(i) (4 * get_local_id(1) + ((i) / 4) * (4 * GEMM_RM) + (i) % 4)

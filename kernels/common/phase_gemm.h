@@ -12,7 +12,7 @@
 // Switches (JIT parameters, on by default except SPLITS):
 // PHASE_CONSTANT = 1 compiles each phase as its own case (the kernel, at the end): its tap counts
 // are then constants, and the fetches' divisions by them become shifts and multiplications. 0
-// keeps one copy with the phase a run-time value (chapter 11 times both).
+// keeps one copy with the phase a run-time value (11b times both).
 // SPLITS > 1 (split-K, set by the launch where the product has too few work-groups for the
 // device, tuned by SPLIT_TARGET): grid dimension 1 holds SPLITS runs of each phase's reduction;
 // run j writes its sums into slice j of a workspace the shape of dx, and split_sum adds the slices.
@@ -76,7 +76,7 @@ inline void phase_gemm(const int phase, __global const float* restrict dy, __glo
 #if SPLITS > 1
     // this run's slice of the workspace, found after the loop, not held in a pointer across it:
     // igemm_taps' spill at 168 registers went from 16 bytes to 8 (H200; igemm_phases now spills
-    // 8 at 64: results/registers_split_k_nvidia-h200.json, chapter 11)
+    // 8 at 64: results/registers_split_k_nvidia-h200.json, 11b)
     dx += get_group_id(1) / CEIL_DIV(C, TM) * N * C * H * W;
 #endif
 #if STORE_LOCAL
