@@ -51,7 +51,7 @@ def test_a_later_spelling_of_an_answer_is_hidden_in_the_student_edition(chapter,
 
 
 def test_the_tensor_core_header_leaves_the_accumulator_fragment_to_chapter_13s_exercise():
-    """Chapter 13 lists kernels/common/tc.cuh above its exercise 2 (which elements of C a lane
+    """Chapter 13 lists kernels/common/tc.cuh above its exercise 1 (which elements of C a lane
     holds, read from the picture): the header's comments name the A and B fragments, not C's."""
     text = re.sub(r"\s+", "", (ROOT / "kernels" / "common" / "tc.cuh").read_text())
     nb = squeezed(json.loads((ROOT / "notebooks" / "13_tensor_cores.ipynb").read_text()))

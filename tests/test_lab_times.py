@@ -38,8 +38,8 @@ def test_table_states_machine_commit_and_totals():
 def test_counts_reads_words_and_exercises():
     c = counts(ROOT / "notebooks" / "02_naive_dgrad.ipynb")
     assert c["exercises"] == 2 and c["words"] > 500
-    # chapter 13's first exercise is answered in words (no checked cell): four exercises, three checked
-    assert counts(ROOT / "notebooks" / "13_tensor_cores.ipynb")["exercises"] == 4
+    # 13b's third exercise is answered in words (no checked cell): three exercises, two checked
+    assert counts(ROOT / "notebooks" / "13b_hopper_wgmma_tma.ipynb")["exercises"] == 3
 
 
 def test_rows_measured_at_other_commits_are_named():
