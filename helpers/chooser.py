@@ -74,8 +74,10 @@ def stage_workspace(s, p: Problem, d: dict) -> int:
     return sum(w.nbytes for w in s.family.workspace(s, p, d).values())
 
 
-def candidates(p: Problem, limit_bytes: int | None) -> tuple[list, dict]:
-    """(OpenCL stages that may run p within the budget, {excluded stage: why}) from the registry."""
+def candidates(p: Problem, limit_bytes: int | None, tuned: dict | None = None) -> tuple[list, dict]:
+    """(OpenCL stages that may run p within the budget, {excluded stage: why}) from the registry,
+    each judged at the parameters it would build with: its registry values under ``tuned``'s for it
+    ({stage key: defines}, the device's; a tuned split can need more workspace than the registry's)."""
     ok, excluded = [], {}
     refuse = getattr(op_module(p.op), "stage_requires", None)     # what no parameter or fallback changes
     for s in REGISTRY[p.op]:
@@ -88,11 +90,12 @@ def candidates(p: Problem, limit_bytes: int | None) -> tuple[list, dict]:
         if need is not None:
             excluded[s.name] = need
             continue
-        need = s.requires(p, dict(s.defines)) if s.requires else None
+        d = {**s.defines, **(tuned or {}).get(s.key, {})}
+        need = s.requires(p, d) if s.requires else None
         if need is not None:
             excluded[s.name] = need if s.fallback is None else f"runs {s.fallback} instead: {need}"
             continue
-        ws = stage_workspace(s, p, dict(s.defines))
+        ws = stage_workspace(s, p, d)
         if limit_bytes is not None and ws > limit_bytes:
             excluded[s.name] = f"workspace {ws / 2**20:.1f} MiB > budget {limit_bytes / 2**20:.1f} MiB"
             continue
@@ -110,7 +113,7 @@ def exhaustive() -> bool:
 
 
 def find(p: Problem, limit_bytes: int | None, time_stage, progress: bool = True, device: str = "",
-         kind: str = "", vendor: str = "", warm=None) -> dict:
+         kind: str = "", vendor: str = "", warm=None, tuned: dict | None = None) -> dict:
     """The record the cache keeps for p: the candidates ranked by the model (chooser_model: the
     recorded runs of ``device``, or of the recorded device most like it), then timed best-ranked
     first (``time_stage(name) -> median ms``, each checked before it is timed): at most TIMED of
@@ -121,7 +124,7 @@ def find(p: Problem, limit_bytes: int | None, time_stage, progress: bool = True,
     times every candidate instead (until the search has cost more than RUNS runs of the best so
     far). A candidate that fails (its check, its build, its launch) is left out, named in the
     record and in a printed line; the others go on."""
-    names, excluded = candidates(p, limit_bytes)
+    names, excluded = candidates(p, limit_bytes, tuned)
     if not names:
         raise ValueError(f"no stage of {p.op} runs {p.label} within a workspace budget of "
                          f"{limit_bytes:,} bytes: {excluded}")
@@ -199,7 +202,7 @@ def choose(p: Problem, device: str, limit_bytes: int | None, time_stage, tuned: 
             return get_stage(p.op, hit["stage"]).name
         except ValueError:
             pass                                  # a stage that no longer exists: choose again
-    record = {**find(p, limit_bytes, time_stage, device=device, kind=kind, vendor=vendor, warm=warm),
+    record = {**find(p, limit_bytes, time_stage, device=device, kind=kind, vendor=vendor, warm=warm, tuned=tuned),
               "tuned": stamp}
     data = _load()                                # another process may have written meanwhile
     data.setdefault(device, {})[key] = record

@@ -174,3 +174,21 @@ def test_an_op_no_device_of_its_kind_has_recorded_takes_another_kinds_order_of_t
     gpu = source_device("pthread-Some CPU", "CPU", "GenuineIntel", "conv_forward")
     assert gpu is not None and gpu != cpu and "conv_forward" in runs[gpu]
     assert source_device("pthread-Some CPU", "CPU", "GenuineIntel") == cpu      # without an op: as before
+
+
+def test_candidates_are_judged_at_the_parameters_they_would_build_with():
+    """A budget that stage 06's registry slices fit and its tuned fill (SPLIT_TARGET: more, shorter
+    slices, more partial sums) does not: with the device's values passed in, the stage is excluded up
+    front, its workspace named, instead of being timed and failing its plan."""
+    from helpers.ops.conv_wgrad import random_problem_args
+    from helpers.stages import get_stage
+    p = helpers.prepare("conv_wgrad", **random_problem_args(8, 64, 14, 14, 64, 1, 1, 0, "none"))
+    stage = get_stage("conv_wgrad", "igemm_blocked")
+    plain = chooser.stage_workspace(stage, p, dict(stage.defines))
+    tuned = {stage.key: {"SPLIT_TARGET": 4096, "TK": 16, "SLICE": 1024}}
+    filled = chooser.stage_workspace(stage, p, {**stage.defines, **tuned[stage.key]})
+    assert filled > plain
+    names, _ = chooser.candidates(p, plain)
+    assert "igemm_blocked" in names
+    names, excluded = chooser.candidates(p, plain, tuned)
+    assert "igemm_blocked" not in names and "MiB > budget" in excluded["igemm_blocked"]
