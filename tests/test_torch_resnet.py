@@ -89,3 +89,27 @@ def test_recorded_gpu_is_none_until_a_gpu_run_is_recorded(tr, tmp_path, monkeypa
     assert tr.recorded_gpu() is None
     (tmp_path / "training_torch_resnet_gpu.json").write_text(json.dumps({**cpu, "device": {"type": "GPU"}}))
     assert tr.recorded_gpu()["file"] == "training_torch_resnet_gpu.json"
+
+
+def test_every_compared_step_on_a_gpu_runs_torch_nn_in_float32_not_tf32(tr, monkeypatch):
+    """PyTorch lets cuDNN's convolutions use TF32 by default: the first step (compared against float64,
+    with torch.nn's own distance as the allowance) and the training both set it off first, through
+    ops/vendor.py's fp32_torch. Without a GPU the calls are watched, not made."""
+    import helpers.ops.vendor as vendor
+
+    class Stop(Exception):
+        pass
+
+    def data(*args, **kwargs):
+        calls.append("data")
+        raise Stop
+
+    calls = []
+    monkeypatch.setattr(vendor, "fp32_torch", lambda: calls.append("fp32"))
+    monkeypatch.setattr(tr.data, "digits", data)
+    for fn in (tr.first_step, tr.train):
+        for device, want in (("cuda", ["fp32", "data"]), ("cpu", ["data"])):
+            calls.clear()
+            with pytest.raises(Stop):
+                fn(tr.SIZES["ci"], device)
+            assert calls == want, (fn.__name__, device, calls)

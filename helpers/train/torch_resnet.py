@@ -160,6 +160,15 @@ def who_computes(model: ResNet) -> list[tuple[str, str, str]]:
     return rows
 
 
+def fair_fp32(device: str) -> None:
+    """On a GPU, torch.nn in float32 as the course's stages compute: cuDNN's TF32 off (PyTorch allows it
+    in convolutions by default), its autotuner on (ops/vendor.py: fp32_torch). Before any step that is
+    compared or timed, the first step's included."""
+    if device.startswith("cuda"):
+        from ..ops.vendor import fp32_torch
+        fp32_torch()
+
+
 def _sync(device: str) -> None:
     if device.startswith("cuda"):
         torch.cuda.synchronize()
@@ -208,6 +217,7 @@ def first_step(cfg: ResNetConfig, device: str = "cpu") -> dict:
     torch.nn's step in float64 from the same weights: per parameter, max |float32 - float64| / max
     |float64| of its gradient ("grad NAME") and of its value after the update ("after NAME"), for the
     course ("course") and for torch.nn in float32 ("pytorch_fp32": how far rounding alone takes a step)."""
+    fair_fp32(device)
     xtr, ytr, _, _ = data.digits(cfg.scale, seed=cfg.seed)
     b = schedule(cfg, len(ytr))[0]
     course, fp32 = twins(cfg, device)
@@ -224,10 +234,7 @@ def train(cfg: ResNetConfig, device: str = "cpu", progress: bool = False) -> dic
     """Both models trained on the same batches; the record: per model its losses, wall time per step
     (all steps, and the median and spread after the warm-up), final test accuracy; the stages the
     course's modules ran, and the comparison (helpers/train/run.py's: losses step by step, accuracies)."""
-    if device.startswith("cuda"):        # float32 against float32: cuDNN's TF32 off; its autotuner on
-        torch.backends.cudnn.allow_tf32 = False
-        torch.backends.cuda.matmul.allow_tf32 = False
-        torch.backends.cudnn.benchmark = True
+    fair_fp32(device)
     xtr, ytr, xte, yte = data.digits(cfg.scale, seed=cfg.seed)
     models = twins(cfg, device)
     fp64 = copy.deepcopy(models[1]).double()
