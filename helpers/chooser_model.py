@@ -19,9 +19,11 @@ that follows is its benchmark mode (cudnnFind...) on a short list. tests/test_ch
 measures how far the model's pick falls from the best recorded stage, layer by layer, with each
 layer's own runs left out.
 
-Only the runs made with each stage's own (tuned) values count: a run tagged for a switch's other
-setting (``..._0``, ``rowcopy1``) or for the registry's defaults (``untuned``) is left out, and
-only rows that ran the stage asked for (no fallback) and were checked.
+The zoo's runs (sets named zoo...) are never read: the zoo is where auto is judged, on layers
+neither the model nor a tuning search has seen. Only the runs made with each stage's own (tuned)
+values count: a run tagged for a switch's other setting (``..._0``, ``rowcopy1``) or for the
+registry's defaults (``untuned``) is left out, and only rows that ran the stage asked for (no
+fallback) and were checked.
 """
 from __future__ import annotations
 
@@ -34,6 +36,8 @@ from pathlib import Path
 RESULTS = Path(__file__).resolve().parent.parent / "results"
 # tags of runs made with something else than the stage's own values
 LEFT_OUT_TAG = re.compile(r"(\d$|^untuned$|^fresh$)")
+# the layer sets the model never reads: the zoo is what auto is judged on (layers nobody tuned for)
+HELD_OUT = "zoo"
 # how much a unit of each feature's difference weighs in the distance (log2 sizes: a factor of 2 is 1)
 WEIGHTS = {"n": 1.0, "c": 1.0, "k": 1.0, "h": 1.0, "w": 1.0, "kernel": 4.0, "stride": 4.0, "groups": 2.0,
            "depthwise": 64.0, "dilation": 4.0, "rank": 16.0}
@@ -85,7 +89,7 @@ def recorded(folder: str = str(RESULTS)) -> dict:
         except (ValueError, UnicodeDecodeError):
             continue
         if (not isinstance(run, dict) or run.get("kind") != "bench" or run.get("partial")
-                or LEFT_OUT_TAG.search(run.get("tag") or "")):
+                or LEFT_OUT_TAG.search(run.get("tag") or "") or str(run.get("layer_set", "")).startswith(HELD_OUT)):
             continue
         device = run["device"]["name"].strip()
         for r in run.get("rows", []):

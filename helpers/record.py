@@ -322,11 +322,22 @@ PLAN = [
     _tests("tests-others", "engine", "tests " + " ".join(f"--ignore={f}" for f in TESTS_WINOGRAD + TESTS_GEMM + TESTS_CUDA
                                                        + TESTS_NOTEBOOK_ONLY), 9, "the rest of the test suite on the device", True),
     *(_notebooks(part, minutes) for part, minutes in enumerate((3, 3, 4, 4), 1)),
-    # the forward implicit GEMM's tile, searched on the zoo's 1x1 layers (where auto runs it): before
-    # the zoo's runs, which take the tuned values
-    _bench("tune-igemm-fwd", "--op conv_forward --layers zoo_pointwise --stages igemm --tune-only TM,TN,WM,WN "
-           "--no-vendor --repeats 8 --tag igemm_tuned", 1.2,
-           "chapter 11b: 11_igemm's tile for the device, on the zoo's 1x1 layers", True),
+    # the forward implicit GEMM's tile, its two copy switches, then its split-K, searched on ResNet-50's
+    # bottleneck 1x1 layers (none in the zoo, which stays a set nobody tuned for): before the zoo's
+    # runs, which take the tuned values
+    _bench("tune-igemm-fwd", "--op conv_forward --layers bottleneck --stages igemm --tune-only "
+           "TM,TN,WM,WN,GEMM_LDS4,GEMM_PREFETCH --no-vendor --repeats 8 --tag igemm_tuned", 3,
+           "chapter 11b: 11_igemm's tile for the device, on 1x1 layers", True),
+    _bench("tune-igemm-fwd-split", "--op conv_forward --layers bottleneck --stages igemm --tune-only SPLIT_TARGET "
+           "--no-vendor --repeats 8 --tag split_tuned", 0.5,
+           "chapter 11b: 11_igemm's split-K for the device, on 1x1 layers", True),
+    # the 1x1 layers' stages of each convolution beside cuDNN: what the chooser's model knows of 1x1
+    # layers (the zoo's own runs are never read)
+    *(_bench(f"bottleneck-{op}", f"--op {op} --layers bottleneck --stages {stages}", 1,
+             "chapter 11b: auto's model of the 1x1 layers", True)
+      for op, stages in (("conv_forward", "im2col,igemm,igemm_nd"),
+                         ("conv_dgrad", "hoisted,igemm_analytic,igemm_taps,igemm_nd"),
+                         ("conv_wgrad", "igemm_blocked,igemm_nd"))),
     # the weight gradient's fill (SPLIT_TARGET: slices shortened where a launch has few work-groups)
     # for the three stages that have it, searched on the small-batch edge set (not the zoo, which
     # stays a set nobody tuned for): before the zoo's runs, which take the tuned values

@@ -87,3 +87,18 @@ def test_stages_a_device_has_not_run_are_ranked_by_the_device_that_has():
     assert not any(s.key in recorded()[cpu]["conv_dgrad"] for s in stages)
     assert elsewhere("conv_dgrad", cpu) == DEVICE
     assert [s.name for s, _ in rank("conv_dgrad", stages, p, cpu)][0] == "dw_regs"
+
+
+def test_the_zoo_is_never_read(tmp_path):
+    """The zoo is where auto is judged: a run over it, whatever it times, is not in the model. The
+    same run under another set's name is read (the planted fault: a model that reads the zoo)."""
+    import json
+    from helpers.chooser_model import recorded
+    row = {"key": "11_igemm", "layer": "l", "median_ms": 1.0, "flops": 2e9, "verified": True,
+           "shape": {"n": 1, "c": 8, "k": 8, "size": [8, 8], "kernel": [1, 1], "stride": 1, "padding": 0}}
+    run = {"kind": "bench", "op": "conv_forward", "device": {"name": "X"}, "rows": [row]}
+    for name in ("zoo", "zoo_pointwise", "bottleneck"):
+        (tmp_path / name).mkdir()
+        (tmp_path / name / "a.json").write_text(json.dumps({**run, "layer_set": name}))
+    assert recorded(str(tmp_path / "zoo")) == {} and recorded(str(tmp_path / "zoo_pointwise")) == {}
+    assert list(recorded(str(tmp_path / "bottleneck"))["X"]["conv_forward"]) == ["11_igemm"]

@@ -177,3 +177,53 @@ def test_the_h200s_split_target_splits_the_small_batch_layers():
         splits = launch.phase_splits(Problem(op="conv_dgrad", inputs={}, outputs={}, scalars={}, dims=dims), d)
         if lay["n"] == 1:
             assert splits > 1, lay["name"]
+
+
+# ---- the forward implicit GEMM's split-K (conv_forward 11_igemm: SPLITS, SPLIT_TARGET) ----------
+
+def test_forward_split_k_matches_the_reference_with_guards(ctx, monkeypatch):
+    """11_igemm with its C*KH*KW reduction cut into runs (SPLIT_TARGET far above the grid, runs down
+    to 16 terms so the grid's short reductions split too), on pointwise, padded and strided grid
+    cases, with guards around y and the workspace of slices; the plan must really run split_sum."""
+    from helpers.ops.conv_forward import random_problem_args as forward_args
+    monkeypatch.setattr(launch, "SPLIT_MIN_TERMS", 16)
+    cases = [c for c in GRID if c["kernel"] == 1][::4] + [c for c in GRID if c["kernel"] > 1][::20]
+    split = 0
+    for i, c in enumerate(cases):
+        args = forward_args(c["n"], c["c"], c["h"], c["w"], c["k"], c["kernel"], c["stride"], c["padding"], seed=i)
+        d = {"SPLIT_TARGET": 4096, "TM": 64, "TN": 64, "TK": 16, "WM": 4, "WN": 4}
+        plan = helpers.plan_stage("conv_forward", "igemm", ctx=ctx, defines=d, **args)
+        splits = launch.igemm_fwd_splits(plan.problem, plan.defines)
+        assert plan.jit_defines["SPLITS"] == splits
+        if splits > 1:
+            split += 1
+            assert [s.kernel for s in plan.steps] == ["weights_to_kcrs", "forward_igemm", "split_sum"]
+            one = launch.blocked(plan.problem.dims["K"], plan.problem.dims["N"] * plan.problem.dims["OH"]
+                                 * plan.problem.dims["OW"], plan.defines)[0]
+            assert plan.steps[1].global_size == (one[0], one[1] * splits, 1)
+        helpers.check_stage("conv_forward", "igemm", ctx=ctx, guard=True, defines=d, **args)
+    assert split >= len(cases) // 2, f"only {split} of {len(cases)} cases split"
+
+
+@pytest.mark.parametrize("old, new", [
+    ("split * run), k_len", "split * run + TK), k_len"),             # each run skips its first step
+    ("y += get_group_id(1) / CEIL_DIV(K, TM)", "y += 0 * get_group_id(1) / CEIL_DIV(K, TM)"),  # runs overwrite
+])
+def test_a_wrong_forward_split_is_caught(ctx, monkeypatch, old, new):
+    """Planted faults in the runs: one that skips a step of each run, one that writes every run into
+    the first slice. Both fail the check at the size the split test uses."""
+    import dataclasses
+    from helpers import stages as registry
+    from helpers.engine.kernels import kernel_source
+    from helpers.ops.conv_forward import random_problem_args as forward_args
+    monkeypatch.setattr(launch, "SPLIT_MIN_TERMS", 16)
+    st = helpers.get_stage("conv_forward", "igemm")
+    src = kernel_source(st.kernel)
+    assert old in src, "the planted fault no longer applies; update this test"
+    bad = dataclasses.replace(st, number=94, name="bad_split", source=lambda d: src.replace(old, new))
+    monkeypatch.setitem(registry.REGISTRY, "conv_forward", registry.REGISTRY["conv_forward"] + [bad])
+    args = forward_args(2, 40, 9, 7, 24, 1, 1, 0, seed=5)
+    d = {"SPLIT_TARGET": 4096, "TM": 64, "TN": 64, "TK": 16, "WM": 4, "WN": 4}
+    assert helpers.plan_stage("conv_forward", "bad_split", ctx=ctx, defines=d, **args).jit_defines["SPLITS"] > 1
+    with pytest.raises(helpers.MismatchError):
+        helpers.check_stage("conv_forward", "bad_split", ctx=ctx, guard=True, defines=d, **args)

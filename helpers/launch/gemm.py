@@ -221,11 +221,21 @@ def pointwise(q: dict) -> bool:
 
 def igemm_fwd_vectors(p: Problem, d: dict) -> dict:
     """float4 copies of A where its rows (C*KH*KW weights) are a multiple of 4 long, and of B where
-    the layer is pointwise and an image's positions are (4 neighbouring columns in one image)."""
+    the layer is pointwise and an image's positions are (4 neighbouring columns in one image); the
+    runs of the reduction (igemm_fwd_splits)."""
     q = p.dims
     pw = pointwise(q)
     return {"POINTWISE": int(pw), "GEMM_VEC_A": int(q["C"] * q["KH"] * q["KW"] % 4 == 0),
-            "GEMM_VEC_B": int(pw and q["H"] * q["W"] % 4 == 0)}
+            "GEMM_VEC_B": int(pw and q["H"] * q["W"] % 4 == 0), "SPLITS": igemm_fwd_splits(p, d)}
+
+
+def igemm_fwd_splits(p: Problem, d: dict) -> int:
+    """Split-K of the forward implicit GEMM: runs of the C*KH*KW reduction where the product has
+    fewer work-groups than SPLIT_TARGET (tuned per device; split_count). A 1x1 layer of 1,024
+    channels on a 13x13 plane at batch 8 has 22 x 4 tiles of 64: 88 work-groups for 132 SMs."""
+    q = p.dims
+    (gx, gy, _), (lx, ly, _) = blocked(q["K"], q["N"] * q["OH"] * q["OW"], d)
+    return split_count(gx // lx * (gy // ly), q["C"] * q["KH"] * q["KW"], d.get("SPLIT_TARGET", 1))
 
 
 def igemm_fwd_requires(p: Problem, d: dict):
@@ -234,18 +244,25 @@ def igemm_fwd_requires(p: Problem, d: dict):
 
 
 def igemm_fwd_scratch(p: Problem, d: dict) -> dict:
-    q = p.dims
-    return {"w_kcrs": Workspace("float32", q["K"] * q["C"] * q["KH"] * q["KW"])}
+    """The turned weights; with split-K, one slice the shape of y per run."""
+    q, splits = p.dims, igemm_fwd_splits(p, d)
+    parts = {"y_parts": Workspace("float32", splits * q["N"] * q["K"] * q["OH"] * q["OW"])} if splits > 1 else {}
+    return {"w_kcrs": Workspace("float32", q["K"] * q["C"] * q["KH"] * q["KW"]), **parts}
 
 
 def igemm_fwd_steps(p: Problem, d: dict) -> list:
-    """weights_to_kcrs: the weights turned to (K, C, KH, KW); forward_igemm: y = w' . x-columns."""
-    q = p.dims
+    """weights_to_kcrs: the weights turned to (K, C, KH, KW); forward_igemm: y = w' . x-columns
+    (with split-K, the runs' sums into y's slices, then split_sum adds them into y)."""
+    q, splits = p.dims, igemm_fwd_splits(p, d)
     wg = d["WG"]
-    g, l = blocked(q["K"], q["N"] * q["OH"] * q["OW"], d)
-    return [Step("weights_to_kcrs", (round_up(q["K"] * q["C"] * q["KH"] * q["KW"], wg),), (wg,),
-                 ("weight", "w_kcrs", "C", "K")),
-            Step("forward_igemm", g, l, ("input", "w_kcrs", "output", "N", "C", "H", "W", "K", "OH", "OW", "PAD"))]
+    (gx, gy, gz), l = blocked(q["K"], q["N"] * q["OH"] * q["OW"], d)
+    turn = Step("weights_to_kcrs", (round_up(q["K"] * q["C"] * q["KH"] * q["KW"], wg),), (wg,), ("weight", "w_kcrs", "C", "K"))
+    sizes = ("N", "C", "H", "W", "K", "OH", "OW", "PAD")
+    if splits == 1:
+        return [turn, Step("forward_igemm", (gx, gy, gz), l, ("input", "w_kcrs", "output", *sizes))]
+    count = q["N"] * q["K"] * q["OH"] * q["OW"]
+    return [turn, Step("forward_igemm", (gx, gy * splits, gz), l, ("input", "w_kcrs", "y_parts", *sizes)),
+            Step("split_sum", (cdiv(count, 256) * 256,), (256,), ("y_parts", "output", np.int32(count)))]
 
 
 # -- NHWC: the analytic implicit GEMM on channel-last copies --------------------------------

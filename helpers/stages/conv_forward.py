@@ -6,8 +6,8 @@ chapter 16's direct kernel of any shape. A stage without ``epilogue`` computes t
 refuses a bias or an activation by name; one without ``any_shape`` refuses all but plain 2-D shapes."""
 from ..launch import direct, direct_nd, gemm, tensor_cores, winograd
 from .conv_dgrad import CP_ASYNC, LDMATRIX, MMA_BF16, MMA_FP16, MMA_TF32, TO_TF32
-from .params import (GEMM_TUNE, IGEMM_ND, IGEMM_ND_VARIANT, TC_TILES, TC_TILES_TUNE, TILES, TILES_WG, WG, WINO_F23,
-                     WINO_F43)
+from .params import (GEMM_TUNE, IGEMM_ND, IGEMM_ND_VARIANT, SPLIT_FILL, TC_TILES, TC_TILES_TUNE, TILES, TILES_WG, WG,
+                     WINO_F23, WINO_F43)
 from .stage import Stage
 
 FORWARD_TC = {**TC_TILES, "FWD": 1}
@@ -46,8 +46,10 @@ STAGES = [
     Stage("conv_forward", 11, "igemm", "conv_forward/11_igemm.cl",
           "implicit GEMM: x gathered into the GEMM's B tiles, no column workspace; the weights turned "
           "to (K,C,R,S) first so that A's copy is coalesced (float4 when C*R*S % 4 == 0); a 1x1 layer "
-          "at stride 1 without padding gathers nothing (B is x as it lies, float4 when H*W % 4 == 0)",
-          family=gemm, launch="igemm_fwd", defines=TILES_WG, tune=GEMM_TUNE, jit=gemm.igemm_fwd_vectors,
+          "at stride 1 without padding gathers nothing (B is x as it lies, float4 when H*W % 4 == 0); "
+          "split-K where the product has fewer work-groups than SPLIT_TARGET",
+          family=gemm, launch="igemm_fwd", defines={**TILES_WG, "SPLIT_TARGET": 1},
+          tune={**GEMM_TUNE, "SPLIT_TARGET": SPLIT_FILL}, jit=gemm.igemm_fwd_vectors,
           requires=gemm.igemm_fwd_requires, fast={"POINTWISE": 1}),
     # one transpose for both copies (to_channel_last), the product its own kernel (conv_forward)
     Stage("conv_forward", 13, "tc_fp16_nhwc", "conv_dgrad/13_tc_nhwc.cu",

@@ -2,13 +2,10 @@
 (C*K*R*S), chapter 15; kernels/conv_wgrad/README.md explains the ladder."""
 from ..launch import direct, direct_nd, wgrad
 from .params import (DEPTHWISE, DW_REGS, DW_REGS_TUNE, DW_TILES, DW_TILES_TUNE, GEMM_TUNE, IGEMM_ND, IGEMM_ND_VARIANT,
-                     TILES, WG, WG_TUNE)
+                     SPLIT_FILL, TILES, WG, WG_TUNE)
 from .stage import Stage
 
 SPLIT_TARGETS = [1024, 2048, 4096, 8192]    # depthwise: the work-groups the splits aim for
-# the implicit GEMMs' and Winograd's slices (wgrad.filled): the work-groups a launch aims for, the
-# slices shortened where it has fewer (1: never; the registry's default, tuned per device)
-SPLIT_FILL = [1, 256, 512, 1024]
 
 STAGES = [
     Stage("conv_wgrad", 1, "naive", "conv_wgrad/01_naive.cl",

@@ -14,6 +14,10 @@ WG_TUNE = {"WG": [32, 64, 128, 256]}
 # tuned for builds the plain core; tuned per device, e.g. python -m helpers.bench --tune-only
 # GEMM_LDS4,GEMM_PREFETCH on top of the tiles)
 TILES = {"TM": 64, "TN": 64, "TK": 16, "WM": 4, "WN": 4, "GEMM_PREFETCH": 0, "GEMM_LDS4": 0}
+# split-K and the weight gradient's slices (gemm.igemm_fwd_splits, wgrad.filled): the work-groups a
+# launch aims for, the reduction cut where it has fewer (1: never; the registry's default, tuned per
+# device)
+SPLIT_FILL = [1, 256, 512, 1024]
 GEMM_TUNE = {"TM": [64, 128], "TN": [64, 128], "TK": [8, 16], "WM": [4, 8], "WN": [4, 8],
              "GEMM_LDS4": [0, 1], "GEMM_PREFETCH": [0, 1]}
 TILES_WG = {**TILES, "WG": 64}           # with the work-group of the copy kernels beside the GEMM
