@@ -331,6 +331,11 @@ PLAN = [
     _bench("tune-igemm-fwd-split", "--op conv_forward --layers bottleneck --stages igemm --tune-only SPLIT_TARGET "
            "--no-vendor --repeats 8 --tag split_tuned", 0.5,
            "chapter 11b: 11_igemm's split-K for the device, on 1x1 layers", True),
+    # 16_igemm_nd's tile and copy switches, per op, on Inception-v3's factorized layers (not the zoo's)
+    *(_bench(f"tune-igemm-nd-{op}", f"--op {op} --layers asymmetric --stages igemm_nd --tune-only "
+             "TN,WM,WN,GEMM_LDS4,GEMM_PREFETCH --no-vendor --repeats 8 --tag nd_tuned", 1.5,
+             "chapter 16: 16_igemm_nd's tile for the device, on 1x7/7x1 and 1x3/3x1 layers", True)
+      for op in ZOO_OPS),
     # the 1x1 layers' stages of each convolution beside cuDNN: what the chooser's model knows of 1x1
     # layers (the zoo's own runs are never read)
     *(_bench(f"bottleneck-{op}", f"--op {op} --layers bottleneck --stages {stages}", 1,
@@ -338,6 +343,13 @@ PLAN = [
       for op, stages in (("conv_forward", "im2col,igemm,igemm_nd"),
                          ("conv_dgrad", "hoisted,igemm_analytic,igemm_taps,igemm_nd"),
                          ("conv_wgrad", "igemm_blocked,igemm_nd"))),
+    # the same for the factorized layers and for the stems (three input channels)
+    *(_bench(f"{layers}-{op}", f"--op {op} --layers {layers} --stages {stages}", 1,
+             f"chapter 11b: auto's model of the {why}", True)
+      for layers, why in (("asymmetric", "1x7/7x1 and 1x3/3x1 layers"), ("stems", "first layers"))
+      for op, stages in (("conv_forward", "im2col,igemm,igemm_nd,any_shape"),
+                         ("conv_dgrad", "igemm_analytic,igemm_phases,igemm_taps,gemm_col2im,igemm_nd,any_shape"),
+                         ("conv_wgrad", "igemm,igemm_phases,igemm_blocked,igemm_nd,any_shape"))),
     # the weight gradient's fill (SPLIT_TARGET: slices shortened where a launch has few work-groups)
     # for the three stages that have it, searched on the small-batch edge set (not the zoo, which
     # stays a set nobody tuned for): before the zoo's runs, which take the tuned values

@@ -17,7 +17,7 @@ SETS = ("mobilenetv2_dw", "convnext_dw", "resnext_grouped", "deeplab_dilated", "
 
 def test_the_sets_are_a_kind_of_their_own():
     # the zoo's layers name their kernel per axis
-    assert sets_of("anyshape") == [*SETS, "zoo", "zoo_ci", "zoo_pointwise", "bottleneck"]
+    assert sets_of("anyshape") == [*SETS, "zoo", "zoo_ci", "zoo_pointwise", "bottleneck", "asymmetric", "stems"]
     assert all(kind_of(name) == "conv" for name in ("resnet50", "ci"))
 
 

@@ -209,6 +209,26 @@ LAYER_SETS["bottleneck"] = [
     zoo_layer("resnet50.layer3.1.conv1(1x1)/n4", 4, 1024, 14, 256, 1),
     zoo_layer("resnet50.layer4.1.conv1(1x1)/n8", 8, 2048, 7, 512, 1),
 ]
+# Inception-v3's factorized layers (1x7 and 7x1, 1x3 and 3x1) that the zoo does not hold: where the
+# implicit GEMM of any shape (16_igemm_nd) has its tile searched and the model learns these kinds
+LAYER_SETS["asymmetric"] = [
+    zoo_layer("inception3.mixed6c.branch7x7_2(1x7)", 32, 160, 17, 160, (1, 7)),
+    zoo_layer("inception3.mixed6c.branch7x7_3(7x1)", 32, 160, 17, 192, (7, 1)),
+    zoo_layer("inception3.mixed6e.branch7x7_2(1x7)", 32, 192, 17, 192, (1, 7)),
+    zoo_layer("inception3.mixed6e.branch7x7dbl_2(7x1)", 32, 192, 17, 192, (7, 1)),
+    zoo_layer("inception3.mixed7b.branch3x3_2a(1x3)", 32, 384, 8, 384, (1, 3)),
+    zoo_layer("inception3.mixed7b.branch3x3_2b(3x1)", 32, 384, 8, 384, (3, 1)),
+    zoo_layer("inception3.mixed6c.branch7x7dbl_2(7x1)/n8", 8, 160, 17, 160, (7, 1)),
+]
+# first layers (three input channels, large planes, wide or strided kernels) of networks the zoo does
+# not hold: where the model learns what runs a stem
+LAYER_SETS["stems"] = [
+    zoo_layer("alexnet.conv1(11x11/s4)", 32, 3, 224, 64, 11, 4, 2),
+    zoo_layer("googlenet.conv1(7x7/s2)/n8", 8, 3, 224, 64, 7, 2, 3),
+    zoo_layer("inception3.conv1(3x3/s2)", 32, 3, 299, 32, 3, 2, 0),
+    zoo_layer("mobilenetv2.conv1(3x3/s2)", 32, 3, 224, 32, 3, 2, 1),
+    zoo_layer("vgg16.conv1_1/n8", 8, 3, 224, 64),
+]
 
 # What each kind of layer describes, by the keys its layers carry: an op takes the sets of one kind
 # (its module's LAYERS: the kind, and the small set its benchmark runs when none is named), and
