@@ -343,13 +343,15 @@ PLAN = [
       for op, stages in (("conv_forward", "im2col,igemm,igemm_nd"),
                          ("conv_dgrad", "hoisted,igemm_analytic,igemm_taps,igemm_nd"),
                          ("conv_wgrad", "igemm_blocked,igemm_nd"))),
-    # the same for the factorized layers and for the stems (three input channels)
+    # the same for the factorized layers, and the input gradient's for the stems (three input
+    # channels: a product with three rows, where the implicit GEMMs' tiles are mostly empty)
     *(_bench(f"{layers}-{op}", f"--op {op} --layers {layers} --stages {stages}", 1,
              f"chapter 11b: auto's model of the {why}", True)
-      for layers, why in (("asymmetric", "1x7/7x1 and 1x3/3x1 layers"), ("stems", "first layers"))
+      for layers, why, ops in (("asymmetric", "1x7/7x1 and 1x3/3x1 layers", ZOO_OPS),
+                               ("stems", "first layers", ("conv_dgrad",)))
       for op, stages in (("conv_forward", "im2col,igemm,igemm_nd,any_shape"),
                          ("conv_dgrad", "igemm_analytic,igemm_phases,igemm_taps,gemm_col2im,igemm_nd,any_shape"),
-                         ("conv_wgrad", "igemm,igemm_phases,igemm_blocked,igemm_nd,any_shape"))),
+                         ("conv_wgrad", "igemm,igemm_phases,igemm_blocked,igemm_nd,any_shape")) if op in ops),
     # the weight gradient's fill (SPLIT_TARGET: slices shortened where a launch has few work-groups)
     # for the three stages that have it, searched on the small-batch edge set (not the zoo, which
     # stays a set nobody tuned for): before the zoo's runs, which take the tuned values

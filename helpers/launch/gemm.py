@@ -256,7 +256,8 @@ def igemm_fwd_steps(p: Problem, d: dict) -> list:
     q, splits = p.dims, igemm_fwd_splits(p, d)
     wg = d["WG"]
     (gx, gy, gz), l = blocked(q["K"], q["N"] * q["OH"] * q["OW"], d)
-    turn = Step("weights_to_kcrs", (round_up(q["K"] * q["C"] * q["KH"] * q["KW"], wg),), (wg,), ("weight", "w_kcrs", "C", "K"))
+    turn = Step("weights_to_kcrs", (round_up(q["K"] * q["C"] * q["KH"] * q["KW"], wg),), (wg,),
+                ("weight", "w_kcrs", "C", "K"))
     sizes = ("N", "C", "H", "W", "K", "OH", "OW", "PAD")
     if splits == 1:
         return [turn, Step("forward_igemm", (gx, gy, gz), l, ("input", "w_kcrs", "output", *sizes))]
