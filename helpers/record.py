@@ -331,6 +331,13 @@ PLAN = [
     _bench("tune-igemm-fwd-split", "--op conv_forward --layers bottleneck --stages igemm --tune-only SPLIT_TARGET "
            "--no-vendor --repeats 8 --tag split_tuned", 0.5,
            "chapter 11b: 11_igemm's split-K for the device, on 1x1 layers", True),
+    # the input gradient's stages that no untagged run had timed on the H200 (chapters 09-10's were
+    # recorded only beside a switch's other setting), on ResNet-50 and the small-batch edge set: a
+    # stage the model has no run of is timed blind, and the zoo's batch-1 layer ran 10_swizzle so
+    *(_bench(f"model-dgrad-{layers}", f"--op conv_dgrad --layers {layers} --stages local_tile,register_block,prefetch,"
+             "transposed,padded,swizzle,hoisted,igemm_analytic,igemm_delta,igemm_nhwc --no-vendor --tag model", 1,
+             "chapter 11b: auto's model of the input gradient's direct and implicit-GEMM stages", True)
+      for layers in ("resnet50", "edge")),
     # 16_igemm_nd's tile and copy switches, per op, on Inception-v3's factorized layers (not the zoo's)
     *(_bench(f"tune-igemm-nd-{op}", f"--op {op} --layers asymmetric --stages igemm_nd --tune-only "
              "TN,WM,WN,GEMM_LDS4,GEMM_PREFETCH --no-vendor --repeats 8 --tag nd_tuned", 1.5,
