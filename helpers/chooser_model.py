@@ -4,7 +4,9 @@ A stage's speed on a layer it has never run is predicted from the layers it was 
 (results/, the benchmark's files): the recorded layer nearest in shape, by a distance over the
 shape's features (the logarithms of N, C, K, H and W; the kernel's size, the stride, the groups,
 whether it is depthwise, the dilation and the rank, which change the algorithm and weigh more), gives the stage's rate in FLOP/s,
-and the new layer's FLOPs over that rate is the predicted time. Recorded runs of a device are
+and the new layer's FLOPs over that rate is the predicted time. Only layers of the new layer's kind
+(the kernel's size, depthwise or not, the number of axes) count where any candidate was recorded on
+that kind; a candidate never recorded on it then has no prediction (``predictions``). Recorded runs of a device are
 used for it; a device with none of its own takes the runs of the recorded device most like it
 (same kind and vendor, then same kind: the same inheritance as the tuned parameters), op by op: an
 op recorded on no device of its kind takes any device's runs of it, for their order of the stages. A stage
@@ -144,23 +146,46 @@ def nearest_ms(rows: list, f: dict, flops: float) -> float | None:
     return flops / rate * 1e3
 
 
-def predict(op: str, stage_key: str, p, device: str | None) -> float | None:
+def kind(f: dict) -> tuple:
+    """What picks a layer's algorithm, from its features: the kernel's size, whether it is depthwise,
+    the number of axes. A stage's rate on one kind says little of another (a direct 3x3 kernel's
+    rate on 3x3 layers is no guide to its rate on 1x1 layers). The stride is left to the distance:
+    a first layer of 3 channels at stride 1 is nearer one at stride 2 than a 64-channel one."""
+    return f["kernel"], f["depthwise"], f["rank"]
+
+
+def predictions(runs: dict, keys: list, f: dict, flops: float) -> dict:
+    """{stage key: predicted ms or None} for a layer of features ``f``, from ``runs`` ({stage key:
+    rows}). Where some of the stages were recorded on layers of the layer's kind, only those rows
+    count, and a stage never recorded on that kind has no prediction (it is ranked after them);
+    where none was, every row counts (the nearest layer of any kind)."""
+    same = {k: [r for r in runs.get(k) or [] if kind(r[0]) == kind(f)] for k in keys}
+    if any(same.values()):
+        return {k: nearest_ms(same[k], f, flops) for k in keys}
+    return {k: nearest_ms(runs.get(k), f, flops) for k in keys}
+
+
+def predict(op: str, stage_key: str, p, device: str | None, among: list | None = None) -> float | None:
     """The predicted time in ms of a stage on problem p from ``device``'s recorded runs (None: no run
-    of the stage recorded there)."""
-    rows = recorded().get(device, {}).get(op, {}).get(stage_key) if device else None
-    return nearest_ms(rows, problem_features(p), p.flops)
+    of the stage recorded there, or none on p's kind of layer where some of ``among``, the stage keys
+    ranked with it, have one)."""
+    runs = recorded().get(device, {}).get(op, {}) if device else {}
+    keys = list(dict.fromkeys([stage_key, *(among or [])]))
+    return predictions(runs, keys, problem_features(p), p.flops)[stage_key]
 
 
 def rank(op: str, candidates: list, p, device: str | None) -> list:
     """[(stage, predicted ms or None)], the predicted fastest first, then the stages without a
     prediction on ``device``: first those another device has runs of (the device with the most
     runs of ``op``), in the order its runs predict, then the rest, later chapters first.
-    ``candidates``: registry Stages."""
-    guessed = [(s, predict(op, s.key, p, device)) for s in candidates]
+    ``candidates``: registry Stages. Predictions come from layers of p's kind where any candidate
+    has such runs (``predictions``)."""
+    keys = [s.key for s in candidates]
+    guessed = [(s, predict(op, s.key, p, device, keys)) for s in candidates]
     known = sorted((g for g in guessed if g[1] is not None), key=lambda g: g[1])
     unknown = [s for s, ms in reversed(guessed) if ms is None]
     other = elsewhere(op, device)
-    hint = {s.key: predict(op, s.key, p, other) for s in unknown} if other else {}
+    hint = {s.key: predict(op, s.key, p, other, [u.key for u in unknown]) for s in unknown} if other else {}
     ordered = sorted((s for s in unknown if hint.get(s.key) is not None), key=lambda s: hint[s.key])
     return known + [(s, None) for s in ordered + [s for s in unknown if hint.get(s.key) is None]]
 
@@ -185,8 +210,9 @@ def held_out(device: str, op: str, stages: set, timed: int, reverse: bool = Fals
             layers.setdefault(layer, {})[key] = (ms, f, rate * ms * 1e-3)
     out = []
     for layer, got in sorted(layers.items()):
-        guess = {key: nearest_ms([r for r in runs[key] if r[2] != layer], f, flops)
-                 for key, (_, f, flops) in got.items()}
+        (_, f, flops), = list(got.values())[:1]
+        others = {key: [r for r in runs[key] if r[2] != layer] for key in got}
+        guess = predictions(others, list(got), f, flops)
         guess = {k: v for k, v in guess.items() if v is not None}
         if len(guess) < 2:
             continue
