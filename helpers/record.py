@@ -348,8 +348,7 @@ PLAN = [
     *(_bench(f"bottleneck-{op}", f"--op {op} --layers bottleneck --stages {stages}", 1,
              "chapter 11b: auto's model of the 1x1 layers", True)
       for op, stages in (("conv_forward", "im2col,igemm,igemm_nd"),
-                         ("conv_dgrad", "hoisted,igemm_analytic,igemm_phases,igemm_delta,igemm_taps,gemm_col2im,"
-                                        "igemm_nd"),
+                         ("conv_dgrad", "hoisted,igemm_analytic,igemm_taps,igemm_nd"),
                          ("conv_wgrad", "igemm_blocked,igemm_nd"))),
     # the same for the factorized layers, and the input gradient's for the stems (three input
     # channels: a product with three rows, where the implicit GEMMs' tiles are mostly empty)
