@@ -46,8 +46,10 @@ Layers, each importing only from itself and the ones above it, in the order of `
                 (reuse and bank accesses of chapters 09-10), banks (the bank model of chapters 10, 12,
                 13), bank_evidence (ncu's counts beside it), winograd (Toom-Cook), winograd_accuracy
                 (the kernels' error per layer, chapter 12a), tensor_cores (chapter 13: stages,
-                recorded runs, accuracy), tensor_core_layouts, ptx, ncu_reports; tools over the
-                notebooks: execute, editions (student edition), site
+                recorded runs, accuracy), tensor_core_layouts, ptx, ncu_reports
+    tools/      what builds and checks the course from its notebooks, not what they call: execute,
+                editions (the student edition), site, lab_times, folders (output folders), needs
+                (packages a test or notebook needs; a pytest plugin)
 """
 import importlib
 
@@ -56,7 +58,7 @@ LAYERS = ("helpers.engine", "helpers.ops", "helpers.launch", "helpers.stages", "
           "helpers.chooser_model", "helpers.chooser", "helpers.runner", "helpers.emulation", "helpers.analysis", "helpers.peak",
           "helpers.trials", "helpers.bench", "helpers.tune", "helpers.registers", "helpers.floor", "helpers.profile_stage",
           "helpers.ncu_banks", "helpers.tc_peak", "helpers.torch", "helpers.train", "helpers.record", "helpers.course",
-          "helpers.chapters",
+          "helpers.chapters", "helpers.tools",
           "helpers.__init__", "helpers.__main__")
 
 # The public names, loaded on first use (so that helpers.analysis runs without OpenCL or CUDA).

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from helpers.chapters.needs import needed  # a test that judges the environment: skip, or fail under COURSE_CI=1
+from helpers.tools.needs import needed  # a test that judges the environment: skip, or fail under COURSE_CI=1
 from helpers.engine.backends import cuda_missing
 from helpers.engine.devices import find_device, get_context, list_devices
 

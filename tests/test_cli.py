@@ -241,8 +241,8 @@ def _typed(*argv, env=None):
 
 
 @pytest.mark.parametrize("argv, env, says", [
-    (["helpers.chapters.execute", "nosuch.ipynb"], {}, "error: no notebook nosuch.ipynb: name .ipynb files"),
-    (["helpers.chapters.editions", "/proc/x"], {}, "cannot write there"),
+    (["helpers.tools.execute", "nosuch.ipynb"], {}, "error: no notebook nosuch.ipynb: name .ipynb files"),
+    (["helpers.tools.editions", "/proc/x"], {}, "cannot write there"),
     (["helpers.tune", "--show"], {"COURSE_TUNE_CACHE": "{tmp}"}, "is a folder; it names the cache's file"),
     (["helpers.tune", "--budget", "1"], {"COURSE_TUNE_CACHE": "{tmp}"}, "is a folder; it names the cache's file"),
     (["helpers.floor", "--device", "no-such-gpu"], {}, "error: No OpenCL device matches 'no-such-gpu'"),
