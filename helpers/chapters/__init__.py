@@ -24,5 +24,6 @@ Exercises:
     exercises/      the checks, one module per chapter
     kernel_exercises  kernel gaps a learner fills with OpenCL C, run in a child process;
                     kernel_lessons: checks that an answer does what its chapter teaches
-    answers         what the student edition must not show (every line of an answer)
+    answers         what the student edition must not show (every line of an answer): listings hide
+                    it as a notebook runs, so it is here; helpers/tools/editions.py writes the edition
 """
