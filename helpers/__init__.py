@@ -16,21 +16,22 @@ Layers, each importing only from itself and the ones above it, in the order of `
                 3x3 block of stages 07-08; local.py: the tiles of stages 09-10 (geometry, constraints)
     stages/     the one registry of stages, data only, one module per operation, validated when
                 it loads (REGISTRY, stage_names, get_stage)
-    tuning.py   per-device JIT parameters (results/tuned.json, a user's own search), inherited by
-                vendor and architecture; chooser_model.py: the candidates ranked by their recorded
-                speed on the nearest layer; chooser.py: stage auto (rank, time the best few once per
-                device and shape, cache, run)
-    runner.py   run_stage / plan_stage: the one way to run a stage (guard regions for tests);
-                emulation.py: a CUDA stage's plan run on the CPU by the emulator and checked (tests)
+    tuned_values.py  the JIT parameters tuned per device that a stage builds with (results/tuned.json, a
+                user's own search), inherited by vendor and architecture; chooser_model.py: the
+                candidates ranked by their recorded speed on the nearest layer; chooser.py: stage auto
+                (rank, time the best few once per device and shape, cache, run)
+    runner.py   run_stage / plan_stage (plan_problem: for a prepared Problem): the one way to run a stage
+                (guard regions for tests); emulated_stage.py: a CUDA stage's plan run on the CPU by
+                engine/backends/emulated.py's emulator, and checked (tests)
     analysis/   reading recorded results, summaries, the ladder and roofline plots, compare (the
                 best course stage per op, layer and GPU against the vendor), pairs (a recorded
                 switch off and on; two stages of one run beside the vendor) (no OpenCL)
     peak.py     the measured roofline (copy bandwidth, FMA rate)
-    trials.py   tuning candidates checked, then timed (Trial, search: bench --tune, ./course tune)
+    tuning_trials.py  tuning candidates checked, then timed (Trial, search: bench --tune, ./course tune)
     bench.py    `python -m helpers.bench`: stages x layers on a device, JSON into results/
-    tune.py     `./course tune`: a search of the stages' JIT parameters on this device
-    registers.py, floor.py  NVIDIA register counts (chapters 07, 14); what each timer says of an
-                            empty kernel (chapter 14)
+    tune.py     `./course tune`: a search of the stages' JIT parameters on this device, within a budget
+    registers.py, timer_floor.py  NVIDIA register counts (chapters 07, 14); what each timer says of
+                            an empty kernel, the floor under every recorded time (chapter 14)
     profile_stage.py        `python -m helpers.profile_stage`: one stage once on one layer (ncu)
     ncu_banks.py, tc_peak.py    chapter 10's ncu bank-conflict record; Hopper's bare wgmma rate
     torch.py    Conv1d/2d/3d and BatchNorm2d modules for PyTorch models whose forward and backward run
@@ -46,17 +47,20 @@ Layers, each importing only from itself and the ones above it, in the order of `
                 (reuse and bank accesses of chapters 09-10), banks (the bank model of chapters 10, 12,
                 13), bank_evidence (ncu's counts beside it), winograd (Toom-Cook), winograd_accuracy
                 (the kernels' error per layer, chapter 12a), tensor_cores (chapter 13: stages,
-                recorded runs, accuracy), tensor_core_layouts, ptx, ncu_reports; tools over the
-                notebooks: execute, editions (student edition), site
+                recorded runs, accuracy), tensor_core_layouts, ptx, ncu_reports
+    tools/      what builds and checks the course from its notebooks, not what they call: execute,
+                editions (the student edition), site, lab_times, folders (output folders), needs
+                (packages a test or notebook needs; a pytest plugin)
 """
 import importlib
 
 # The layers, lowest first: a module may import from its own layer or the ones before it.
-LAYERS = ("helpers.engine", "helpers.ops", "helpers.launch", "helpers.stages", "helpers.tuning",
-          "helpers.chooser_model", "helpers.chooser", "helpers.runner", "helpers.emulation", "helpers.analysis", "helpers.peak",
-          "helpers.trials", "helpers.bench", "helpers.tune", "helpers.registers", "helpers.floor", "helpers.profile_stage",
-          "helpers.ncu_banks", "helpers.tc_peak", "helpers.torch", "helpers.train", "helpers.record", "helpers.course",
-          "helpers.chapters",
+LAYERS = ("helpers.engine", "helpers.ops", "helpers.launch", "helpers.stages", "helpers.tuned_values",
+          "helpers.chooser_model", "helpers.chooser", "helpers.runner", "helpers.emulated_stage", "helpers.analysis",
+          "helpers.peak", "helpers.tuning_trials", "helpers.bench", "helpers.tune", "helpers.registers",
+          "helpers.timer_floor", "helpers.profile_stage", "helpers.ncu_banks", "helpers.tc_peak", "helpers.torch",
+          "helpers.train", "helpers.record", "helpers.course",
+          "helpers.chapters", "helpers.tools",
           "helpers.__init__", "helpers.__main__")
 
 # The public names, loaded on first use (so that helpers.analysis runs without OpenCL or CUDA).

@@ -41,11 +41,11 @@ from .ops.layers import layer_set, op_layers
 from .ops.user_layers import user_layers
 from .peak import roofline
 from .engine.plan import DeviceLimitError
-from .runner import CannotRun, Plan, check_plan, prepare, reference_for
+from .runner import CannotRun, check_plan, plan_problem, prepare, reference_for
 from .stages import get_stage, stage_names
-from .trials import search
-from .tuning import TUNED, ignored as tuned_ignored, mode as tuning_mode, record as write_tuned, user_cache
-from .tuning import summary as tuning_summary
+from .tuning_trials import search
+from .tuned_values import TUNED, ignored as tuned_ignored, mode as tuning_mode, record as write_tuned, user_cache
+from .tuned_values import summary as tuning_summary
 
 
 def versions() -> dict:
@@ -62,7 +62,7 @@ def run(op: str = "conv_dgrad", stages=None, layers=None, ctx=None, *, activatio
     """Benchmark ``stages`` (names/numbers, default all OpenCL stages) of ``op`` over a layer set
     (a name, default the op's small set, or a list of layers); returns a dict. ``tune_only``:
     parameter names; the search covers only those (implies ``tune``). ``record_tuned``: the
-    tuned-values file the search writes (tuning.user_cache(), or results/tuned.json), None: none.
+    tuned-values file the search writes (tuned_values.user_cache(), or results/tuned.json), None: none.
 
     A stage that cannot run a layer (its requirement unmet, the device's limits) gives a refused
     entry (``out["refused"]``: layer, stage, reason) and the run goes on. ``on_row(row, out)`` is
@@ -132,7 +132,7 @@ def run(op: str = "conv_dgrad", stages=None, layers=None, ctx=None, *, activatio
         out["partial"] = (f"interrupted (Ctrl-C) after {len({r['layer'] for r in out['rows']})} of {len(lays)} "
                           f"layers: the rows here are those that finished")
     bar.close()
-    if not tuned_ignored():             # where each row's parameters came from (helpers/tuning.py)
+    if not tuned_ignored():             # where each row's parameters came from (helpers/tuned_values.py)
         out["settings"]["tuned_parameters"] = ("COURSE_TUNED=fresh: this device's recorded values left out; "
                                                if tuning_mode() == "fresh" else "") + \
             tuning_summary({r["key"]: r["tuned_from"] for r in out["rows"]}.values())
@@ -158,7 +158,7 @@ def _bench_layer(out, mod, op, lay, stages, ctx, activation, warmup, repeats, fl
         chosen = {**(out["tuned"].get(s.key, {}).get("defines") or {}), **given} or None
         started = time.perf_counter()
         try:
-            plan = Plan(op, s.name, problem, ctx, chosen, guard=False)
+            plan = plan_problem(op, s.name, problem, ctx, chosen, guard=False)
         except (CannotRun, DeviceLimitError) as err:   # this layer only: the run goes on
             refused = {"layer": lay["name"], "problem": problem.label, "stage": s.name, "key": s.key,
                        "refused": str(err)}

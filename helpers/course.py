@@ -40,8 +40,8 @@ COMMANDS = (
 )
 # the commands that run one module of the course: python -m MODULE ARGS
 MODULES = {"bench": "helpers.bench", "tune": "helpers.tune", "record": "helpers.record",
-           "execute": "helpers.chapters.execute", "student": "helpers.chapters.editions",
-           "site": "helpers.chapters.site"}
+           "execute": "helpers.tools.execute", "student": "helpers.tools.editions",
+           "site": "helpers.tools.site"}
 # test's pytest options (CI runs them): two workers, each notebook's cells on one worker, nbval's
 # checked outputs compared after tests/nbval_sanitize.cfg; --quick is tests/conftest.py's
 PYTEST = ("--dist", "loadscope", "--nbval-lax", "--nbval-current-env", "--nbval-sanitize-with",

@@ -179,7 +179,7 @@ ANY_SHAPE_TASKS = [
 
 PLAN = [
     # the timers, then what the device gets untuned and after a fresh tune, then the ladders
-    Task("floor", "{python} -m helpers.floor --device {device}", names.timer_floor("{slug}"), 0.3,
+    Task("floor", "{python} -m helpers.timer_floor --device {device}", names.timer_floor("{slug}"), 0.3,
          "chapter 14 and README: the floor of each timer", True),
     _bench("untuned-resnet50", f"--layers resnet50 --stages {UNTUNED} --tag untuned", 2.7,
            "chapter 10: a GPU nobody tuned for (the registry's defaults), never slower than the naive stage",

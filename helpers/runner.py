@@ -7,7 +7,8 @@ fallback, merges the JIT parameters (registry defaults < tuned for this device <
 and decides the launches (a PlanSpec); the plan class of the stage's backend
 (helpers/engine/backends/: ClPlan, CudaPlan) checks the device's limits, builds the kernels and
 uploads the tensors: a Plan that can be enqueued many times (what the benchmark times) and read
-back once.
+back once. plan_problem() is plan_stage() for arguments already prepared (a Problem): the benchmark,
+the tuning trials and stage auto validate a layer once and plan several stages on it.
 
 With ``guard=True`` every tensor sits inside a larger buffer: inputs between NaN-filled guard
 zones, outputs between canaries and pre-filled with NaN. After the run the guards are checked,
@@ -30,7 +31,7 @@ from .engine.timing import time_plan
 from .ops import op_module, tolerance
 from .ops.problem import Problem
 from .stages import REGISTRY, Stage, get_stage, stages_of, twin_of
-from .tuning import Tuned, tuned_for
+from .tuned_values import Tuned, tuned_for
 
 
 class CannotRun(ValueError):
@@ -61,7 +62,7 @@ def choose_stage(op: str, problem: Problem, ctx, workspace_limit: int | None) ->
     reference = functools.lru_cache(maxsize=None)(lambda: reference_of(op, problem, "fp32"))
 
     def time_stage(name: str) -> float:
-        plan = Plan(op, name, problem, ctx, None, False, workspace_limit, expected=reference)
+        plan = plan_problem(op, name, problem, ctx, None, False, workspace_limit, expected=reference)
         return time_plan(plan, **chooser.TIMING).median_ms
 
     def warm(names: list) -> None:
@@ -89,7 +90,7 @@ def choose_stage(op: str, problem: Problem, ctx, workspace_limit: int | None) ->
 
 
 def device_tuning(op: str, s: Stage, ctx) -> Tuned:
-    """The values tuned for a stage on this device, and where they come from (helpers/tuning.py:
+    """The values tuned for a stage on this device, and where they come from (helpers/tuned_values.py:
     this device's, else the closest recorded device's). A CUDA twin ('10_hoisted_cuda': the same
     algorithm and layout as '10_hoisted') with no values of its own takes its OpenCL stage's, so
     that the two are compared at the same tile. The CPU emulation of CUDA (``ctx.emulated``)
@@ -291,11 +292,12 @@ def specify(op: str, stage, problem: Problem, ctx, defines: dict | None,
                     tuned_source(op, requested, s, ctx, defines))
 
 
-def Plan(op: str, stage, problem: Problem, ctx, defines: dict | None, guard: bool,
-         workspace_limit: int | None = None, expected=None):
-    """A stage bound to a problem on a device, in its backend's plan class (ClPlan or CudaPlan,
-    helpers/engine/backends/): device tensors of another backend refused first, the context
-    chosen (OpenCL: ``ctx``, a device tensor's, or the course's choice), the stage resolved."""
+def plan_problem(op: str, stage, problem: Problem, ctx, defines: dict | None, guard: bool,
+                 workspace_limit: int | None = None, expected=None):
+    """A plan of a stage for a prepared problem (prepare's Problem): the stage bound to it on a
+    device, in its backend's plan class (ClPlan or CudaPlan, helpers/engine/backends/): device
+    tensors of another backend refused first, the context chosen (OpenCL: ``ctx``, a device
+    tensor's, or the course's choice), the stage resolved."""
     requested = get_stage(op, stage)
     cls = plan_class(requested.backend)
     cls.check_backends(problem.inputs, requested.key)
@@ -312,7 +314,7 @@ def prepare(op: str, **kwargs) -> Problem:
 def plan_stage(op: str, stage, *, ctx=None, defines: dict | None = None, guard: bool = False,
                workspace_limit: int | None = None, **kwargs):
     """Validate, resolve, build and upload: a Plan to enqueue (see run_stage for the arguments)."""
-    return Plan(op, stage, prepare(op, **kwargs), ctx, defines, guard, workspace_limit)
+    return plan_problem(op, stage, prepare(op, **kwargs), ctx, defines, guard, workspace_limit)
 
 
 def run_stage(op: str, stage, *, ctx=None, defines: dict | None = None, guard: bool = False,

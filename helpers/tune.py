@@ -5,7 +5,7 @@
     ./course tune --show                # what each stage builds with on this device, and from where
     ./course tune --commit              # also write the values into results/tuned.json (recording a GPU)
 
-Where the values start: what the device has already (helpers/tuning.py: its own values, else
+Where the values start: what the device has already (helpers/tuned_values.py: its own values, else
 those of the closest recorded device, else the registry's defaults). The order: the input
 gradient's float32 stages, the ones stage ``auto`` chooses among, come first, each timed once at
 its starting values and then tuned fastest first: the fastest stage is the one auto picks, so its
@@ -15,7 +15,7 @@ kept, then the next parameter), in rounds until a round changes nothing. Every c
 against the reference before it is timed, on the layers of a full set on a GPU (ResNet-50's for
 the convolutions) and of a small one on a CPU.
 
-What is found goes into your own cache after every candidate (tuning.user_cache(), outside the
+What is found goes into your own cache after every candidate (tuned_values.user_cache(), outside the
 checkout), where run_stage reads it at once, and stage auto times its candidates again under the
 new values. The search stops before a candidate that would end past the budget (judged by the
 median candidate so far). Ctrl-C stops it too; nothing tried is lost, and `./course tune` resumes
@@ -30,8 +30,8 @@ import sys
 import time
 from pathlib import Path
 
-from . import tuning
-from .trials import Trial
+from . import tuned_values
+from .tuning_trials import Trial
 from .engine.devices import NoDeviceError, describe, get_context
 from .engine.progress import progress as progress_bar
 from .ops import op_module
@@ -102,7 +102,7 @@ class Tuner:
     def __init__(self, ctx, cache: Path, budget: Budget, run: dict):
         self.ctx, self.cache, self.budget, self.run = ctx, cache, budget, run
         self.device = describe(ctx.devices[0])
-        self.entries = tuning.read(cache).get(self.device["name"], {})
+        self.entries = tuned_values.read(cache).get(self.device["name"], {})
 
     def entry(self, op: str, stage) -> dict:
         return self.entries.get(op, {}).get(stage.key, {})
@@ -135,7 +135,7 @@ class Tuner:
         self.entries.setdefault(op, {})[stage.key] = entry
         self.run["spent_s"] = round(self.budget.elapsed(), 1)
         runs = {**read_runs(self.cache), self.device["name"]: self.run}
-        tuning.record(self.cache, self.device, {op: {stage.key: entry}}, {"runs": runs})
+        tuned_values.record(self.cache, self.device, {op: {stage.key: entry}}, {"runs": runs})
 
 
 def read_runs(cache: Path) -> dict:
@@ -182,7 +182,7 @@ def tune_op(tuner: Tuner, op: str, stages: list, lset: str, say) -> None:
 def tune(ctx, seconds: float, ops=OPS, names=None, layers: str | None = None, cache: Path | None = None,
          progress: bool = True, say=print) -> dict:
     """Search within ``seconds`` (see the module's docstring); returns the run's record."""
-    cache = cache or tuning.user_cache()
+    cache = cache or tuned_values.user_cache()
     budget = Budget(seconds, progress)
     name = describe(ctx.devices[0])["name"]
     history = read_runs(cache).get(name, {}).get("history", [])      # the earlier searches on this device
@@ -203,7 +203,7 @@ def tune(ctx, seconds: float, ops=OPS, names=None, layers: str | None = None, ca
         budget.bar.close()
         run["spent_s"] = round(budget.elapsed(), 1)
         run["history"] = history + [{k: run[k] for k in ("started", "budget_s", "spent_s", "stopped")}]
-        tuning.record(cache, tuner.device, {}, {"runs": {**read_runs(cache), tuner.device["name"]: run}})
+        tuned_values.record(cache, tuner.device, {}, {"runs": {**read_runs(cache), tuner.device["name"]: run}})
     return run
 
 
@@ -222,8 +222,8 @@ def commit(device: dict, cache: Path) -> int:
     """Copy the device's tuned values from the learner's cache into results/tuned.json."""
     entries = {op: {key: {k: e[k] for k in ("defines", "layer_set", "date") if k in e}
                     for key, e in stages.items() if "defines" in e}
-               for op, stages in tuning.read(cache).get(device["name"], {}).items() if op != "describe"}
-    tuning.record(tuning.TUNED, device, entries)
+               for op, stages in tuned_values.read(cache).get(device["name"], {}).items() if op != "describe"}
+    tuned_values.record(tuned_values.TUNED, device, entries)
     return sum(len(v) for v in entries.values())
 
 
@@ -269,11 +269,11 @@ def _main(argv=None) -> int:
         layer_set(a.layers, "conv_dgrad")
     if a.budget is not None and not a.budget > 0:
         raise ValueError(f"--budget {a.budget:g}: the minutes to search, more than 0 (default {DEFAULT_MINUTES})")
-    if tuning.ignored():
+    if tuned_values.ignored():
         raise ValueError("COURSE_TUNED=none leaves every tuned value out; unset it to tune")
     ctx = get_context(a.device)
     device = describe(ctx.devices[0])
-    cache = tuning.user_cache()
+    cache = tuned_values.user_cache()
     if a.show:
         print(show(ctx, ops))
         return 0
@@ -295,7 +295,7 @@ def _main(argv=None) -> int:
     elif not run["stopped"].startswith("done"):
         print("`./course tune` again goes on with the stages not yet converged")
     if a.commit:
-        print(f"wrote {commit(device, cache)} stages' values for {device['name']} into {tuning.TUNED}")
+        print(f"wrote {commit(device, cache)} stages' values for {device['name']} into {tuned_values.TUNED}")
     return 130 if run["stopped"] == "interrupted" else 0
 
 

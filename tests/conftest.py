@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from helpers.chapters.needs import needed  # a test that judges the environment: skip, or fail under COURSE_CI=1
+from helpers.tools.needs import needed  # a test that judges the environment: skip, or fail under COURSE_CI=1
 from helpers.engine.backends import cuda_missing
 from helpers.engine.devices import find_device, get_context, list_devices
 
@@ -65,12 +65,12 @@ def _choices_out_of_the_checkout(tmp_path_factory):
 
 @pytest.fixture(autouse=True, scope="session")
 def _no_personal_tuning(tmp_path_factory):
-    """A learner's own tuned values (./course tune: helpers/tuning.py's user cache) never reach the
+    """A learner's own tuned values (./course tune: helpers/tuned_values.py's user cache) never reach the
     tests: they read an empty cache of their own unless COURSE_TUNE_CACHE names one."""
     if "COURSE_TUNE_CACHE" not in os.environ:
         os.environ["COURSE_TUNE_CACHE"] = str(tmp_path_factory.mktemp("tune") / "tuned.json")
-        from helpers import tuning
-        tuning.reload()
+        from helpers import tuned_values
+        tuned_values.reload()
     yield
 
 

@@ -1,7 +1,7 @@
 """No exercise's answer in its own chapter or an earlier one of the student edition, in any spelling.
 
 A check of ``./course student`` that shares nothing with the code deciding what the edition hides
-(helpers/chapters/editions.py and answers.py): it reads the answers from the teacher notebooks and
+(helpers/tools/editions.py and answers.py): it reads the answers from the teacher notebooks and
 the kernel files itself (of the gaps it reads only their fields), builds the edition with the public
 command, and searches the result.
 
@@ -333,7 +333,7 @@ def allowed(leak: Leak):
 def edition(tmp_path_factory) -> Path:
     """The student edition, written by its command into a new folder."""
     out = tmp_path_factory.mktemp("leaks") / "student"
-    run = subprocess.run([sys.executable, "-m", "helpers.chapters.editions", str(out)], cwd=ROOT,
+    run = subprocess.run([sys.executable, "-m", "helpers.tools.editions", str(out)], cwd=ROOT,
                          capture_output=True, text=True)
     assert run.returncode == 0, run.stdout[-2000:] + run.stderr[-2000:]
     return out

@@ -90,9 +90,9 @@ def test_tensor_beyond_the_device(ctx, monkeypatch):
     problem = helpers.prepare("conv_dgrad", grad_output=np.zeros((1, 1, 64, 64), np.float32),
                               weight=np.zeros((16, 1, 1, 1), np.float32), input_shape=(1, 16, 64, 64))
     problem.outputs["grad_input"] = (n, 16, 64, 64)
-    from helpers.runner import Plan
+    from helpers.runner import plan_problem
     with pytest.raises(ValueError, match="allocates at most"):
-        Plan("conv_dgrad", "naive", problem, ctx, None, guard=False)
+        plan_problem("conv_dgrad", "naive", problem, ctx, None, guard=False)
 
 
 def test_no_opencl_platform(monkeypatch):

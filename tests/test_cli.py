@@ -193,19 +193,19 @@ def test_ctrl_c_keeps_the_finished_rows_marked_partial(tmp_path):
 def test_course_tuned_none_leaves_the_tuned_values_out(monkeypatch):
     """COURSE_TUNED=none: a device with tuned values (the recorded H200) gets the registry's
     defaults, as a device nobody tuned for; the benchmark refuses to tune then (it would record)."""
-    from helpers import bench, tuning
-    tuned = tuning.tuned_defines("conv_dgrad", "11_igemm_taps", "NVIDIA H200")
+    from helpers import bench, tuned_values
+    tuned = tuned_values.tuned_defines("conv_dgrad", "11_igemm_taps", "NVIDIA H200")
     assert tuned, "results/tuned.json holds the H200's igemm_taps parameters"
     monkeypatch.setenv("COURSE_TUNED", "none")
-    tuning.reload()
+    tuned_values.reload()
     try:
-        assert tuning.tuned_defines("conv_dgrad", "11_igemm_taps", "NVIDIA H200") == {}
+        assert tuned_values.tuned_defines("conv_dgrad", "11_igemm_taps", "NVIDIA H200") == {}
         with pytest.raises(ValueError, match="COURSE_TUNED=none"):
             bench._main(["--layers", "ci", "--stages", "naive", "--tune", "--out", "-"])
     finally:
         monkeypatch.delenv("COURSE_TUNED")
-        tuning.reload()
-    assert tuning.tuned_defines("conv_dgrad", "11_igemm_taps", "NVIDIA H200") == tuned
+        tuned_values.reload()
+    assert tuned_values.tuned_defines("conv_dgrad", "11_igemm_taps", "NVIDIA H200") == tuned
 
 
 @pytest.mark.parametrize("out, says", [
@@ -241,15 +241,15 @@ def _typed(*argv, env=None):
 
 
 @pytest.mark.parametrize("argv, env, says", [
-    (["helpers.chapters.execute", "nosuch.ipynb"], {}, "error: no notebook nosuch.ipynb: name .ipynb files"),
-    (["helpers.chapters.editions", "/proc/x"], {}, "cannot write there"),
+    (["helpers.tools.execute", "nosuch.ipynb"], {}, "error: no notebook nosuch.ipynb: name .ipynb files"),
+    (["helpers.tools.editions", "/proc/x"], {}, "cannot write there"),
     (["helpers.tune", "--show"], {"COURSE_TUNE_CACHE": "{tmp}"}, "is a folder; it names the cache's file"),
     (["helpers.tune", "--budget", "1"], {"COURSE_TUNE_CACHE": "{tmp}"}, "is a folder; it names the cache's file"),
-    (["helpers.floor", "--device", "no-such-gpu"], {}, "error: No OpenCL device matches 'no-such-gpu'"),
+    (["helpers.timer_floor", "--device", "no-such-gpu"], {}, "error: No OpenCL device matches 'no-such-gpu'"),
     (["helpers", "--nope"], {}, "python -m helpers takes no arguments"),
 ])
 def test_commands_that_used_to_end_in_a_traceback_say_one_line(tmp_path, argv, env, says):
-    """./course execute NAME, ./course student OUT, ./course tune and python -m helpers.floor and
+    """./course execute NAME, ./course student OUT, ./course tune and python -m helpers.timer_floor and
     helpers, each with the mistake a new user made: one line, exit status 2, no traceback."""
     r = _typed(*argv, env={k: v.format(tmp=tmp_path) for k, v in env.items()})
     lines = r.stderr.strip().splitlines()

@@ -165,7 +165,7 @@ def test_the_h200s_split_target_splits_the_small_batch_layers():
     from helpers.ops.layers import layer_set
     from helpers.ops.problem import Problem
     from helpers.stages import get_stage
-    from helpers.tuning import tuned_defines
+    from helpers.tuned_values import tuned_defines
     stage = get_stage("conv_dgrad", "igemm_phases")
     d = {**stage.defines, **tuned_defines("conv_dgrad", stage.key, "NVIDIA H200")}
     assert d["SPLIT_TARGET"] > 1

@@ -221,7 +221,7 @@ def test_the_h200s_split_target_shortens_the_slices_of_the_small_batch_layers():
     from helpers.launch import igemm_nd
     from helpers.ops.layers import layer_set
     from helpers.runner import prepare
-    from helpers.tuning import tuned_defines
+    from helpers.tuned_values import tuned_defines
     for name in FILL_STAGES:
         stage = helpers.get_stage("conv_wgrad", name)
         d = {**stage.defines, **tuned_defines("conv_wgrad", stage.key, "NVIDIA H200")}

@@ -215,7 +215,7 @@ def test_cuda_tune_candidates_match_with_guards(op, stage):
     that does not (the forward stages: two that run it, strides 1 and 2), with guard zones; a
     candidate whose ring does not fit is refused by the search (it would fall back and be timed
     under the stage's name), as is one the device cannot launch."""
-    from helpers.trials import search
+    from helpers.tuning_trials import search
     s = helpers.get_stage(op, stage)
     shapes = [dict(n=2, c=16 if op == "conv_forward" else 17, h=7, w=5, k=16, kernel=3, stride=1, padding=1,
                    activation="relu"),

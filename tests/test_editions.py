@@ -18,8 +18,8 @@ import pytest
 
 from helpers.chapters.answers import found, hide, notebook_secrets
 from helpers.chapters.kernel_exercises import secret_lines
-from helpers.chapters.folders import MANIFEST
-from helpers.chapters.editions import BEGIN, TEACHER_ONLY, _html_text, solutions, student_notebook, write_student
+from helpers.tools.folders import MANIFEST
+from helpers.tools.editions import BEGIN, TEACHER_ONLY, _html_text, solutions, student_notebook, write_student
 
 ROOT = Path(__file__).resolve().parent.parent
 NOTEBOOKS = sorted((ROOT / "notebooks").glob("*.ipynb"))
@@ -72,7 +72,7 @@ def test_teacher_edition_has_exercises_in_most_chapters():
                            "(CI does)")
 def test_student_edition_runs_under_nbval(tmp_path):
     out = write_student(tmp_path / "student")
-    cmd = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "no:xdist", "-p", "helpers.chapters.needs",
+    cmd = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "no:xdist", "-p", "helpers.tools.needs",
            "--nbval-lax", "--nbval-current-env", "--nbval-sanitize-with", str(ROOT / "tests" / "nbval_sanitize.cfg"),
            "--rootdir", str(out), str(out)]
     run = subprocess.run(cmd, cwd=out, capture_output=True, text=True, timeout=3000)
@@ -116,7 +116,7 @@ def student_dir(tmp_path_factory):
 # an expected failure, with the answer it states, until its exercise or its text changes.
 EDITION_FILES = [p.name for p in NOTEBOOKS] + sorted(
     p.name for p in (ROOT / "notebooks").iterdir() if p.is_file() and p.suffix != ".ipynb" and p.name not in TEACHER_ONLY) + [
-    MANIFEST]   # the list of what the edition wrote (helpers/chapters/folders.py)
+    MANIFEST]   # the list of what the edition wrote (helpers/tools/folders.py)
 STATES_AN_ANSWER: dict = {}
 
 

@@ -1,4 +1,4 @@
-"""The CUDA stages run on the CPU (helpers/emulation.py), checked by the one checker.
+"""The CUDA stages run on the CPU (helpers/emulated_stage.py), checked by the one checker.
 
 Without an NVIDIA GPU the .cu files were only compiled to PTX (tests/test_cuda.py); here every
 CUDA stage is built as C++ for the CPU and run over small shapes chosen to reach every edge of its
@@ -21,7 +21,7 @@ import numpy as np
 import pytest
 
 import helpers
-from helpers.emulation import check_emulated, emulate_stage
+from helpers.emulated_stage import check_emulated, emulate_stage
 from helpers.engine import fragments
 from helpers.engine.backends import emulated
 from helpers.engine.check import MismatchError

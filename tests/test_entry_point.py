@@ -45,7 +45,7 @@ def test_a_command_runs_its_module_in_the_python_that_set_it_up():
     """COURSE_NO_SETUP=1: the running Python as it is (conda); the module's own --help answers."""
     r = python_m("bench", "--help", env={"COURSE_NO_SETUP": "1"})
     assert r.returncode == 0 and r.stdout.startswith("usage: python -m helpers.bench")
-    assert course.command_line("student", ["out"])[1:] == ["-m", "helpers.chapters.editions", "out"]
+    assert course.command_line("student", ["out"])[1:] == ["-m", "helpers.tools.editions", "out"]
 
 
 def test_the_test_command_is_the_one_readme_and_ci_run():

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from helpers.chapters import folders, site
-from helpers.chapters.editions import main as student
+from helpers.tools import folders, site
+from helpers.tools.editions import main as student
 
 ROOT = Path(__file__).resolve().parent.parent
 

@@ -43,7 +43,7 @@ def squeezed(nb) -> str:
 def test_a_later_spelling_of_an_answer_is_hidden_in_the_student_edition(chapter, expression):
     nbformat = pytest.importorskip("nbformat")
     pytest.importorskip("nbgrader", reason="the student edition clears solutions with nbgrader")
-    from helpers.chapters.editions import student_notebook
+    from helpers.tools.editions import student_notebook
     path = ROOT / "notebooks" / f"{chapter}.ipynb"
     key = re.sub(r"\s+", "", expression)
     assert key in squeezed(json.loads(path.read_text())), "the teacher's chapter shows it (the check can fail)"

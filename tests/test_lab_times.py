@@ -1,9 +1,9 @@
-"""INSTRUCTORS.md's class times are measured (helpers/chapters/lab_times.py: the student edition
+"""INSTRUCTORS.md's class times are measured (helpers/tools/lab_times.py: the student edition
 executed notebook by notebook) and its table is the one rendered from the recorded file."""
 import re
 from pathlib import Path
 
-from helpers.chapters.lab_times import counts, recorded, table
+from helpers.tools.lab_times import counts, recorded, table
 
 ROOT = Path(__file__).resolve().parent.parent
 BLOCK = re.compile(r"<!-- lab_times -->\n(.*?)\n<!-- end lab_times -->", re.S)
@@ -11,11 +11,11 @@ BLOCK = re.compile(r"<!-- lab_times -->\n(.*?)\n<!-- end lab_times -->", re.S)
 
 def test_instructors_table_is_rendered_from_the_recorded_times():
     records = recorded()
-    assert records, "no results/labs/student_times_*.json: run python -m helpers.chapters.lab_times"
+    assert records, "no results/labs/student_times_*.json: run python -m helpers.tools.lab_times"
     m = BLOCK.search((ROOT / "notebooks" / "INSTRUCTORS.md").read_text())
     assert m, "INSTRUCTORS.md has no <!-- lab_times --> block"
     assert m.group(1).strip() == table(records[0]).strip(), (
-        "INSTRUCTORS.md's class times differ from results/labs/: paste python -m helpers.chapters.lab_times --table")
+        "INSTRUCTORS.md's class times differ from results/labs/: paste python -m helpers.tools.lab_times --table")
 
 
 def test_every_notebook_was_timed():

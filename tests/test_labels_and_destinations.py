@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from helpers import bench, tuning
+from helpers import bench, tuned_values
 from helpers.analysis import compare
 from helpers.analysis.summary import vendor_name
 
@@ -81,7 +81,7 @@ def test_bench_tune_records_where_course_tune_does_unless_committed(monkeypatch,
     with pytest.raises(Ran) as got:
         bench._main(["--op", "gemm", "--layers", "gemm_small", "--stages", "naive", "--tune",
                      "--out", str(tmp_path / "run.json"), *extra])
-    assert got.value.args[0] == (cache if where == "cache" else tuning.TUNED)
+    assert got.value.args[0] == (cache if where == "cache" else tuned_values.TUNED)
 
 
 def test_save_tuned_writes_the_file_it_is_given(tmp_path):
@@ -89,10 +89,10 @@ def test_save_tuned_writes_the_file_it_is_given(tmp_path):
     out = {"op": "gemm", "layer_set": "gemm_small", "date": "2026-01-01",
            "device": {"describe": {"name": "a device", "vendor": "v", "type": "CPU"}},
            "tuned": {"01_naive": {"defines": {"WG": 64}}}}
-    before = tuning.TUNED.read_text()
+    before = tuned_values.TUNED.read_text()
     bench.save_tuned(out, path)
-    assert tuning.read(path)["a device"]["gemm"]["01_naive"]["defines"] == {"WG": 64}
-    assert tuning.TUNED.read_text() == before
+    assert tuned_values.read(path)["a device"]["gemm"]["01_naive"]["defines"] == {"WG": 64}
+    assert tuned_values.TUNED.read_text() == before
 
 
 def test_commit_without_tune_is_refused(capsys):
@@ -104,7 +104,7 @@ def test_course_tune_cache_is_described_as_a_file(monkeypatch, tmp_path):
     readme = (ROOT / "README.md").read_text()
     said = [readme[m.start():m.start() + 100] for m in re.finditer("COURSE_TUNE_CACHE", readme)]
     assert said and all("file" in s and "moves it" not in s for s in said), said
-    doc = " ".join(tuning.__doc__.split())
+    doc = " ".join(tuned_values.__doc__.split())
     assert "the file ``COURSE_TUNE_CACHE`` names" in doc and "not a folder" in doc
     monkeypatch.setenv("COURSE_TUNE_CACHE", str(tmp_path / "mine.json"))
-    assert tuning.user_cache() == tmp_path / "mine.json"
+    assert tuned_values.user_cache() == tmp_path / "mine.json"

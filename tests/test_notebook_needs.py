@@ -1,6 +1,6 @@
 """A notebook that needs a package beyond the course's (its metadata: "course": {"needs": [...]})
 is skipped under nbval with the reason where the package is missing, and fails under COURSE_CI=1
-(helpers/chapters/needs.py, a pytest plugin through pyproject.toml's addopts), as a test that needs it is."""
+(helpers/tools/needs.py, a pytest plugin through pyproject.toml's addopts), as a test that needs it is."""
 import os
 import subprocess
 import sys
@@ -9,7 +9,7 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from helpers.chapters.needs import module_missing, needed, notebook_missing, notebook_needs
+from helpers.tools.needs import module_missing, needed, notebook_missing, notebook_needs
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -48,7 +48,7 @@ def test_nbval_skips_the_cells_of_a_notebook_whose_package_is_missing(tmp_path):
     env = {k: v for k, v in os.environ.items() if k != "COURSE_CI"}
     env["PYTHONPATH"] = str(ROOT)
     cmd = [sys.executable, "-m", "pytest", "-q", "-rs", "-p", "no:cacheprovider", "-p", "no:xdist", "-p",
-           "helpers.chapters.needs", "--nbval-lax", "--nbval-current-env", "--rootdir", str(tmp_path), str(tmp_path)]
+           "helpers.tools.needs", "--nbval-lax", "--nbval-current-env", "--rootdir", str(tmp_path), str(tmp_path)]
     run = subprocess.run(cmd, cwd=tmp_path, capture_output=True, text=True, timeout=300, env=env)
     assert run.returncode == 0 and "1 skipped" in run.stdout and "no_such_module_of_the_course" in run.stdout, \
         run.stdout[-2000:] + run.stderr[-2000:]
@@ -66,6 +66,6 @@ def test_the_plugin_is_loaded_by_the_suites_own_configuration_and_no_second_conf
     except ModuleNotFoundError:          # Python 3.10
         import tomli as tomllib
     opts = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["pytest"]["ini_options"]
-    assert "-p helpers.chapters.needs" in opts["addopts"]
+    assert "-p helpers.tools.needs" in opts["addopts"]
     found = sorted(str(p.relative_to(ROOT)) for d in opts["testpaths"] for p in (ROOT / d).rglob("conftest.py"))
     assert found == ["tests/conftest.py"], found

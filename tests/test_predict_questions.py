@@ -105,7 +105,7 @@ def test_the_student_edition_shows_no_launch_before_it_is_predicted():
     output prints it (4096 work-items, 352 idle, 64 groups); the student's cell holds no output."""
     nbformat = pytest.importorskip("nbformat")
     pytest.importorskip("nbgrader", reason="the student edition clears solutions with nbgrader")
-    from helpers.chapters.editions import student_notebook
+    from helpers.tools.editions import student_notebook
     path = NOTEBOOKS[0].parent / "01a_execution_and_memory_model.ipynb"
     teacher = nbformat.read(path, as_version=4)
     student = student_notebook(teacher)

@@ -32,8 +32,11 @@ def with_added(op: str, stage) -> dict:
 
 
 def test_the_registry_validates():
+    """And its operations are those of helpers/ops/ (OPERATIONS), each with its stages: a new
+    operation needs no count or list edited here (tests/test_recipes.py)."""
+    from helpers.ops import OPERATIONS
     validate(REGISTRY)
-    assert stages.OPS == tuple(REGISTRY) and len(stages.OPS) == 7
+    assert stages.OPS == tuple(REGISTRY) and set(stages.OPS) == set(OPERATIONS) and all(REGISTRY.values())
 
 
 # one planted mistake each: (op, stage, its changed fields, what the error must say)
@@ -201,6 +204,18 @@ def test_every_kernel_file_is_registered_where_grep_finds_it():
         for s in ss:
             if s.kernel:
                 assert f'"{s.kernel}"' in text, s.key
+
+
+def test_every_kernel_file_of_an_operation_is_a_stage():
+    """A stage is one kernel file plus one registry entry: a kernel file in a folder of stages (one
+    that holds a registered kernel) that no stage registers is half a stage, named here."""
+    from helpers.engine.kernels import KERNELS
+    registered = {s.kernel for ss in REGISTRY.values() for s in ss if s.kernel}
+    folders = {k.split("/")[0] for k in registered}
+    files = {p.relative_to(KERNELS).as_posix() for f in folders for p in (KERNELS / f).rglob("*")
+             if p.suffix in (".cl", ".cu")}
+    orphans = sorted(files - registered)
+    assert not orphans, f"kernel files no stage registers (a Stage in helpers/stages/): {', '.join(orphans)}"
 
 
 def test_stage_names_upto_a_chapter_lists_what_that_chapter_has_met():

@@ -27,7 +27,7 @@ def test_site_builds_without_warnings(tmp_path):
         if os.environ.get("COURSE_CI") == "1":
             pytest.fail("COURSE_CI=1 but Jupyter Book is not installed: pip install -e '.[site]'")
         pytest.skip("Jupyter Book is not installed (pip install -e '.[site]'); CI builds the site")
-    from helpers.chapters.site import build
+    from helpers.tools.site import build
     assert build(tmp_path / "site") == 0, "the site build printed a warning or an error (run ./course site)"
     html = tmp_path / "site" / "_build" / "html"
     for nb in NB.glob("*.ipynb"):

@@ -11,7 +11,7 @@ import json
 import numpy as np
 import pytest
 
-from helpers.chapters.needs import module_missing, needed
+from helpers.tools.needs import module_missing, needed
 
 
 @pytest.fixture(scope="module")

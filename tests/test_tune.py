@@ -1,4 +1,4 @@
-"""Tuned values that follow the device (helpers/tuning.py) and `./course tune` (helpers/tune.py):
+"""Tuned values that follow the device (helpers/tuned_values.py) and `./course tune` (helpers/tune.py):
 inheritance by vendor and architecture from made-up device descriptions, the cache's location,
 the chooser searching again when the values under it change, a search that resumes after an
 interruption, and one-line errors for bad input."""
@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 
 import helpers
-from helpers import chooser, tune, tuning
-from helpers.trials import Trial
+from helpers import chooser, tune, tuned_values
+from helpers.tuning_trials import Trial
 from helpers.ops.conv_dgrad import random_problem_args
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -34,55 +34,56 @@ def files(tmp_path, monkeypatch):
                                                          "12_winograd4": {"defines": {"TM": 128}}}},
         "NVIDIA A100-SXM4-80GB": {"describe": A100, "conv_dgrad": {"08_width": {"defines": {"WG": 128, "XPW": 8}}}},
     }}))
-    monkeypatch.setattr(tuning, "TUNED", recorded)
+    monkeypatch.setattr(tuned_values, "TUNED", recorded)
     monkeypatch.setenv("COURSE_TUNE_CACHE", str(cache))
     monkeypatch.delenv("COURSE_TUNED", raising=False)
-    tuning.reload()
+    tuned_values.reload()
     yield recorded, cache
-    tuning.reload()
+    tuned_values.reload()
 
 
 def test_exact_matches_win(files):
-    t = tuning.tuned_for("conv_dgrad", "08_width", H200)
+    t = tuned_values.tuned_for("conv_dgrad", "08_width", H200)
     assert t.defines == {"WG": 64, "XPW": 7} and t.source == "results/tuned.json for this device"
 
 
 def test_the_same_architecture_comes_before_the_same_vendor(files):
     """An H100 (sm_90) takes the H200's values, not the A100's; an A100-like sm_80 GPU the A100's."""
-    t = tuning.tuned_for("conv_dgrad", "08_width", H100)
+    t = tuned_values.tuned_for("conv_dgrad", "08_width", H100)
     assert t.defines == {"WG": 64, "XPW": 7} and t.inherited
     assert "inherited from NVIDIA H200" in t.source and "same vendor and architecture, sm_90" in t.source
-    t = tuning.tuned_for("conv_dgrad", "08_width", device("NVIDIA A30", arch="sm_80"))
+    t = tuned_values.tuned_for("conv_dgrad", "08_width", device("NVIDIA A30", arch="sm_80"))
     assert t.defines == {"WG": 128, "XPW": 8} and "A100" in t.source
 
 
 def test_the_same_vendor_when_no_architecture_matches(files):
-    t = tuning.tuned_for("conv_dgrad", "12_winograd4", device("NVIDIA GeForce RTX 4090", arch="sm_89"))
+    t = tuned_values.tuned_for("conv_dgrad", "12_winograd4", device("NVIDIA GeForce RTX 4090", arch="sm_89"))
     assert t.defines == {"TM": 128} and "same vendor (nvidia), another architecture" in t.source
 
 
 def test_another_vendor_or_a_cpu_gets_the_defaults(files):
     for d in (RADEON, device("pthread-AMD EPYC", vendor="authenticamd", arch="cpu:pthread-AMD EPYC", kind="CPU"),
               device("NVIDIA H200 look-alike CPU", kind="CPU")):
-        t = tuning.tuned_for("conv_dgrad", "08_width", d)
+        t = tuned_values.tuned_for("conv_dgrad", "08_width", d)
         assert t.defines == {} and t.source.startswith("the registry's defaults")
 
 
 def test_the_learners_cache_wins_and_fresh_leaves_the_recorded_entry_out(files, monkeypatch):
     recorded, cache = files
-    tuning.record(cache, H200, {"conv_dgrad": {"08_width": {"defines": {"WG": 32}}}})
-    assert tuning.tuned_for("conv_dgrad", "08_width", H200).defines == {"WG": 32}
-    assert tuning.tuned_for("conv_dgrad", "12_winograd4", H200).source == "results/tuned.json for this device"
+    tuned_values.record(cache, H200, {"conv_dgrad": {"08_width": {"defines": {"WG": 32}}}})
+    assert tuned_values.tuned_for("conv_dgrad", "08_width", H200).defines == {"WG": 32}
+    assert tuned_values.tuned_for("conv_dgrad", "12_winograd4", H200).source == "results/tuned.json for this device"
     monkeypatch.setenv("COURSE_TUNED", "fresh")
-    tuning.reload()
-    assert tuning.tuned_for("conv_dgrad", "12_winograd4", H200).defines == {}    # the recorded entry is left out
-    assert tuning.tuned_for("conv_dgrad", "08_width", H200).defines == {"WG": 32}
+    tuned_values.reload()
+    assert tuned_values.tuned_for("conv_dgrad", "12_winograd4", H200).defines == {}    # the recorded entry is left out
+    assert tuned_values.tuned_for("conv_dgrad", "08_width", H200).defines == {"WG": 32}
     monkeypatch.setenv("COURSE_TUNED", "none")
-    tuning.reload()
-    assert tuning.tuned_for("conv_dgrad", "08_width", H200).source == "the registry's defaults (COURSE_TUNED=none)"
+    tuned_values.reload()
+    assert (tuned_values.tuned_for("conv_dgrad", "08_width", H200).source
+            == "the registry's defaults (COURSE_TUNED=none)")
     monkeypatch.setenv("COURSE_TUNED", "sometimes")
     with pytest.raises(ValueError, match="COURSE_TUNED='sometimes'"):
-        tuning.mode()
+        tuned_values.mode()
 
 
 @pytest.mark.parametrize("platform, env, want", [
@@ -97,9 +98,9 @@ def test_the_cache_lives_in_the_platforms_cache_folder(monkeypatch, platform, en
         monkeypatch.delenv(var, raising=False)
     for var, value in env.items():
         monkeypatch.setenv(var, value)
-    monkeypatch.setattr(tuning.sys, "platform", platform)
-    assert tuning.user_cache() == Path(want.format(home=Path.home()))
-    assert ROOT not in tuning.user_cache().parents
+    monkeypatch.setattr(tuned_values.sys, "platform", platform)
+    assert tuned_values.user_cache() == Path(want.format(home=Path.home()))
+    assert ROOT not in tuned_values.user_cache().parents
 
 
 ARGS = random_problem_args(1, 8, 7, 7, 16, 3, 1, 1, "none", 0)
@@ -133,11 +134,11 @@ def test_a_search_converges_one_parameter_at_a_time(files, monkeypatch):
     monkeypatch.setattr(Trial, "attempt", fake_attempt(counter))
     run = tune.tune(helpers.get_context(), 600, ("conv_dgrad",), {"width"}, progress=False, say=lambda s: None)
     assert run["stopped"].startswith("done")
-    cache = tuning.read(tuning.user_cache())
+    cache = tuned_values.read(tuned_values.user_cache())
     entry = next(iter(cache.values()))["conv_dgrad"]["08_width"]
     assert entry["done"] and entry["defines"]["WG"] == 64 and entry["defines"]["XPW"] == 8
     assert len(counter) == len(set(counter))                # no candidate timed twice
-    assert tuning.tuned_for("conv_dgrad", "08_width", helpers.engine.devices.describe(
+    assert tuned_values.tuned_for("conv_dgrad", "08_width", helpers.engine.devices.describe(
         helpers.get_context().devices[0])).source == "your tuning for this device"
 
 
@@ -154,7 +155,7 @@ def test_an_interrupted_search_resumes_without_timing_anything_twice(files, monk
     # the candidate the interruption stopped is timed again (it never finished); nothing else is
     assert counter[:len(first)] == first and counter[len(first)] == first[-1]
     assert len(counter) - 1 == len(set(counter))
-    runs = json.loads(tuning.user_cache().read_text())["runs"]
+    runs = json.loads(tuned_values.user_cache().read_text())["runs"]
     assert [h["stopped"] for h in next(iter(runs.values()))["history"]] == ["interrupted", "done: every stage's search converged"]
 
 
@@ -174,7 +175,8 @@ def test_a_budget_stops_the_search_before_a_candidate_would_overrun(files, monke
 
 def test_commit_writes_the_values_into_the_recorded_file(files, monkeypatch):
     recorded, cache = files
-    tuning.record(cache, RADEON, {"conv_dgrad": {"08_width": {"defines": {"WG": 256}, "tried": {}, "layer_set": "s"}}})
+    tuned_values.record(cache, RADEON,
+                        {"conv_dgrad": {"08_width": {"defines": {"WG": 256}, "tried": {}, "layer_set": "s"}}})
     assert tune.commit(RADEON, cache) == 1
     entry = json.loads(recorded.read_text())["devices"]["gfx1100"]
     assert entry["describe"] == RADEON and entry["conv_dgrad"]["08_width"] == {"defines": {"WG": 256}, "layer_set": "s"}
@@ -199,7 +201,7 @@ def test_the_plan_says_where_its_parameters_come_from(files):
     that the test means the same on the recorded H200 as elsewhere), builds with the defaults."""
     recorded, _ = files
     recorded.write_text(json.dumps({"devices": {}}))
-    tuning.reload()
+    tuned_values.reload()
     plan = helpers.plan_stage("conv_dgrad", "width", **ARGS)
     assert plan.tuned_source.startswith("the registry's defaults")
     plan = helpers.plan_stage("conv_dgrad", "width", defines={"WG": 64}, **ARGS)

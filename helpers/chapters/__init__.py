@@ -1,6 +1,6 @@
 """What the notebooks call on top of everything else: the first cell (notebook.start), source
-display, pictures, exercise checks (kernel gaps included), the models of chapters 03-05 and 12;
-and the tools over the notebooks: re-execution, the student edition, the rendered site.
+display, pictures, exercise checks (kernel gaps included), the models of chapters 03-05 and 12.
+The tools that build and check the course from its notebooks are helpers/tools/, not here.
 
 The first cell and what chapters show:
     notebook        start() (device, sizes, edition), source display, step and switch times
@@ -24,13 +24,6 @@ Exercises:
     exercises/      the checks, one module per chapter
     kernel_exercises  kernel gaps a learner fills with OpenCL C, run in a child process;
                     kernel_lessons: checks that an answer does what its chapter teaches
-    answers         what the student edition must not show (every line of an answer)
-Tools over the notebooks (the course's build, not its lessons):
-    execute         re-execute notebooks in place
-    editions        the student edition (no answers)
-    site            the HTML book
-    lab_times       class times measured
-    folders         what a command may write into (nothing a user made is overwritten)
-    needs           packages beyond the course's that a test or a notebook needs: skipped where
-                    missing, failed under COURSE_CI=1 (also a pytest plugin: skips a notebook that needs one)
+    answers         what the student edition must not show (every line of an answer): listings hide
+                    it as a notebook runs, so it is here; helpers/tools/editions.py writes the edition
 """

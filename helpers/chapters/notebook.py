@@ -6,7 +6,7 @@
 
 One switch selects full sizes: the environment variable COURSE_SIZE=full (for a GPU).
 
-The student edition's notebooks call ``start(edition="student")`` (helpers/chapters/editions.py
+The student edition's notebooks call ``start(edition="student")`` (helpers/tools/editions.py
 writes it so): from then on every listing and diff (``Source``) shows the kernel exercises' answer
 lines as one marker line each (helpers/chapters/answers.py), so a listing above an exercise never
 gives its answer away. A chapter author writes nothing per listing for this.

@@ -202,7 +202,7 @@ def architecture(vendor: str | None, kind: str, name: str, nv_cc: tuple | None =
 
 
 def describe(dev: cl.Device) -> dict:
-    """What tuned values are matched by (helpers/tuning.py): the device's name, its kind, its GPU
+    """What tuned values are matched by (helpers/tuned_values.py): the device's name, its kind, its GPU
     vendor word (None for CPUs) and architecture."""
     vendor, kind = vendor_of(dev), _kind(dev)
     try:

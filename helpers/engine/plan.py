@@ -81,7 +81,7 @@ class PlanSpec:
     source: str | None         # generated kernel text, or None: the kernel file as it is
     dtype: str                 # what its tensors are stored in (engine/tensor.py: STORAGE)
     check: Callable            # plan -> CheckResult: its outputs against the reference
-    tuned_source: str = ""     # where its JIT parameters come from, in words (helpers/tuning.py)
+    tuned_source: str = ""     # where its JIT parameters come from, in words (helpers/tuned_values.py)
 
 
 def out_dtype(inputs: dict, dtype: str):

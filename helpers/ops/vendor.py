@@ -38,7 +38,7 @@ def time_cuda(fn, warmup: int, repeats: int, flush_bytes: int) -> dict:
     flush (an elementwise negation) separates the calls and marks where one call's kernels begin.
 
     The two timers do not share a floor: an empty kernel measures 2.72 us by OpenCL profiling
-    events and 0.83 us by CUPTI on the H200 (helpers/floor.py). So each call is timed a second
+    events and 0.83 us by CUPTI on the H200 (helpers/timer_floor.py). So each call is timed a second
     time with CUDA events recorded around it after the flush (``events_*``), the timer whose floor
     matches OpenCL's (2.72 us). The flush runs while the host enqueues the call, so the host's
     launch time is not in it unless the call's host work outlasts the flush, which it can on

@@ -2,7 +2,7 @@
 just False, and never prints the expected answer.
 
 Solutions in the teacher notebooks sit between ``### BEGIN SOLUTION`` and ``### END SOLUTION``;
-the student edition (``./course student``, helpers/chapters/editions.py) replaces them with
+the student edition (``./course student``, helpers/tools/editions.py) replaces them with
 ``raise NotImplementedError()``. Every check catches that and says, politely, that the exercise
 is not answered yet, so the student edition runs top to bottom.
 

@@ -237,7 +237,7 @@ class CudaPlan(Plan):
 
     @staticmethod
     def describe(ctx) -> dict:
-        """The device as tuned values are matched (helpers/tuning.py)."""
+        """The device as tuned values are matched (helpers/tuned_values.py)."""
         return describe()
 
     def __init__(self, spec: PlanSpec, ctx, guard: bool):

@@ -1,9 +1,9 @@
-"""The CUDA stages on the CPU, for the tests: a kernel file built as C++ by g++ against a stand-in
+"""The emulator: CUDA stages on the CPU, for the tests: a kernel file built as C++ by g++ against a stand-in
 for the device, loaded with ctypes, launched on the OpenCL-style geometry of its Steps.
 
 A machine without an NVIDIA GPU can only compile the .cu files to PTX (nvrtc.py); this runs them,
 so their index arithmetic, their tiles' edges and the tensor-core fragments are checked against
-the NumPy reference there too (helpers/emulation.py: EmulatedPlan, tests/test_emulated.py). What
+the NumPy reference there too (helpers/emulated_stage.py: EmulatedPlan, tests/test_emulated.py). What
 the device does is in emulator/: cuda.h (threadIdx, __shared__, __syncthreads, ... for a .cu
 file), runtime.cpp (threads as fibers, barriers, launches), instructions.cpp (warp-level mma.sync
 and ldmatrix, warpgroup-level wgmma through its shared-memory descriptors, cp.async groups, the

@@ -63,7 +63,7 @@ class ClPlan(Plan):
 
     @staticmethod
     def describe(ctx: cl.Context) -> dict:
-        """The device as tuned values are matched (helpers/tuning.py)."""
+        """The device as tuned values are matched (helpers/tuned_values.py)."""
         return describe(ctx.devices[0])
 
     def __init__(self, spec: PlanSpec, ctx: cl.Context, guard: bool):

@@ -1,9 +1,9 @@
-"""`python -m helpers.chapters.site [OUT]` (or ./course site): the executed notebooks as an HTML book.
+"""`python -m helpers.tools.site [OUT]` (or ./course site): the executed notebooks as an HTML book.
 
 Builds notebooks/ (its _config.yml and _toc.yml) with Jupyter Book into OUT (default build/site)
 without executing anything, with warnings as errors (-W, -n: a broken internal link or a page
 missing from the table of contents fails the build). The pages land in OUT/_build/html. OUT must be
-new, empty, or written by this command before (helpers/chapters/folders.py). Returns the builder's exit status.
+new, empty, or written by this command before (helpers/tools/folders.py). Returns the builder's exit status.
 """
 from __future__ import annotations
 
@@ -18,7 +18,7 @@ COMMAND = "./course site"
 
 
 def build(out: Path | None = None) -> int:
-    """Build into ``out`` (a new or empty folder, or one this command wrote before: helpers/chapters/folders.py);
+    """Build into ``out`` (a new or empty folder, or one this command wrote before: helpers/tools/folders.py);
     the pages land in ``out/_build/html``."""
     from .folders import claim, seal
     out = claim(out or ROOT / "build" / "site", COMMAND)      # refused before anything is written
@@ -32,7 +32,7 @@ def build(out: Path | None = None) -> int:
 
 
 def main(argv=None) -> int:
-    """The command line (helpers/chapters/folders.py: command_line)."""
+    """The command line (helpers/tools/folders.py: command_line)."""
     from .folders import command_line
     return command_line(COMMAND, "build/site", build, argv)
 

@@ -1,7 +1,7 @@
 """The two editions of the course: the teacher notebooks (notebooks/, with solutions) and the
 student edition generated from them.
 
-    python -m helpers.chapters.editions [OUT]   # or ./course student; OUT defaults to build/student
+    python -m helpers.tools.editions [OUT]   # or ./course student; OUT defaults to build/student
 
 One convention marks what the student edition leaves out, nbgrader's: in code cells, lines between
 ``### BEGIN SOLUTION`` and ``### END SOLUTION`` (in a kernel string, ``// ### BEGIN SOLUTION``);
@@ -31,7 +31,7 @@ import shutil
 import sys
 from pathlib import Path
 
-from .answers import BEGIN, END  # noqa: F401 (the solution markers, defined with what they hide)
+from ..chapters.answers import BEGIN, END  # noqa: F401 (the solution markers, defined with what they hide)
 
 ROOT = Path(__file__).resolve().parents[2]
 TEXT_STUB = "*Your answer here (double-click to edit).*"
@@ -69,8 +69,8 @@ def student_notebook(nb, secrets: dict | None = None):
 
     from nbgrader.preprocessors import ClearSolutions
 
-    from .answers import notebook_secrets
-    from .kernel_exercises import secret_lines
+    from ..chapters.answers import notebook_secrets
+    from ..chapters.kernel_exercises import secret_lines
     secrets = {**notebook_secrets(nb), **secret_lines()} if secrets is None else secrets
     nb = copy.deepcopy(nb)
     marked = [i for i, c in enumerate(nb.cells) if has_solution(c)]
@@ -104,8 +104,8 @@ def _hide_in_output(out, secrets: dict) -> None:
     """Hide the answer lines of one stored output: stream text, plain text and markdown line by
     line; a listing's HTML re-highlighted from its hidden text; other HTML that holds an answer
     dropped (its plain text stays)."""
-    from .answers import found, hide
-    from .listing import _highlight
+    from ..chapters.answers import found, hide
+    from ..chapters.listing import _highlight
     if "text" in out:
         out["text"] = hide(out["text"], secrets)
     data = out.get("data", {})
@@ -135,8 +135,8 @@ def _unanswered_outputs(source: str) -> list:
 
     from nbformat.v4 import new_output
 
-    from .exercises import NOT_ANSWERED
-    from .kernel_exercises import NOT_ANSWERED_KERNEL
+    from ..chapters.exercises import NOT_ANSWERED
+    from ..chapters.kernel_exercises import NOT_ANSWERED_KERNEL
     lines = [NOT_ANSWERED_KERNEL if "gap.check(" in ln else NOT_ANSWERED
              for ln in source.splitlines() if re.search(r"\bcheck_\w+\(|gap\.check\(", ln)
              and not ln.lstrip().startswith(("from ", "import ", "#"))]
@@ -147,8 +147,8 @@ def write_student(out: Path | None = None) -> Path:
     """Write the student edition of every notebook (and the notebooks' other files) into ``out``."""
     import nbformat
 
-    from .answers import notebook_secrets
-    from .kernel_exercises import secret_lines
+    from ..chapters.answers import notebook_secrets
+    from ..chapters.kernel_exercises import secret_lines
     from .folders import claim, seal
     out = claim(out or ROOT / "build" / "student", COMMAND)      # refused before anything is written
     src = ROOT / "notebooks"
@@ -178,7 +178,7 @@ COMMAND = "./course student"
 
 
 def main(argv=None) -> int:
-    """The command line (helpers/chapters/folders.py: command_line)."""
+    """The command line (helpers/tools/folders.py: command_line)."""
     from .folders import command_line
 
     def write(out) -> int:

@@ -1,8 +1,8 @@
 """Class times measured, not guessed: the student edition executed notebook by notebook.
 
-    python -m helpers.chapters.lab_times              # every notebook; writes results/labs/student_times_<host>.json
-    python -m helpers.chapters.lab_times 00 02        # some (their rows replace those in the file)
-    python -m helpers.chapters.lab_times --table      # the markdown table INSTRUCTORS.md shows
+    python -m helpers.tools.lab_times              # every notebook; writes results/labs/student_times_<host>.json
+    python -m helpers.tools.lab_times 00 02        # some (their rows replace those in the file)
+    python -m helpers.tools.lab_times --table      # the markdown table INSTRUCTORS.md shows
 
 Each notebook of the student edition (``write_student``: no answers, every exercise unanswered)
 is executed top to bottom with small sizes (``COURSE_SIZE`` unset), in course order, as a
@@ -122,7 +122,7 @@ def measure(only=(), out: Path | None = None) -> Path:
     record = {"kind": "lab_times", "date": time.strftime("%Y-%m-%d"), "commit": commit,
               "machine": {"cpu": _cpu(), "cores": os.cpu_count(), "device": info["name"],
                           "platform": info["platform"]},
-              "how": "python -m helpers.chapters.lab_times: the student edition, each notebook executed top to "
+              "how": "python -m helpers.tools.lab_times: the student edition, each notebook executed top to "
                      "bottom in a fresh kernel with small sizes, in course order, the caches starting empty (a "
                      "fresh install's first pass); wall-clock seconds, kernel start included, and the kernel "
                      "process's CPU seconds",

@@ -1,7 +1,7 @@
 """Re-execute notebooks in place on the CPU path, so their committed outputs are fresh.
 
-    python -m helpers.chapters.execute                 # every notebook
-    python -m helpers.chapters.execute notebooks/02_naive_dgrad.ipynb
+    python -m helpers.tools.execute                 # every notebook
+    python -m helpers.tools.execute notebooks/02_naive_dgrad.ipynb
 
 Runs with small sizes (COURSE_SIZE unset) and strips volatile metadata (execution timestamps),
 so diffs of the committed notebooks show only what changed.

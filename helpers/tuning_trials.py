@@ -9,7 +9,7 @@ import itertools
 from .analysis.summary import geomean
 from .engine.timing import time_plan
 from .ops import op_module
-from .runner import Plan, check_plan, device_defines, prepare, reference_for, resolve
+from .runner import check_plan, device_defines, plan_problem, prepare, reference_for, resolve
 
 
 class Trial:
@@ -28,7 +28,7 @@ class Trial:
         """Median ms per problem with ``defines``; raises for a candidate that cannot run as itself."""
         times = []
         for i, problem in enumerate(self.problems):
-            plan = Plan(self.op, self.stage.name, problem, self.ctx, defines, guard=False)
+            plan = plan_problem(self.op, self.stage.name, problem, self.ctx, defines, guard=False)
             if self.own[i] and plan.stage.key != self.stage.key:
                 need = self.stage.requires(problem, {**self.stage.defines, **defines})
                 raise ValueError(f"falls back to {plan.stage.key} on {problem.label}: {need}")

@@ -1,6 +1,6 @@
 """What each timer says of a kernel that does nothing: the floor under every time the course records.
 
-    python -m helpers.floor --device nvidia        # records results/engine/timer_floor_<device>.json
+    python -m helpers.timer_floor --device nvidia  # records results/engine/timer_floor_<device>.json
 
 The course times OpenCL stages with profiling events (first kernel's start to last kernel's end),
 CUDA stages with CUDA events around the launches, and the vendor libraries with PyTorch's profiler
@@ -59,7 +59,7 @@ def cupti_floor(repeats: int = 50) -> dict:
 
 
 def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m helpers.floor", description=__doc__.split("\n")[0])
+    ap = argparse.ArgumentParser(prog="python -m helpers.timer_floor", description=__doc__.split("\n")[0])
     ap.add_argument("--device", default="nvidia", help="the OpenCL device ('nvidia', 'cpu', or part of a name)")
     a = ap.parse_args(argv)
     try:
@@ -83,7 +83,7 @@ def main(argv=None) -> int:
     else:
         rows.append({"timer": "PyTorch profiler (CUPTI)", "kernel": "x.add_(1) on one value", **cupti_floor()})
     path = names.path(names.timer_floor(info["name"]))
-    path.write_text(json.dumps({"command": f"python -m helpers.floor --device {a.device}",
+    path.write_text(json.dumps({"command": f"python -m helpers.timer_floor --device {a.device}",
                                 "date": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
                                 "device": info, "rows": rows}, indent=1) + "\n")
     for r in rows:

@@ -6,7 +6,7 @@ would hide a test that never ran, so it fails.
     module_missing("torch")    None where the module imports, else what is missing and how to install it
     notebook_missing(path)     what a notebook lacks here, from its metadata "course": {"needs": [modules]}
 
-It is also a pytest plugin (pyproject.toml's addopts: ``-p helpers.chapters.needs``): under nbval the
+It is also a pytest plugin (pyproject.toml's addopts: ``-p helpers.tools.needs``): under nbval the
 cells of a notebook whose package is missing are skipped with the reason (failed under COURSE_CI=1).
 A plugin and not a conftest.py beside the notebooks: the tests import names from tests/conftest.py
 (``from conftest import CONTEXTS``), and a second conftest.py on the path would be found instead.
