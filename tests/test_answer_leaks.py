@@ -103,8 +103,6 @@ ALLOWED = (
      "step 8's kernel computes the box's row; the exercise derives it, then asks to find that line"),
     ("15_training", "conv = 2 * n * k * h * w * c * r * s", None,
      "a convolution's FLOP count, 2·N·K·OH·OW·C·R·S, is printed beside every timing from chapter 02 on"),
-    ("16_any_shape", "return out * stride + tap * dilation - pad", ("16_any_shape",),
-     "the chapter teaches the index formula; exercise 1 writes it as a function, practice, not discovery"),
 )
 
 

@@ -950,12 +950,6 @@ def _planes_3d(plane, keep=lambda i, d: 0 <= i < d):
 
 
 CH16 = {
-    ex.check_dilated_tap: (lambda o, t, s, p, d: o * s + t * d - p, {
-        "the dilation spreads the taps, not the outputs": lambda o, t, s, p, d: o * s * d + t - p,
-        "the dilation is missing": lambda o, t, s, p, d: o * s + t - p,
-        "the padding shifts the window back": lambda o, t, s, p, d: o * s + p + t * d,
-        "the stride moves the window from output to output": lambda o, t, s, p, d: (o + t * d) * s - p,
-        "the taps are d apart, not d-1": lambda o, t, s, p, d: o * s - p + t * (d - 1)}),
     ex.check_conv3d_by_2d: (_planes_3d(lambda o, t, s, p, T: o * s - p + t), {
         "wraps around to the last planes": _planes_3d(lambda o, t, s, p, T: o * s - p + t, keep=lambda i, d: i < d),
         "the depth stride is missing": _planes_3d(lambda o, t, s, p, T: o - p + t),
