@@ -239,6 +239,49 @@ def test_kernel_gap(name, own_ctx, capsys):
     assert "does not compile" in capsys.readouterr().out
 
 
+# A second spelling of the right answer, accepted, for the gaps whose exercise asks for values only (no
+# lesson check): other names, other tests of the same bounds, the loops or the formula written otherwise.
+OTHER_SPELLINGS = {
+    # the existence tests on the candidate's expression itself, the upper bound before the division
+    "naive_checks": """
+            if (h + PAD < r || (h + PAD - r) % STRIDE) continue;
+            const int oh = (h + PAD - r) / STRIDE;
+            if (!(oh < OH)) continue;
+            for (int s = 0; s < KW; s++) {
+                const int ow_s = x - s + PAD;
+                if (ow_s < 0 || ow_s >= OW * STRIDE || ow_s % STRIDE != 0) continue;
+                const int ow = ow_s / STRIDE;""",
+    # the row test folded into the table's entries, the bound as a product, a conditional expression
+    "memo_table": """
+        const int oh_s = h - r + PAD;
+        const bool row_ok = !(oh_s < 0) && !(oh_s % STRIDE) && oh_s < OH * STRIDE;
+        for (int s = 0; s < KW; s++) {
+            const int ow_s = x - s + PAD;
+            valid[r][s] = row_ok ? (ow_s >= 0 && ow_s % STRIDE == 0 && ow_s <= (OW - 1) * STRIDE) : false;""",
+    # one unsigned comparison per axis (a negative index wraps past the extent), an if instead of ?:
+    "wino_tile_padding": """
+                float d = 0.0f;
+                if ((unsigned)h < (unsigned)IH && (unsigned)x_ < (unsigned)IW)
+                    d = GRAD_IN(x, xy, ((n * CI + ci) * IH + h) * IW + x_);""",
+    # one loop over the channel's N * HW values, the square written out, rsqrt
+    "bn_variance": """
+    float m2 = 0.0f;
+    for (int i = 0; i < N * HW; i++) {
+        const float v = x[(i / HW * C + c) * HW + i % HW] - mean;
+        m2 += v * v;
+    }
+    const float inv_std = rsqrt(eps + m2 / count);""",
+}
+
+
+@pytest.mark.parametrize("name", sorted(OTHER_SPELLINGS))
+def test_kernel_gap_accepts_a_second_spelling(name, own_ctx, capsys):
+    code = OTHER_SPELLINGS[name]
+    assert code.strip() not in _right(name)
+    assert kernel_gap(name).check(code, ctx=own_ctx), capsys.readouterr().out
+    assert capsys.readouterr().out.startswith("Correct")
+
+
 @pytest.mark.parametrize("mutate,says", [
     (lambda c: c.replace("m2 / count + eps", "m2 / count"), "has no eps"),
     (lambda c: c.replace("sqrt(m2 / count + eps)", "(sqrt(m2 / count) + eps)"), "after the square root"),
