@@ -282,6 +282,61 @@ def test_kernel_gap_accepts_a_second_spelling(name, own_ctx, capsys):
     assert capsys.readouterr().out.startswith("Correct")
 
 
+# The routes round a check that tests/test_exercise_routes.py tries on every Python exercise, for the
+# kernel gaps, route by route:
+# - a getattr route: OpenCL C has no reflection, so a kernel cannot reach code through a name built
+#   while it runs; it names code only by identifiers and macros, which the alias route covers.
+# - an alias (the course's code under another name): a kernel can call only what its own headers hold.
+#   No header of a gapped stage computes a gap's answer, but for batchnorm.h's welford_add, the same m2
+#   by Welford's update, which chapter 14 teaches as the stable way: accepted, a right answer by
+#   another method. A later stage's header cannot be included into the gap: its functions do not
+#   compile inside a kernel's body.
+# - an own implementation with a token call (right values, with a dead use of the construct asked
+#   for): only four gaps ask for a construct, and each check judges what runs, not the text: the
+#   loads that execute (weight_load, WEIGHT_LOADS's dead vload8), the work-items the vector path
+#   takes (inside_test), the segments the copy reads (tile_copy), the macro the kernel is built with
+#   (slab_swizzle); each with a dead branch below. The other five ask for values only, so any code
+#   that computes them is a right answer, and there is no construct to fake.
+# - a second spelling of the right answer, accepted: OTHER_SPELLINGS, GROUPS_DILATION_OTHER,
+#   test_kernel_gap_lessons_accept_other_right_ways, test_slab_swizzle_reads_other_argument_names.
+def test_a_later_stages_header_cannot_be_included_into_a_gap(own_ctx, capsys):
+    code = '#include "igemm_nd.h"\n' + _right("groups_dilation")      # 16_igemm_nd's gather and its taps
+    assert not kernel_gap("groups_dilation").check(code, ctx=own_ctx)
+    assert "does not compile" in capsys.readouterr().out
+
+
+def test_bn_variance_accepts_m2_by_welfords_update(own_ctx, capsys):
+    code = """
+    float m2 = 0.0f, seen = 0.0f, running = 0.0f;
+    for (int n = 0; n < N; n++)
+        for (int i = 0; i < HW; i++) welford_add(&seen, &running, &m2, x[(n * C + c) * HW + i]);
+    const float inv_std = 1.0f / sqrt(m2 / count + eps);"""
+    assert kernel_gap("bn_variance").check(code, ctx=own_ctx), capsys.readouterr().out
+
+
+@pytest.mark.parametrize("name,code,says", [
+    # the vector path's test behind a condition that never holds: every work-item takes the scalar loop
+    ("inside_test", "    const bool inside = K < 0 && x + PAD - 2 >= 0 && x + PAD < OW;", "to the scalar loop"),
+    # the patch's own order only in a dead branch: the channel fastest runs
+    ("tile_copy", lambda right: right.replace(
+        "const int kk = i / (PH * PW), py = i / PW % PH, px = i % PW;",
+        "const int kk = K < 0 ? i / (PH * PW) : i % KC, py = K < 0 ? i / PW % PH : i / KC % PH,\n"
+        "                  px = K < 0 ? i % PW : i / (KC * PH);"), "not coalesced"),
+    # the rotation defined, then replaced by the chapter's own XOR, which the kernel would run
+    ("slab_swizzle", lambda right: ROTATION + "\n#undef WADDR\n" + right, "no other directive"),
+    # the rotation in a block the compiler never sees, the XOR after it
+    ("slab_swizzle", lambda right: "#if 0\n" + ROTATION + "\n#endif\n" + right, "no other directive"),
+], ids=["inside_test", "tile_copy", "slab_swizzle-undef", "slab_swizzle-if0"])
+def test_a_dead_use_of_the_construct_asked_for_is_refused(name, code, says, own_ctx, capsys):
+    if callable(code):
+        g = kernel_gap(name)
+        src, a, b = g._lines()
+        code = code("\n".join(src[a:b + 1]))
+    assert not kernel_gap(name).check(code, ctx=own_ctx)
+    out = capsys.readouterr().out
+    assert out.startswith("Not yet") and says in out, out
+
+
 @pytest.mark.parametrize("mutate,says", [
     (lambda c: c.replace("m2 / count + eps", "m2 / count"), "has no eps"),
     (lambda c: c.replace("sqrt(m2 / count + eps)", "(sqrt(m2 / count) + eps)"), "after the square root"),

@@ -325,9 +325,16 @@ _TOKEN = re.compile(r"\s*(?:(\d+)|([A-Za-z_]\w*)|(<<|>>|[-+*/%^&|()]))")
 
 def _waddr(code: str):
     """The learner's WADDR as a Python function (row, channel, shape) -> word, or a message."""
-    m = _MACRO.search(code.replace("\\\n", " "))
+    flat = code.replace("\\\n", " ")
+    m = _MACRO.search(flat)
     if not m:
         return "write one line `#define WADDR(R, cc) ...` (the macro's name and its two arguments)"
+    # the bank model judges this macro: no other directive may change what the kernel runs (a second
+    # WADDR after an #undef, a WROW redefined, a define inside #if 0)
+    directives = [ln.strip() for ln in flat.splitlines() if ln.strip().startswith("#")]
+    if len(directives) > 1:
+        return (f"write one line `#define WADDR(R, cc) ...` and no other directive ({directives[1][:24]!r}): "
+                f"the bank model judges that macro, and the kernel must run the same one")
     row, ch, body = m.group(1), m.group(2), m.group(3).split("\n")[0].split("//")[0].split("/*")[0].strip()
     names = {row: "R", ch: "cc", "WROW": "CB", "CB": "CB", "ROWS": "ROWS", "KC": "KC", "TAPS": "TAPS"}
     out, pos = [], 0
