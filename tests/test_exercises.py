@@ -930,11 +930,11 @@ def test_slab_swizzle_refuses_a_layout_other_than_the_rotation(code, says, own_c
 def test_slab_swizzle_rotation_check_sees_every_width():
     """The XOR with R + 1 differs from the rotation at every width the check covers (so each width
     alone would refuse it), and the rotation itself passes at each."""
-    from helpers.chapters.kernel_exercises import SLAB_OTHER_TILES, SLAB_TILE, _not_the_rotation, _waddr
+    from helpers.chapters.slab_swizzle import SLAB_OTHER_TILES, SLAB_TILE, _not_the_rotation, _waddr
     xor = _waddr("#define WADDR(R, cc) ((R) * WROW + ((((cc) / 4) ^ (((R) + 1) & (CB / 4 - 1))) * 4) + (cc) % 4)")
     rot = _waddr(ROTATION)
     for tile in (SLAB_TILE, *SLAB_OTHER_TILES):
-        import helpers.chapters.kernel_exercises as ke
+        import helpers.chapters.slab_swizzle as ke
         one = (tile,)
         saved = ke.SLAB_TILE, ke.SLAB_OTHER_TILES
         ke.SLAB_TILE, ke.SLAB_OTHER_TILES = tile, ()
