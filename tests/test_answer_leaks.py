@@ -48,10 +48,12 @@ factors in every order (``reorderings``): ``o·stride − pad + t·d`` is found 
 o``. An apostrophe of prose (``chapter 11's``, ``dy'``) opens no string literal: a quote opens one only
 where no letter or digit stands before it.
 
-What this does not see: a comparison mirrored (``0 <= h`` against ``h >= 0``) or the terms of ``&&``
-reordered, a sum of more than four terms reordered, an answer shorter than the threshold (chapter
-10's ``gcd(stride, 32)``), an answer given as numbers a cell prints, and the answers of solution
-regions in markdown cells (prose).
+A comparison is also searched mirrored, alone and as an operand of ``&&`` or ``||`` (``mirrorings``:
+``h >= 0 && h < IH`` as ``0 <= h && IH > h``).
+
+What this does not see: the operands of ``&&`` reordered, a sum of more than four terms reordered,
+an answer shorter than the threshold (chapter 10's ``gcd(stride, 32)``), an answer given as numbers a
+cell prints, and the answers of solution regions in markdown cells (prose).
 
 ALLOWED lists the few places where the lesson itself must state what an exercise then asks for,
 each with its reason; an entry that no longer matches a finding fails, so the list cannot go stale.
@@ -223,8 +225,8 @@ class Answer:
                 inner = toks[opened.pop() + 1:i]
                 if any(u.value in ("&&", "||") for u in inner):
                     parts.append(inner)
-        return list(dict.fromkeys(p for part in parts for p in map(Pattern.of, reorderings(part))
-                                  if p.weight >= MIN_WEIGHT))
+        return list(dict.fromkeys(p for part in parts for spelled in (reorderings(part) + mirrorings(part))
+                                  for p in [Pattern.of(spelled)] if p.weight >= MIN_WEIGHT))
 
 
 def _split_top(toks: list[Token], ops: tuple) -> list[tuple[str, list[Token]]]:
@@ -239,6 +241,35 @@ def _split_top(toks: list[Token], ops: tuple) -> list[tuple[str, list[Token]]]:
             out.append((before, toks[start:i]))
             start, before = i + 1, t.value
     out.append((before, toks[start:]))
+    return out
+
+
+MIRROR = {"<": ">", "<=": ">=", ">": "<", ">=": "<=", "==": "==", "!=": "!="}
+
+
+def mirrorings(toks: list[Token], limit: int = REORDERINGS) -> list[list[Token]]:
+    """``toks`` with comparisons mirrored (``h >= 0 && h < IH`` is also ``0 <= h && IH > h`` and the
+    two mixed): each operand of its top-level ``&&`` and ``||`` that is one comparison, its two sides
+    swapped. The operands keep their order. ``[]`` where there is nothing to mirror."""
+    if any(t.value in ("=", "?", ":", ";", ",", "return") for t in toks):
+        return []                                      # a statement or a call: its groups are mirrored alone
+    operands = _split_top(toks, ("&&", "||"))
+    choices = []
+    for joint, part in operands:
+        sides = _split_top(part, tuple(MIRROR))
+        if len(sides) == 2 and all(side for _, side in sides):
+            (_, left), (op, right) = sides
+            choices.append([(joint, part), (joint, right + [Token("op", MIRROR[op], 0, 0)] + left)])
+        else:
+            choices.append([(joint, part)])
+    if all(len(c) == 1 for c in choices):
+        return []
+    out = []
+    for chosen in itertools.islice(itertools.product(*choices), 1, limit + 1):      # the first: toks itself
+        seq = []
+        for joint, part in chosen:
+            seq += ([Token("op", joint, 0, 0)] if joint else []) + part
+        out.append(seq)
     return out
 
 
@@ -504,3 +535,20 @@ def test_sums_and_products_are_searched_in_every_order():
                                                        "i0 + ( ph + pad - r ) / stride"}
     assert spell("a / b * c") == {"a / b * c"} and spell("(n + g) * p") == {"( n + g ) * p"}
     assert spell("a < b + c") == {"a < b + c"}                          # a comparison: not one sum
+
+
+@pytest.mark.nbgrader
+def test_an_answer_with_its_comparisons_mirrored_is_found(edition, tmp_path, course):
+    """Chapter 12's padding test ``h >= 0 && h < IH && x_ >= 0 && x_ < IW``, two comparisons mirrored and
+    the names changed, planted in chapter 03, is found."""
+    text = "Inside: `0 <= row && row < H && col >= 0 && W > col`?"
+    copy, cell = _planted(edition, tmp_path, "03_memoized_bounds", text)
+    hits = [leak for leak in leaks(copy, course) if leak.where == f"cell {cell} source"]
+    assert any(leak.answer.chapter == "12_winograd" for leak in hits), [str(h) for h in hits]
+
+
+def test_comparisons_are_searched_mirrored():
+    spell = lambda text: {" ".join(t.value for t in toks) for toks in mirrorings(tokens(text))}
+    assert spell("h >= 0 && h < IH") == {"h >= 0.0 && IH > h", "0.0 <= h && h < IH", "0.0 <= h && IH > h"}
+    assert spell("oh_s / STRIDE < OH") == {"OH > oh_s / STRIDE"}
+    assert spell("a + b") == set() and spell("ok = a < b") == set()

@@ -1,6 +1,6 @@
 """Chapter 16's exercise check (convolutions of any shape): a 3-D convolution as a sum of 2-D ones,
-naming the mistake made by what the whole answer does. The chapter's kernel exercise (groups and dilation in the input gradient's kernel) is
-a gap of helpers/chapters/kernel_exercises.py."""
+naming the mistake made by what the whole answer does. The chapter's kernel exercise (groups and
+dilation in the input gradient's kernel) is a gap of helpers/chapters/kernel_exercises.py."""
 from __future__ import annotations
 
 import numpy as np
