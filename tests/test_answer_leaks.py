@@ -43,10 +43,17 @@ hw / W``, ``first = g * (C // groups)`` is chapter 11's ``i*(TM/WM)``, and ``h +
 01's formula that every later chapter builds on. A C or Python loop header alone (``for (int s = 0;
 s < KW; s++) {``) is the frame a gap opens, not its answer.
 
-What this does not see: the same expression with its terms reordered or a comparison mirrored
-(``o·stride − pad + t·d`` against ``out * stride + tap * dilation - pad``), an answer shorter than
-the threshold (chapter 16's group ``k // (K // groups)``, chapter 10's ``gcd(stride, 32)``), an answer
-given as numbers a cell prints, and the answers of solution regions in markdown cells (prose).
+A sum is also searched with its terms in every order, and a product of names or numbers with its
+factors in every order (``reorderings``): ``o·stride − pad + t·d`` is found as ``t * d - pad + stride *
+o``. An apostrophe of prose (``chapter 11's``, ``dy'``) opens no string literal: a quote opens one only
+where no letter or digit stands before it.
+
+A comparison is also searched mirrored, alone and as an operand of ``&&`` or ``||`` (``mirrorings``:
+``h >= 0 && h < IH`` as ``0 <= h && IH > h``).
+
+What this does not see: the operands of ``&&`` reordered, a sum of more than four terms reordered,
+an answer shorter than the threshold (chapter 10's ``gcd(stride, 32)``), an answer given as numbers a
+cell prints, and the answers of solution regions in markdown cells (prose).
 
 ALLOWED lists the few places where the lesson itself must state what an exercise then asks for,
 each with its reason; an entry that no longer matches a finding fails, so the list cannot go stale.
@@ -55,6 +62,7 @@ from __future__ import annotations
 
 import dataclasses
 import html
+import itertools
 import json
 import re
 import subprocess
@@ -68,7 +76,7 @@ NOTEBOOKS = ROOT / "notebooks"
 PAGES = ("index", "GLOSSARY")          # Markdown pages of the edition, readable from every chapter
 MIN_WEIGHT = 3
 
-TOKEN = re.compile(r"""(?P<str>"[^"\n]*"|'[^'\n]*')
+TOKEN = re.compile(r"""(?P<str>(?<!\w)[rRbBfFuU]{0,2}(?:"[^"\n]*"|'[^'\n]*'))
     |(?P<num>\d+(?:\.\d*)?(?:[eE][-+]?\d+)?[fF]?)
     |(?P<tex>\\[A-Za-z]+)
     |(?P<name>[A-Za-z_]\w*)
@@ -83,6 +91,10 @@ KEYWORDS = frozenset("""const int float bool unsigned long double half char void
     None True False import from with as yield pass del global nonlocal assert raise try except finally class
     elif""".split())
 NOT_WEIGHED = frozenset("()[]{},;.:=")   # punctuation and assignment: an expression's frame, not its content
+# a sum's terms and a product's factors are also searched in other orders (``reorderings``), up to this many
+# spellings of one expression; not where the expression holds one of FRAME at its top level
+REORDERINGS = 200
+FRAME = frozenset("= == != < <= > >= && || ? : ; , += -= *= /= %= << >>".split() + ["return"])
 
 # Where the lesson itself states what an exercise asks for: (answer's chapter, text of its answer line,
 # the chapters that show it, or None for every chapter up to its own; why the lesson must show it there)
@@ -97,14 +109,8 @@ ALLOWED = (
      "the existence test is chapter 02's and 03's kernel exercise, repeated by every later direct kernel"),
     ("09_local_memory", "const int kk = i / (PH * PW)", ("09_local_memory",),
      "the weight copy beside the gap splits its index the same way, the model for the patch's split"),
-    ("12_winograd", "(h >= 0 && h < IH && x_ >= 0 && x_ < IW)", ("10_bank_conflicts",),
-     "the 2-D bounds test is chapter 09's kernel exercise, which chapter 10's kernels repeat"),
-    ("13b_hopper_wgmma_tma", "return i0 + (ph + pad - r) // stride", ("13b_hopper_wgmma_tma",),
-     "step 8's kernel computes the box's row; the exercise derives it, then asks to find that line"),
     ("15_training", "conv = 2 * n * k * h * w * c * r * s", None,
      "a convolution's FLOP count, 2·N·K·OH·OW·C·R·S, is printed beside every timing from chapter 02 on"),
-    ("16_any_shape", "return out * stride + tap * dilation - pad", ("16_any_shape",),
-     "the chapter teaches the index formula; exercise 1 writes it as a function, practice, not discovery"),
 )
 
 
@@ -116,6 +122,9 @@ class Token:
     end: int
 
 
+STAR = Token("op", "*", 0, 0)
+
+
 def tokens(text: str) -> list[Token]:
     """``text`` as tokens, white space dropped and equal spellings made one (see the docstring)."""
     out = []
@@ -124,7 +133,7 @@ def tokens(text: str) -> list[Token]:
         if kind == "num":
             value = repr(float(value.rstrip("fF")))
         elif kind == "str":
-            value = '"' + value[1:-1] + '"'
+            value = '"' + value.lstrip("rRbBfFuU")[1:-1] + '"'
         elif value in SAME:
             kind, value = "op", SAME[value]
         elif kind == "tex":
@@ -216,7 +225,92 @@ class Answer:
                 inner = toks[opened.pop() + 1:i]
                 if any(u.value in ("&&", "||") for u in inner):
                     parts.append(inner)
-        return list(dict.fromkeys(p for p in map(Pattern.of, parts) if p.weight >= MIN_WEIGHT))
+        return list(dict.fromkeys(p for part in parts for spelled in (reorderings(part) + mirrorings(part))
+                                  for p in [Pattern.of(spelled)] if p.weight >= MIN_WEIGHT))
+
+
+def _split_top(toks: list[Token], ops: tuple) -> list[tuple[str, list[Token]]]:
+    """``toks`` cut at the operators ``ops`` outside brackets: [(the operator before it, or "", the part)]."""
+    out, depth, start, before = [], 0, 0, ""
+    for i, t in enumerate(toks):
+        if t.value in ("(", "[", "{"):
+            depth += 1
+        elif t.value in (")", "]", "}"):
+            depth -= 1
+        elif depth == 0 and t.value in ops and i > start:
+            out.append((before, toks[start:i]))
+            start, before = i + 1, t.value
+    out.append((before, toks[start:]))
+    return out
+
+
+MIRROR = {"<": ">", "<=": ">=", ">": "<", ">=": "<=", "==": "==", "!=": "!="}
+
+
+def mirrorings(toks: list[Token], limit: int = REORDERINGS) -> list[list[Token]]:
+    """``toks`` with comparisons mirrored (``h >= 0 && h < IH`` is also ``0 <= h && IH > h`` and the
+    two mixed): each operand of its top-level ``&&`` and ``||`` that is one comparison, its two sides
+    swapped. The operands keep their order. ``[]`` where there is nothing to mirror."""
+    if any(t.value in ("=", "?", ":", ";", ",", "return") for t in toks):
+        return []                                      # a statement or a call: its groups are mirrored alone
+    operands = _split_top(toks, ("&&", "||"))
+    choices = []
+    for joint, part in operands:
+        sides = _split_top(part, tuple(MIRROR))
+        if len(sides) == 2 and all(side for _, side in sides):
+            (_, left), (op, right) = sides
+            choices.append([(joint, part), (joint, right + [Token("op", MIRROR[op], 0, 0)] + left)])
+        else:
+            choices.append([(joint, part)])
+    if all(len(c) == 1 for c in choices):
+        return []
+    out = []
+    for chosen in itertools.islice(itertools.product(*choices), 1, limit + 1):      # the first: toks itself
+        seq = []
+        for joint, part in chosen:
+            seq += ([Token("op", joint, 0, 0)] if joint else []) + part
+        out.append(seq)
+    return out
+
+
+def reorderings(toks: list[Token], limit: int = REORDERINGS) -> list[list[Token]]:
+    """``toks`` and the same sum written with its terms in another order, each product with its factors
+    in another order (``o * stride - pad + t * d`` is also ``t * d - pad + stride * o``): the tokens of each
+    spelling. Only where the expression holds no comparison, assignment, ``?:`` or comma anywhere (one
+    arithmetic expression) and its sum has at most four terms; a product's factors move only where each
+    is one name or number (``(n * K + g) * plane`` keeps its order: with its names renamed, a bracket
+    times a name is the shape of many a formula, chapter 03's ``W·(KH·H + KW·V)`` among them); a leading
+    minus goes with the term that follows it."""
+    if not toks or any(t.value in FRAME for t in toks if t.kind == "op") or len(toks) > 24:
+        return [toks]
+    lead = toks[0].value if toks[0].value in ("+", "-") else ""
+    terms = _split_top(toks[1:] if lead else toks, ("+", "-"))
+    terms[0] = (lead or "+", terms[0][1])
+    if len(terms) > 4 or any(not part for _, part in terms):
+        return [toks]
+
+    def factor_orders(part):
+        factors = _split_top(part, ("*",))
+        if len(factors) > 3 or any(len(f) != 1 for _, f in factors):
+            return [part]
+        out = []
+        for order in itertools.permutations([f for _, f in factors]):
+            out.append([t for i, f in enumerate(order) for t in ([STAR] if i else []) + f])
+        return out
+
+    spelled = [[(sign, f) for f in factor_orders(part)] for sign, part in terms]
+    out = [toks]
+    for order in itertools.permutations(range(len(terms))):
+        for choice in itertools.product(*(spelled[i] for i in order)):
+            seq = []
+            for j, (sign, part) in enumerate(choice):
+                if j or sign == "-":
+                    seq.append(Token("op", sign, 0, 0))
+                seq += part
+            out.append(seq)
+            if len(out) > limit:
+                return out
+    return out
 
 
 def course_order() -> list[str]:
@@ -410,3 +504,51 @@ def test_names_are_renamed_one_to_one():
     assert Pattern.of(tokens("v = s / n - e")).find(toks, anchors) is None    # operators are kept
     assert Pattern.of(tokens("o·stride − pad")).items == Pattern.of(tokens("o * stride - pad")).items
     assert Pattern.of(tokens("a >= 0 and b // 2")).items == Pattern.of(tokens("a>=0&&b/2")).items
+
+
+@pytest.mark.nbgrader
+def test_an_answer_with_its_terms_reordered_is_found(edition, tmp_path, course):
+    """13b's box row ``i0 + (ph + pad - r) // stride``, its two terms swapped and its names changed,
+    planted in chapter 13 (before 13b), is found."""
+    copy, cell = _planted(edition, tmp_path, "13_tensor_cores", "The box starts at `(p + PAD − tap) / S + first`.")
+    hits = [leak for leak in leaks(copy, course) if leak.where == f"cell {cell} source"]
+    assert any(leak.answer.chapter == "13b_hopper_wgmma_tma" for leak in hits), [str(h) for h in hits]
+
+
+@pytest.mark.nbgrader
+def test_an_answer_between_two_apostrophes_of_prose_is_found(edition, tmp_path, course):
+    """An apostrophe of prose (``02's``, ``copy's``) opens no string literal that would hide what
+    stands between two of them on one line."""
+    text = f"Chapter 02's check, then `{PLANTED_ANSWER}`: the copy's test."
+    copy, cell = _planted(edition, tmp_path, "03_memoized_bounds", text)
+    hits = [leak for leak in leaks(copy, course) if leak.where == f"cell {cell} source"]
+    assert any(leak.answer.chapter == "09_local_memory" for leak in hits), [str(h) for h in hits]
+    assert [t.kind for t in tokens("x = f'{a}' + 'b'; it's dy' of")][2:6] == ["str", "op", "str", "op"]
+
+
+def test_sums_and_products_are_searched_in_every_order():
+    spell = lambda text: {" ".join(t.value for t in toks) for toks in reorderings(tokens(text))}
+    assert "t * d - pad + stride * o" in spell("o * stride - pad + t * d")
+    assert "- pad + o * stride + t * d" in spell("o * stride - pad + t * d")
+    assert len(spell("o * stride - pad + t * d")) == 24                  # 3 terms in 6 orders, 2 x 2 factor orders
+    assert spell("( ph + pad - r ) / stride + i0") == {"( ph + pad - r ) / stride + i0",
+                                                       "i0 + ( ph + pad - r ) / stride"}
+    assert spell("a / b * c") == {"a / b * c"} and spell("(n + g) * p") == {"( n + g ) * p"}
+    assert spell("a < b + c") == {"a < b + c"}                          # a comparison: not one sum
+
+
+@pytest.mark.nbgrader
+def test_an_answer_with_its_comparisons_mirrored_is_found(edition, tmp_path, course):
+    """Chapter 12's padding test ``h >= 0 && h < IH && x_ >= 0 && x_ < IW``, two comparisons mirrored and
+    the names changed, planted in chapter 03, is found."""
+    text = "Inside: `0 <= row && row < H && col >= 0 && W > col`?"
+    copy, cell = _planted(edition, tmp_path, "03_memoized_bounds", text)
+    hits = [leak for leak in leaks(copy, course) if leak.where == f"cell {cell} source"]
+    assert any(leak.answer.chapter == "12_winograd" for leak in hits), [str(h) for h in hits]
+
+
+def test_comparisons_are_searched_mirrored():
+    spell = lambda text: {" ".join(t.value for t in toks) for toks in mirrorings(tokens(text))}
+    assert spell("h >= 0 && h < IH") == {"h >= 0.0 && IH > h", "0.0 <= h && h < IH", "0.0 <= h && IH > h"}
+    assert spell("oh_s / STRIDE < OH") == {"OH > oh_s / STRIDE"}
+    assert spell("a + b") == set() and spell("ok = a < b") == set()

@@ -235,9 +235,6 @@ ROUTES = {
     "check_arena_layout": ("train.kernels:arena_layout",
                            lambda ref, shapes, bits: (lambda lay: ({k: o for k, (o, _) in lay[0].items()}, lay[1]))(
                                ref(shapes, bits)), _arena),
-    "check_dilated_tap": ("chapters.pictures_any_shape:dilated_taps",
-                          lambda ref, o, t, s, p, d: ref((o, o), t + 1, s, p, d)[-1][0],
-                          lambda o, t, s, p, d: -p + o * s + d * t),
     "check_conv3d_by_2d": ("chapters.any_shape:by_recursion",
                            lambda ref, x, w, s, p, conv2d: ref(x, w, s, p, lower=lambda x2, w2, s2, pads, d2: conv2d(
                                x2, w2, s2, tuple(b for b, _ in pads)))[0], _conv3d),

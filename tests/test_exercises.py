@@ -239,6 +239,104 @@ def test_kernel_gap(name, own_ctx, capsys):
     assert "does not compile" in capsys.readouterr().out
 
 
+# A second spelling of the right answer, accepted, for the gaps whose exercise asks for values only (no
+# lesson check): other names, other tests of the same bounds, the loops or the formula written otherwise.
+OTHER_SPELLINGS = {
+    # the existence tests on the candidate's expression itself, the upper bound before the division
+    "naive_checks": """
+            if (h + PAD < r || (h + PAD - r) % STRIDE) continue;
+            const int oh = (h + PAD - r) / STRIDE;
+            if (!(oh < OH)) continue;
+            for (int s = 0; s < KW; s++) {
+                const int ow_s = x - s + PAD;
+                if (ow_s < 0 || ow_s >= OW * STRIDE || ow_s % STRIDE != 0) continue;
+                const int ow = ow_s / STRIDE;""",
+    # the row test folded into the table's entries, the bound as a product, a conditional expression
+    "memo_table": """
+        const int oh_s = h - r + PAD;
+        const bool row_ok = !(oh_s < 0) && !(oh_s % STRIDE) && oh_s < OH * STRIDE;
+        for (int s = 0; s < KW; s++) {
+            const int ow_s = x - s + PAD;
+            valid[r][s] = row_ok ? (ow_s >= 0 && ow_s % STRIDE == 0 && ow_s <= (OW - 1) * STRIDE) : false;""",
+    # one unsigned comparison per axis (a negative index wraps past the extent), an if instead of ?:
+    "wino_tile_padding": """
+                float d = 0.0f;
+                if ((unsigned)h < (unsigned)IH && (unsigned)x_ < (unsigned)IW)
+                    d = GRAD_IN(x, xy, ((n * CI + ci) * IH + h) * IW + x_);""",
+    # one loop over the channel's N * HW values, the square written out, rsqrt
+    "bn_variance": """
+    float m2 = 0.0f;
+    for (int i = 0; i < N * HW; i++) {
+        const float v = x[(i / HW * C + c) * HW + i % HW] - mean;
+        m2 += v * v;
+    }
+    const float inv_std = rsqrt(eps + m2 / count);""",
+}
+
+
+@pytest.mark.parametrize("name", sorted(OTHER_SPELLINGS))
+def test_kernel_gap_accepts_a_second_spelling(name, own_ctx, capsys):
+    code = OTHER_SPELLINGS[name]
+    assert code.strip() not in _right(name)
+    assert kernel_gap(name).check(code, ctx=own_ctx), capsys.readouterr().out
+    assert capsys.readouterr().out.startswith("Correct")
+
+
+# The routes round a check that tests/test_exercise_routes.py tries on every Python exercise, for the
+# kernel gaps, route by route:
+# - a getattr route: OpenCL C has no reflection, so a kernel cannot reach code through a name built
+#   while it runs; it names code only by identifiers and macros, which the alias route covers.
+# - an alias (the course's code under another name): a kernel can call only what its own headers hold.
+#   No header of a gapped stage computes a gap's answer, but for batchnorm.h's welford_add, the same m2
+#   by Welford's update, which chapter 14 teaches as the stable way: accepted, a right answer by
+#   another method. A later stage's header cannot be included into the gap: its functions do not
+#   compile inside a kernel's body.
+# - an own implementation with a token call (right values, with a dead use of the construct asked
+#   for): only four gaps ask for a construct, and each check judges what runs, not the text: the
+#   loads that execute (weight_load, WEIGHT_LOADS's dead vload8), the work-items the vector path
+#   takes (inside_test), the segments the copy reads (tile_copy), the macro the kernel is built with
+#   (slab_swizzle); each with a dead branch below. The other five ask for values only, so any code
+#   that computes them is a right answer, and there is no construct to fake.
+# - a second spelling of the right answer, accepted: OTHER_SPELLINGS, GROUPS_DILATION_OTHER,
+#   test_kernel_gap_lessons_accept_other_right_ways, test_slab_swizzle_reads_other_argument_names.
+def test_a_later_stages_header_cannot_be_included_into_a_gap(own_ctx, capsys):
+    code = '#include "igemm_nd.h"\n' + _right("groups_dilation")      # 16_igemm_nd's gather and its taps
+    assert not kernel_gap("groups_dilation").check(code, ctx=own_ctx)
+    assert "does not compile" in capsys.readouterr().out
+
+
+def test_bn_variance_accepts_m2_by_welfords_update(own_ctx, capsys):
+    code = """
+    float m2 = 0.0f, seen = 0.0f, running = 0.0f;
+    for (int n = 0; n < N; n++)
+        for (int i = 0; i < HW; i++) welford_add(&seen, &running, &m2, x[(n * C + c) * HW + i]);
+    const float inv_std = 1.0f / sqrt(m2 / count + eps);"""
+    assert kernel_gap("bn_variance").check(code, ctx=own_ctx), capsys.readouterr().out
+
+
+@pytest.mark.parametrize("name,code,says", [
+    # the vector path's test behind a condition that never holds: every work-item takes the scalar loop
+    ("inside_test", "    const bool inside = K < 0 && x + PAD - 2 >= 0 && x + PAD < OW;", "to the scalar loop"),
+    # the patch's own order only in a dead branch: the channel fastest runs
+    ("tile_copy", lambda right: right.replace(
+        "const int kk = i / (PH * PW), py = i / PW % PH, px = i % PW;",
+        "const int kk = K < 0 ? i / (PH * PW) : i % KC, py = K < 0 ? i / PW % PH : i / KC % PH,\n"
+        "                  px = K < 0 ? i % PW : i / (KC * PH);"), "not coalesced"),
+    # the rotation defined, then replaced by the chapter's own XOR, which the kernel would run
+    ("slab_swizzle", lambda right: ROTATION + "\n#undef WADDR\n" + right, "no other directive"),
+    # the rotation in a block the compiler never sees, the XOR after it
+    ("slab_swizzle", lambda right: "#if 0\n" + ROTATION + "\n#endif\n" + right, "no other directive"),
+], ids=["inside_test", "tile_copy", "slab_swizzle-undef", "slab_swizzle-if0"])
+def test_a_dead_use_of_the_construct_asked_for_is_refused(name, code, says, own_ctx, capsys):
+    if callable(code):
+        g = kernel_gap(name)
+        src, a, b = g._lines()
+        code = code("\n".join(src[a:b + 1]))
+    assert not kernel_gap(name).check(code, ctx=own_ctx)
+    out = capsys.readouterr().out
+    assert out.startswith("Not yet") and says in out, out
+
+
 @pytest.mark.parametrize("mutate,says", [
     (lambda c: c.replace("m2 / count + eps", "m2 / count"), "has no eps"),
     (lambda c: c.replace("sqrt(m2 / count + eps)", "(sqrt(m2 / count) + eps)"), "after the square root"),
@@ -832,11 +930,11 @@ def test_slab_swizzle_refuses_a_layout_other_than_the_rotation(code, says, own_c
 def test_slab_swizzle_rotation_check_sees_every_width():
     """The XOR with R + 1 differs from the rotation at every width the check covers (so each width
     alone would refuse it), and the rotation itself passes at each."""
-    from helpers.chapters.kernel_exercises import SLAB_OTHER_TILES, SLAB_TILE, _not_the_rotation, _waddr
+    from helpers.chapters.slab_swizzle import SLAB_OTHER_TILES, SLAB_TILE, _not_the_rotation, _waddr
     xor = _waddr("#define WADDR(R, cc) ((R) * WROW + ((((cc) / 4) ^ (((R) + 1) & (CB / 4 - 1))) * 4) + (cc) % 4)")
     rot = _waddr(ROTATION)
     for tile in (SLAB_TILE, *SLAB_OTHER_TILES):
-        import helpers.chapters.kernel_exercises as ke
+        import helpers.chapters.slab_swizzle as ke
         one = (tile,)
         saved = ke.SLAB_TILE, ke.SLAB_OTHER_TILES
         ke.SLAB_TILE, ke.SLAB_OTHER_TILES = tile, ()
@@ -950,12 +1048,6 @@ def _planes_3d(plane, keep=lambda i, d: 0 <= i < d):
 
 
 CH16 = {
-    ex.check_dilated_tap: (lambda o, t, s, p, d: o * s + t * d - p, {
-        "the dilation spreads the taps, not the outputs": lambda o, t, s, p, d: o * s * d + t - p,
-        "the dilation is missing": lambda o, t, s, p, d: o * s + t - p,
-        "the padding shifts the window back": lambda o, t, s, p, d: o * s + p + t * d,
-        "the stride moves the window from output to output": lambda o, t, s, p, d: (o + t * d) * s - p,
-        "the taps are d apart, not d-1": lambda o, t, s, p, d: o * s - p + t * (d - 1)}),
     ex.check_conv3d_by_2d: (_planes_3d(lambda o, t, s, p, T: o * s - p + t), {
         "wraps around to the last planes": _planes_3d(lambda o, t, s, p, T: o * s - p + t, keep=lambda i, d: i < d),
         "the depth stride is missing": _planes_3d(lambda o, t, s, p, T: o - p + t),

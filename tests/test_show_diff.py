@@ -1,5 +1,7 @@
 """show_diff's switches: a stage's -D switches resolved so that a diff holding several ideas is
 shown one idea at a time (chapters 12 and 14), and nothing else in the file changes."""
+import pytest
+
 from helpers.chapters.notebook import resolve_switches, show_diff
 
 TEXT = """#ifndef FAST
@@ -86,3 +88,19 @@ def test_a_shared_header_is_written_out_for_the_diff():
                    for ln in both)
     added = lambda lines: sum(ln.startswith("+") and not ln.startswith("+++") for ln in lines)
     assert added(both) < 0.8 * added(plain)         # delta's kernel body is no longer all new
+
+
+def test_hidden_lines_are_masked_in_both_editions():
+    """``hide``: every line holding the text, white space ignored, becomes one marker that says what
+    it held (13b's diff shows the row its exercise asks for, in the code and in two comments); a text
+    that no line holds any more is an error, not a silent no-op."""
+    switches = {"TMA": 0, "FWD": 0, "ILV": 0, "WGMMA": 1, "TMA_STORE": 0}
+    plain = show_diff("conv_dgrad", "tc_tf32_wgmma", "tc_tf32_tma", switches, {"TMA": 1}).text
+    masked = show_diff("conv_dgrad", "tc_tf32_wgmma", "tc_tf32_tma", switches, {"TMA": 1},
+                       hide={"+ (ph+PAD-r) / S": "the box's row"}).text
+    assert "(ph + PAD - r) / S" in plain and "(ph + PAD - r) /" not in masked
+    marks = [ln for ln in masked.splitlines() if "hidden: the box's row" in ln]
+    assert len(marks) == 3 and all(ln.startswith("+ ") for ln in marks), marks
+    assert len(masked.splitlines()) == len(plain.splitlines())       # three lines apart: a marker each
+    with pytest.raises(ValueError, match="no line holds"):
+        show_diff("conv_dgrad", "padded", "hoisted", hide={"(ph + PAD - r) / S": "absent"})

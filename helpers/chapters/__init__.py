@@ -22,7 +22,9 @@ Pictures, drawn from the kernels' own index arithmetic:
     pictures_any_shape (16)
 Exercises:
     exercises/      the checks, one module per chapter
-    kernel_exercises  kernel gaps a learner fills with OpenCL C, run in a child process;
+    kernel_exercises  the kernel gaps a learner fills with OpenCL C (GAPS: their lines, shapes, hints);
+    gap             a gap shown, spliced into its kernel, run in a child process and judged;
+    slab_swizzle    chapter 10's gap judged in the bank model (the learner's WADDR read as arithmetic);
                     kernel_lessons: checks that an answer does what its chapter teaches
     answers         what the student edition must not show (every line of an answer): listings hide
                     it as a notebook runs, so it is here; helpers/tools/editions.py writes the edition

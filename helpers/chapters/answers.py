@@ -88,9 +88,10 @@ def found(text: str, secrets: dict) -> list[str]:
     return [k for k in secrets if any(k in ln for ln in lines)]
 
 
-def hide(text: str, secrets: dict) -> str:
+def hide(text: str, secrets: dict, marker: str = MARKER) -> str:
     """``text`` (a kernel listing or a diff) with each line that holds an answer replaced by one
-    marker line per run of such lines, indented as the first of them (a diff keeps its column)."""
+    marker line per run of such lines, indented as the first of them (a diff keeps its column);
+    ``marker`` names the secrets' values where it says ``{names}``."""
     out, run, pending = [], [], []
 
     def flush():
@@ -100,7 +101,7 @@ def hide(text: str, secrets: dict) -> str:
             body = first[len(diff):]
             indent = body[: len(body) - len(body.lstrip())]
             names = ", ".join(dict.fromkeys(n for _, n in run))
-            out.append(diff + indent + MARKER.format(names=names))
+            out.append(diff + indent + marker.format(names=names))
             run.clear()
     for line in text.splitlines():
         flat = re.sub(r"\s+", "", line)

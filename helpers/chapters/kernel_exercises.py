@@ -1,190 +1,25 @@
-"""Kernel exercises: a stage's kernel with a marked gap that the learner fills with OpenCL C.
+"""Kernel exercises: the table of gaps, one per kernel exercise of the course.
 
     from helpers.chapters.kernel_exercises import kernel_gap
     gap = kernel_gap("naive_checks")
     gap.show()                       # the kernel, with the gap marked
     gap.check(my_code, ctx=nb.ctx)   # splice the code in, run it through the one checker
 
-The learner's code is spliced into the real kernel file in place of the gap's lines and run as a
-temporary copy of the stage (``dataclasses.replace``, passed to plan_stage; the registry is not touched) over a few labelled shapes, with guard regions (NaN before and after
-every input, canaries around every output). The verdict names the first shape that fails and
-what went wrong (does not compile, reads outside a tensor, writes outside one, wrong values)
-without printing the answer. In the student edition the teacher's code is replaced by nbgrader's
-stub (``raise NotImplementedError()``); ``check`` then says the exercise is not answered yet.
+Each entry of GAPS is a ``Gap`` (helpers/chapters/gap.py: how a gap is shown, spliced, run in a
+process of its own and judged) with the shapes it runs, the hints of each and, where the chapter
+teaches a way and not only values, the lesson that proves it (helpers/chapters/kernel_lessons.py;
+chapter 10's bank model: helpers/chapters/slab_swizzle.py). ``secret_lines()`` is every gap's
+hidden lines, course-wide, which the student edition hides in every listing.
 """
 from __future__ import annotations
 
-import dataclasses
 import functools
-import re
 
 import numpy as np
-import pyopencl as cl
 
-from ..engine.build import KernelBuildError
-from ..engine.kernels import kernel_source
-from ..engine.child import ChildDied, in_child
-from ..engine.devices import FAULT_HINT, fault_report, faulted, get_context, selector_of
-from ..engine.check import MismatchError
-from ..runner import GuardViolation, check_plan, plan_stage
-from ..stages import get_stage
 from . import kernel_lessons
-from .answers import region_secrets
-from .exercises.verdict import NOT_ANSWERED, _verdict
-from .listing import Source
-
-
-CHILD_TIMEOUT = 900   # seconds a check may take (full sizes on a CPU are slow; an endless loop is stopped)
-NOT_ANSWERED_KERNEL = ("Not answered yet: replace the two stub lines inside the string with your OpenCL C "
-                       "lines, then run this cell again.")
-
-
-@dataclasses.dataclass(frozen=True)
-class Gap:
-    op: str
-    stage: str
-    first: str       # text of the gap's first line (unique in the kernel file)
-    last: str        # text of the gap's last line (the first match after ``first``)
-    task: str        # what the gap must do, one sentence
-    cases: tuple     # (label, args function) pairs; each label names what the shape exercises
-    hints: dict = dataclasses.field(default_factory=dict)  # label -> where to look when it fails
-    before: object = None   # code -> (ok, message): a model's check before any launch (or None)
-    after: object = None    # code -> (ok, message): a model's check once the kernel is right
-    diagnose: object = None  # (args, outputs) -> the mistake the wrong values show, or "" (then the hint)
-    lesson: object = None   # (gap, code, ctx) -> (ok, message): once the values are right, proof that
-    #                         the code does what the chapter teaches (the vector path runs, the copy
-    #                         is coalesced), from the learner's code or a probe of its kernel
-    conceal: tuple = ()     # texts of kernel lines outside the gap that state its answer (a header
-    #                         comment): shown as "// ..." by show(), hidden like the gap's lines
-    spellings: tuple = ()   # the answer as other kernels write it (a later stage's copy of the gap's
-    #                         lines, shown in a diff beside it): hidden wherever it stands, like them
-    other_answer: bool = False  # the exercise asks for other lines than the kernel's own (chapter 10:
-    #                         a layout other than its XOR), so the gap's lines are no answer and the
-    #                         chapter's listings keep them; the answer is the notebook's solution
-    summary: str = ""       # the cases in a few words, said by the verdict instead of every label
-    #                         (a gap checked over a whole grid: chapter 16's)
-
-    def _lines(self):
-        src = kernel_source(get_stage(self.op, self.stage).kernel).splitlines()
-        starts = [i for i, ln in enumerate(src) if self.first in ln]
-        if len(starts) != 1:
-            raise RuntimeError(f"gap start {self.first!r} found {len(starts)} times in the kernel")
-        end = next(i for i in range(starts[0], len(src)) if self.last in src[i])
-        return src, starts[0], end
-
-    @property
-    def name(self) -> str:
-        """Its key in GAPS (how a child process finds it again)."""
-        for n, g in GAPS.items():
-            if g is self:
-                return n
-        raise ValueError("this gap is not one of GAPS (a variant made with dataclasses.replace?): a child "
-                         "process cannot rebuild it; check it with isolated=False")
-
-    def _concealed(self, line: str) -> bool:
-        return any(text in line for text in self.conceal)
-
-    def view(self) -> str:
-        """The learner's view of the kernel: the gap's lines replaced by one marked line, the
-        concealed lines by `// ...`."""
-        src, a, b = self._lines()
-        indent = src[a][: len(src[a]) - len(src[a].lstrip())]
-        keep = [(ln[: len(ln) - len(ln.lstrip())] + "// ...") if self._concealed(ln) else ln for ln in src]
-        return "\n".join(keep[:a] + [f"{indent}/* ====== the gap: {self.task} ====== */"] + keep[b + 1:])
-
-    def show(self) -> Source:
-        """The stage's kernel with the gap's lines replaced by a marked gap."""
-        return Source(self.view(), secrets=secret_lines())
-
-    def secrets(self) -> dict:
-        """{line key: gap name} of what the gap hides (helpers/chapters/answers.py): its lines and
-        the concealed ones, less those the learner's view shows anyway and the trivial ones."""
-        src, a, b = self._lines()
-        hidden = (([] if self.other_answer else src[a:b + 1]) + [ln for ln in src if self._concealed(ln)]
-                  + list(self.spellings))
-        return region_secrets(hidden, "c", self.name, self.view().splitlines())
-
-    def source(self, code: str, probe: str = "") -> str:
-        """The kernel with ``code`` in the gap (and a lesson's ``probe`` lines right after it)."""
-        src, a, b = self._lines()
-        return "\n".join(src[:a] + code.strip("\n").splitlines() + probe.splitlines() + src[b + 1:]) + "\n"
-
-    def trial(self, text: str):
-        """The stage as a temporary registry entry whose kernel is ``text`` (no fallback)."""
-        return dataclasses.replace(get_stage(self.op, self.stage), source=lambda jit: text, fallback=None)
-
-    def check(self, code: str, ctx=None, isolated: bool = True) -> bool:
-        """Run the kernel with ``code`` in the gap over every case, guarded; print one verdict.
-
-        ``isolated``: in a child process (helpers/engine/child.py) on ``ctx``'s device, so that a
-        kernel that faults takes the child down, not the notebook: the verdict then says how it
-        stopped. ``False`` runs it here, on ``ctx`` itself."""
-        if "NotImplementedError" in code or "YOUR CODE HERE" in code:
-            print(NOT_ANSWERED_KERNEL)
-            return False
-        if self.before is not None:
-            ok, message = self.before(code)
-            if not ok:
-                return _verdict(False, "", message)
-        ctx = get_context(ctx)
-        if not isolated:
-            return self._check_here(code, ctx)
-        try:
-            return in_child(_check_in_child, self.name, code, selector_of(ctx.devices[0]), timeout=CHILD_TIMEOUT)
-        except ChildDied as err:
-            why = ("a loop whose end your code moved, or a barrier that some work-items never reach" if err.timed_out
-                   else "it used an address outside the memory it may use: most likely a local-memory index runs "
-                        "past its tile, or an index past a tensor's end")
-            return _verdict(False, "", f"the kernel {err.how}: {why}. The check ran it in a process of its own, "
-                            f"so this notebook and its device are unaffected: fix the code and run the cell again.")
-
-    def _check_here(self, code: str, ctx) -> bool:
-        """``check``'s cases run in this process, on ``ctx``."""
-        if faulted(ctx):
-            return _verdict(False, "", f"an earlier check stopped with a fault on the device. {FAULT_HINT}")
-        trial = self.trial(self.source(code))
-        for label, make_args in self.cases:
-            hint = self.hints.get(label, "")
-            args = make_args()
-            try:
-                plan = plan_stage(self.op, trial, ctx=ctx, guard=True, **args)
-                plan.enqueue()
-                plan.queue.finish()
-                got = plan.outputs()
-                plan.check_guards()
-                if any(np.isnan(v).any() for v in got.values()):
-                    return _verdict(False, "", f"{label}: NaN in the result. The guard zones around "
-                                    f"each input hold NaN, so your code read outside a tensor: an index "
-                                    f"runs past an end, or a bounds check is missing or lets one position "
-                                    f"too many through. {hint}")
-                check_plan(plan)
-            except KernelBuildError as err:
-                text_, _, log = str(err).partition("Compiler log:")
-                where = [ln for ln in text_.splitlines()[1:] if ln.strip()][:6]
-                errors = [ln.strip() for ln in log.splitlines() if "error" in ln][:3]
-                return _verdict(False, "", "your code does not compile:\n" + "\n".join(where + errors))
-            except GuardViolation as err:
-                return _verdict(False, "", f"{label}: your code wrote outside a tensor ({err}). {hint}")
-            except MismatchError:
-                why = self.diagnose(args, got) if self.diagnose is not None else ""
-                return _verdict(False, "", f"{label}: the kernel runs, but its values differ from the "
-                                f"reference. {why or hint}".rstrip())
-            except cl.Error as err:   # raised by the launch, the wait or the read-back: the kernel faulted
-                where = f"Most likely a local-memory index runs past its tile. {hint}".strip()
-                return _verdict(False, "", f"{label}: the kernel {fault_report(ctx, err, where)}")
-        done = (f"{len(self.cases)} shapes ({self.summary or '; '.join(lbl for lbl, _ in self.cases)}) match "
-                f"the reference with every guard zone intact")
-        if self.lesson is not None:
-            ok, message = self.lesson(self, code, ctx)
-            if not ok:
-                return _verdict(False, "", f"{done}, but {message}")
-            done += f"; {message}"
-        if self.after is not None:
-            ok, message = self.after(code)
-            if not ok:
-                return _verdict(False, "", f"{done}, but {message}")
-            done += f"; {message}"
-        return _verdict(True, done, "")
+from .gap import NOT_ANSWERED_KERNEL, Gap  # noqa: F401 (NOT_ANSWERED_KERNEL: the editions writer's)
+from .slab_swizzle import _slab_banks, _slab_layout
 
 
 def _dgrad(*shape):
@@ -312,143 +147,6 @@ def _any_shape_summary() -> str:
 _ANY_SHAPE_CASES = _any_shape_cases()
 
 
-# Chapter 10's gap is the macro WADDR(R, cc) of 10_swizzle.cl: where weight (row R, channel cc)
-# lives in a half of the slab. The bank model reads the learner's macro as integer arithmetic at
-# the chapter's tile (C's / and % on non-negative numbers are Python's // and %). The exercise asks
-# for a layout other than the kernel's own XOR: one that places every weight as the XOR does is
-# refused before any launch, and the one accepted must need no more store passes than the XOR.
-SLAB_TILE = {"TX": 32, "TY": 4, "CB": 32, "KC": 4, "XPW": 8, "CPW": 4}
-SLAB_OTHER_TILES = ({**SLAB_TILE, "CB": 16}, {**SLAB_TILE, "CB": 64})   # a layout must hold for any CB
-_MACRO = re.compile(r"#\s*define\s+WADDR\s*\(\s*(\w+)\s*,\s*(\w+)\s*\)(.*)", re.S)
-_TOKEN = re.compile(r"\s*(?:(\d+)|([A-Za-z_]\w*)|(<<|>>|[-+*/%^&|()]))")
-
-
-def _waddr(code: str):
-    """The learner's WADDR as a Python function (row, channel, shape) -> word, or a message."""
-    m = _MACRO.search(code.replace("\\\n", " "))
-    if not m:
-        return "write one line `#define WADDR(R, cc) ...` (the macro's name and its two arguments)"
-    row, ch, body = m.group(1), m.group(2), m.group(3).split("\n")[0].split("//")[0].split("/*")[0].strip()
-    names = {row: "R", ch: "cc", "WROW": "CB", "CB": "CB", "ROWS": "ROWS", "KC": "KC", "TAPS": "TAPS"}
-    out, pos = [], 0
-    while pos < len(body):
-        tok = _TOKEN.match(body, pos)
-        if not tok or tok.end() == pos:
-            return (f"the bank model reads WADDR as integer arithmetic (+ - * / % ^ & | << >>, parentheses, "
-                    f"R, cc, CB, ROWS and numbers) and stops at {body[pos:].strip()[:12]!r}")
-        num, name, op = tok.groups()
-        if name and name not in names:
-            return f"the bank model does not know {name!r} (it knows R, cc, CB, WROW, ROWS, KC, TAPS)"
-        if num:
-            out.append(num)
-        elif name:
-            out.append(names[name] if name in (row, ch) else f"s[{names[name]!r}]")
-        else:
-            out.append("//" if op == "/" else op)
-        pos = tok.end()
-    expr = " ".join(out)
-    try:
-        fn = eval(f"lambda R, cc, s: int({expr})", {})     # only the tokens above reach here
-        fn(0, 0, {"CB": 32, "ROWS": 36, "KC": 4, "TAPS": 9})
-    except Exception:                                       # noqa: BLE001: any malformed expression
-        return "WADDR's expression does not parse as C integer arithmetic"
-    return fn
-
-
-def _slab_layout(code: str):
-    """Before any launch: every weight in its own word inside the slab, float4s whole, and a layout
-    other than the chapter's own XOR (the exercise asks for a different one)."""
-    from .local import _shape, weight_word
-    if not _MACRO.search(code):
-        return True, ""                   # no WADDR line: the compiler says what is missing
-    fn = _waddr(code)
-    if isinstance(fn, str):
-        return False, fn
-    s = _shape(SLAB_TILE, 3, 3)
-    if all(fn(r, cc, s) == weight_word("swizzle", s, r, cc) for r in range(s["ROWS"]) for cc in range(s["CB"])):
-        return False, ("your WADDR puts every weight where 10_swizzle's XOR puts it: that is the chapter's own "
-                       "layout, shown above. The exercise asks for a different one: read the task again")
-    for tile in (SLAB_TILE, *SLAB_OTHER_TILES):
-        ok, message = _slab_words(fn, _shape(tile, 3, 3))
-        if not ok:
-            return False, message if tile is SLAB_TILE else (
-                f"at CB = {tile['CB']} (a tile the search may choose), {message}: write the layout for any CB")
-    return True, ""
-
-
-def _slab_words(fn, s: dict):
-    """Every weight of one half of the slab (shape ``s``) in its own word, inside the slab, each
-    float4 of 4 channels whole and 16-byte aligned."""
-    seen = {}
-    for r in range(s["ROWS"]):
-        for cc in range(s["CB"]):
-            a = fn(r, cc, s)
-            if not 0 <= a < s["ROWS"] * s["CB"]:
-                return False, (f"weight (R={r}, cc={cc}) goes to word {a}, outside the slab's ROWS x CB = "
-                               f"{s['ROWS']} x {s['CB']} floats (the slab has no padding here)")
-            if a in seen:
-                return False, f"weights (R={seen[a][0]}, cc={seen[a][1]}) and (R={r}, cc={cc}) share word {a}"
-            seen[a] = (r, cc)
-            if cc % 4 == 0 and a % 4:
-                return False, (f"the float4 of row {r}, channels {cc}..{cc + 3}, starts at word {a}, not a multiple "
-                               f"of 4: a 16-byte read needs a 16-byte boundary")
-            if cc % 4 and a != fn(r, cc - cc % 4, s) + cc % 4:
-                return False, (f"channels {cc - cc % 4}..{cc - cc % 4 + 3} of row {r} are not one whole float4 "
-                               f"(4 consecutive words): the kernel reads them with one 16-byte read")
-    return True, ""
-
-
-def _not_the_rotation(fn) -> str:
-    """Where the learner's layout is not the task's rotation (row R moves its float4s R places
-    along the row, wrapping round), at every width of SLAB_TILE and SLAB_OTHER_TILES; "" if it is.
-    Another conflict-free layout (an XOR with another row function) is not the exercise's answer."""
-    from .local import _shape
-    for tile in (SLAB_TILE, *SLAB_OTHER_TILES):
-        s = _shape(tile, 3, 3)
-        groups = s["CB"] // 4
-        backwards = all(fn(r, 4 * u, s) == r * s["CB"] + (u - r) % groups * 4
-                        for r in range(s["ROWS"]) for u in range(groups))
-        for r in range(s["ROWS"]):
-            for u in range(groups):
-                word = fn(r, 4 * u, s)
-                if word == r * s["CB"] + (u + r) % groups * 4:
-                    continue
-                where = f"at CB = {s['CB']} ({groups} float4s a row), row {r}"
-                if backwards:
-                    return (f"{where}: your rotation turns the row the other way; the task moves row R's float4s "
-                            f"R places along the row (towards its end), wrapping round")
-                if word // s["CB"] != r:
-                    return f"{where}: float4 {u} leaves its row; a rotation keeps each row's float4s in the row"
-                return (f"{where}: float4 {u} goes to float4 {word % s['CB'] // 4} of the row, which is not {r} "
-                        f"places along it, wrapped round at the row's end: the task asks for that rotation, "
-                        f"not another layout without conflicts")
-    return ""
-
-
-def _slab_banks(code: str):
-    """Once the kernel is right: the copy's weight stores and the weight reads in the bank model."""
-    from . import local
-    from .banks import passes
-    fn = _waddr(code)
-    if isinstance(fn, str):
-        return False, fn
-    mine = local.store_extra("swizzle", "weight store", SLAB_TILE, waddr=fn)
-    best = local.store_extra("swizzle", "weight store", SLAB_TILE)
-    read = passes(local.warp_lanes("swizzle", "weight read", SLAB_TILE, waddr=fn))
-    if mine > best:
-        return False, (f"the copy's weight stores take {mine} extra passes per work-group and chunk in the bank "
-                       f"model at the chapter's tile; 10_padded takes "
-                       f"{local.store_extra('padded', 'weight store', SLAB_TILE)}, and fewer is possible with "
-                       f"no padding. Which float4 does row R's channel group go to, for 8 consecutive rows?")
-    if read > 4:
-        return False, f"one warp's float4 read of the weights takes {read} passes, more than the 4 quarter-warps"
-    off = _not_the_rotation(fn)
-    if off:
-        return False, off
-    return True, (f"the copy's weight stores take {mine} extra passes per work-group and chunk in the bank model, "
-                  f"{'as many as' if mine == best else 'fewer than'} with 10_swizzle's XOR")
-
-
 GAPS = {
     # chapter 02: the checks of the naive kernel (which output positions exist)
     "naive_checks": Gap(
@@ -566,11 +264,6 @@ def secret_lines() -> dict:
         for k in gap.secrets():
             out.setdefault(k, name)
     return out
-
-
-def _check_in_child(name: str, code: str, selector: str) -> bool:
-    """What a child process runs for Gap.check: the gap's cases on the device ``selector`` names."""
-    return kernel_gap(name)._check_here(code, get_context(selector))
 
 
 def kernel_gap(name: str) -> Gap:

@@ -89,15 +89,16 @@ def _path(op_or_path: str, stage=None) -> str:
 
 
 def show_source(op_or_path: str, stage=None, *, function=None, lines: tuple | None = None,
-                switches: dict | None = None) -> Source:
+                switches: dict | None = None, hide: dict | None = None) -> Source:
     """A stage's kernel file (or any file under kernels/), highlighted (CUDA for .cu files).
 
     A chapter shows what its text explains, not always the whole file: ``function`` (a name or a
     tuple of names) keeps only those functions, kernels and macros, each with the comment lines
     right above it, in the file's order; ``lines=(first, last)`` keeps those lines (1-based, both
     included); ``switches`` resolves those -D switches' `#if` blocks in what is shown (as
-    ``show_diff`` does). A shortened listing opens with a comment line that names the whole file,
-    its length and what was kept, so the reader knows where the rest lives."""
+    ``show_diff`` does); ``hide`` masks lines (``hidden``). A shortened listing opens with a comment
+    line that names the whole file, its length and what was kept, so the reader knows where the rest
+    lives."""
     path = _path(op_or_path, stage)
     text = kernel_source(path)
     note = ""
@@ -108,7 +109,26 @@ def show_source(op_or_path: str, stage=None, *, function=None, lines: tuple | No
         text = resolve_switches(text, switches)
         if note:
             note += " with " + ", ".join(f"{k}={v}" for k, v in switches.items())
-    return Source(note + "\n" + text if note else text, "cuda" if path.endswith(".cu") else "c")
+    return Source(hidden(note + "\n" + text if note else text, hide), "cuda" if path.endswith(".cu") else "c")
+
+
+HIDDEN = "/* ... hidden: {names} ... */"
+
+
+def hidden(text: str, hide: dict | None) -> str:
+    """``text`` with each line that holds a key of ``hide`` (white space ignored) replaced by a
+    marker that names the key's value, in both editions: a listing or diff that shows a line an
+    exercise asks for, of this chapter or a later one, which no gap of the kernel names (13b's box
+    row, a bounds test that chapter 12 asks for). ``{"+ (ph + PAD - r) / S": "the box's row (exercise
+    1)"}``; runs of masked lines become one marker."""
+    from .answers import hide as hide_lines
+    if not hide:
+        return text
+    masked = hide_lines(text, {re.sub(r"\s+", "", key): why for key, why in hide.items()}, HIDDEN)
+    missing = [key for key in hide if re.sub(r"\s+", "", key) not in re.sub(r"\s+", "", text)]
+    if missing:
+        raise ValueError(f"hide: no line holds {missing} (the kernel changed: update the call)")
+    return masked
 
 
 def _span(lines: list[str], name: str) -> tuple[int, int]:
@@ -169,7 +189,7 @@ def _excerpt(text: str, where: str, function, lines) -> tuple[str, str]:
 
 
 def show_diff(op: str, old, new, switches: dict | None = None, new_switches: dict | None = None,
-              inline: tuple = ()) -> Source:
+              inline: tuple = (), hide: dict | None = None) -> Source:
     """The unified diff between two stages' kernel files: the lesson of a chapter.
 
     Where a stage's diff holds several ideas, its switches (`#if NAME` blocks of a -D parameter)
@@ -178,7 +198,8 @@ def show_diff(op: str, old, new, switches: dict | None = None, new_switches: dic
     differently in the new file. ``show_diff(op, s, s, {"PREFETCH": 0}, {"PREFETCH": 1})`` is
     what PREFETCH=1 changes in stage s. ``inline``: headers of kernels/common whose code replaces
     their `#include` line in both files, where one stage keeps in a shared header what the other
-    writes out (11_igemm_phases' kernel is in phase_gemm.h, 11_igemm_delta's in its own file)."""
+    writes out (11_igemm_phases' kernel is in phase_gemm.h, 11_igemm_delta's in its own file).
+    ``hide``: lines masked in both editions (``hidden``)."""
     a, b = _path(op, old), _path(op, new)
     before, after = (_inlined(kernel_source(x), inline) for x in (a, b))
     if switches or new_switches:
@@ -187,7 +208,7 @@ def show_diff(op: str, old, new, switches: dict | None = None, new_switches: dic
         a += "".join(f" {k}={v}" for k, v in (switches or {}).items())
         b += "".join(f" {k}={v}" for k, v in fixed.items())
     lines = difflib.unified_diff(before.splitlines(), after.splitlines(), fromfile=a, tofile=b, lineterm="", n=2)
-    return Source("\n".join(lines), "diff")
+    return Source(hidden("\n".join(lines), hide), "diff")
 
 
 def _inlined(text: str, headers: tuple) -> str:

@@ -30,7 +30,7 @@ from .ch12a import check_wino_products
 from .ch13 import check_c_fragment, check_tf32_products, check_nhwc_offsets, check_box_starts, check_ring_waits
 from .ch14 import check_chan_merge
 from .ch15 import check_step_flops, check_igemm_launch, check_arena_layout
-from .ch16 import check_dilated_tap, check_conv3d_by_2d
+from .ch16 import check_conv3d_by_2d
 
 __all__ = ["NOT_ANSWERED", "exercise", "check_intensity", "check_output_size",
            "check_touched_outputs", "check_launch", "check_naive_bytes", "check_valid_table", "check_block_lines",
@@ -38,5 +38,4 @@ __all__ = ["NOT_ANSWERED", "exercise", "check_intensity", "check_output_size",
            "check_width_columns", "check_tile_reuse", "check_stride_passes", "check_phase_taps",
            "check_winograd_1d", "check_wino_products", "check_c_fragment", "check_tf32_products",
            "check_nhwc_offsets", "check_box_starts", "check_ring_waits", "check_chan_merge", "check_step_flops",
-           "check_igemm_launch", "check_arena_layout", "check_dilated_tap",
-           "check_conv3d_by_2d"]
+           "check_igemm_launch", "check_arena_layout", "check_conv3d_by_2d"]

@@ -1,43 +1,11 @@
-"""Chapter 16's exercise checks (convolutions of any shape): the input a dilated tap reads (the
-warm-up) and a 3-D convolution as a sum of 2-D ones. Each names the mistake made, by what the whole
-answer does. The chapter's kernel exercise (groups and dilation in the input gradient's kernel) is
-a gap of helpers/chapters/kernel_exercises.py."""
+"""Chapter 16's exercise check (convolutions of any shape): a 3-D convolution as a sum of 2-D ones,
+naming the mistake made by what the whole answer does. The chapter's kernel exercise (groups and
+dilation in the input gradient's kernel) is a gap of helpers/chapters/kernel_exercises.py."""
 from __future__ import annotations
 
 import numpy as np
 
-from .verdict import _verdict, _compare, exercise, named_mistake
-
-
-@exercise(closes=("chapters.pictures_any_shape:dilated_taps", "chapters.pictures_any_shape:draw_dilated_taps",
-                  "chapters.any_shape:gather", "chapters.any_shape:_geometry", "ops.reference:first_axis_windows",
-                  "ops.reference:_tap_window"))
-def check_dilated_tap(answer_fn) -> bool:
-    """(out, tap, stride, pad, dilation) -> the input index that output ``out`` reads through tap
-    ``tap`` on one axis (negative or past the input: in the padding)."""
-    cases = [(o, t, s, p, d) for o in (0, 1, 5) for t in (0, 1, 2) for s in (1, 2) for p in (0, 1, 4)
-             for d in (1, 2, 3)]
-    want = lambda o, t, s, p, d: o * s - p + t * d
-    mistakes = [
-        ("the dilation spreads the taps, not the outputs: it multiplies the tap, and only the tap",
-         lambda o, t, s, p, d: o * s * d + t - p),
-        ("the dilation is missing: tap t lies dilation*t positions from the window's first tap",
-         lambda o, t, s, p, d: o * s + t - p),
-        ("the padding shifts the window back: output 0's first tap reads input -pad",
-         lambda o, t, s, p, d: o * s + p + t * d),
-        ("the stride moves the window from output to output, not the taps inside it",
-         lambda o, t, s, p, d: (o + t * d) * s - p),
-        ("a dilation of d leaves d-1 gaps, but the taps are d apart, not d-1",
-         lambda o, t, s, p, d: o * s - p + t * (d - 1)),
-    ]
-    for case in cases:
-        got = answer_fn(*case)
-        if got != want(*case):
-            named = dict(zip(("output", "tap", "stride", "padding", "dilation"), case))
-            why = named_mistake(answer_fn, cases, mistakes) or _compare(got, want(*case))
-            return _verdict(False, "", ", ".join(f"{k} {v}" for k, v in named.items()) + f": you give {got}: {why}")
-    return _verdict(True, "each tap sits dilation apart inside a window that moves by the stride and starts "
-                    "at -padding", "")
+from .verdict import _verdict, exercise
 
 
 def _conv3d(x, w, stride, padding):
