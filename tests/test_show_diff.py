@@ -89,19 +89,23 @@ def test_a_shared_header_is_written_out_for_the_diff():
 
 
 def test_a_header_for_both_languages_is_shown_in_opencl_c():
-    """Chapter 10's stages keep their kernel in headers written once for OpenCL and CUDA with
-    course.h's words (dgrad_slab*.h); inlined into an OpenCL stage's diff they read in OpenCL C, so
-    09_prefetch -> 10_transposed changes only what the stage teaches, not the spelling of its
-    barriers, work-item functions and local arrays."""
+    """09_prefetch and chapter 10's stages keep their kernel in headers written once for OpenCL and
+    CUDA with course.h's words (dgrad_prefetch.h, dgrad_slab*.h); inlined into an OpenCL stage's
+    diff they read in OpenCL C, so 09_register_block -> 09_prefetch -> 10_transposed change only
+    what the stages teach, not the spelling of their barriers, work-item functions and local arrays."""
     slab = ("dgrad_slab.h", "dgrad_slab_copy.h", "dgrad_slab_kernel.h")
-    lines = str(show_diff("conv_dgrad", "prefetch", "transposed", inline=slab)).splitlines()
+    lines = str(show_diff("conv_dgrad", "prefetch", "transposed", inline=("dgrad_prefetch.h", *slab))).splitlines()
     changed = [ln for ln in lines if ln[:1] in "+-" and ln[:3] not in ("+++", "---")]
     words = ("KERNEL_LS", "LOCAL_MEM", "LOCAL_PTR", "LOCAL_ID", "GROUP_ID", "BARRIER", "RESTRICT", "GLOBAL ")
     assert not any(w in ln for ln in lines for w in words), [ln for ln in lines if any(w in ln for w in words)]
     assert not any("barrier(CLK_LOCAL_MEM_FENCE)" in ln or "get_local_id(0)" in ln for ln in changed), changed
     assert "+    __local float4 wt[2][ROWS * WROW / 4];" in lines
     assert "+#define WROW CB" in lines and "+    COPY_ONCE" in lines
-    hoisted = str(show_diff("conv_dgrad", "padded", "hoisted", inline=slab[:2] + ("dgrad_slab_hoisted.h", slab[2])))
+    assert not any("#include" in ln for ln in changed), changed
+    prefetch = str(show_diff("conv_dgrad", "register_block", "prefetch", inline=("dgrad_prefetch.h",)))
+    assert "+    barrier(CLK_LOCAL_MEM_FENCE);" in prefetch and "BARRIER" not in prefetch
+    assert '#include "dgrad_prefetch.h"' not in prefetch
+    hoisted = str(show_diff("conv_dgrad", "padded", "hoisted", inline=(*slab[:2], "dgrad_slab_hoisted.h", slab[2])))
     removed = [ln for ln in hoisted.splitlines() if ln.startswith("-") and not ln.startswith("---")]
     assert any("const int kk = (k0) + kk" in ln or "const int k = (k0) + kk" in ln for ln in removed), hoisted
     assert "+#define COPY_ONCE" in hoisted and "#include" not in hoisted
