@@ -21,4 +21,4 @@
 // NDRange: dim 0 = tile (n, tile row, tile column) x LS work-items, dim 1 = block of CB channels.
 // JIT parameters: as 09_register_block (host: helpers/launch/local.py checks them and the limits).
 
-#include "dgrad_prefetch.h"
+#include "dgrad_prefetch.h"          // the kernel: one text with the CUDA twin, 09_prefetch.cu
