@@ -252,7 +252,8 @@ def test_a_dropped_channel_is_caught(ctx, monkeypatch):
 
 
 def test_a_partial_tile_written_past_the_edge_is_caught(ctx, monkeypatch):
-    s = planted(monkeypatch, "wino_blocked", "if (oh < OH && ow < OW)", "if (oh < OH + 1 && ow < OW)")
+    s = planted(monkeypatch, "wino_blocked", "if (oh < OH && ow < OW)", "if (oh < OH + 1 && ow < OW)",
+                header="winograd_ladder.h")
     with pytest.raises(helpers.GuardViolation):
         helpers.check_stage("conv_forward", s, ctx=ctx, guard=True, **_args(dict(n=1, c=3, h=7, w=6, k=2, padding=1), 0))
 
@@ -292,7 +293,8 @@ def test_channel_major_rows_read_a_product_apart_is_caught(ctx, monkeypatch):
 def test_a_wrong_transform_coefficient_is_caught(ctx, monkeypatch):
     # the sign of one entry of the output transform flipped: A^T[1][3] = -1 instead of +1
     s = planted(monkeypatch, "wino_blocked", "wino_output_tile(m, t);",
-                "for (int b = 0; b < 4; b++) m[12 + b] = -m[12 + b]; wino_output_tile(m, t);")
+                "for (int b = 0; b < 4; b++) m[12 + b] = -m[12 + b]; wino_output_tile(m, t);",
+                header="winograd_ladder.h")
     with pytest.raises(helpers.MismatchError):
         helpers.check_stage("conv_forward", s, ctx=ctx, guard=True, **_args(dict(n=1, c=4, h=6, w=6, k=3, padding=1), 0))
 

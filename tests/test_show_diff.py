@@ -37,7 +37,7 @@ def test_resolve_switches_keeps_other_directives():
 def test_a_switch_diff_shows_only_that_switch():
     text = str(show_diff("conv_forward", "wino_blocked", "wino_blocked", {"ROTATED": 0}, {"ROTATED": 1}))
     changed = [ln for ln in text.splitlines() if ln[:1] in "+-" and ln[:3] not in ("+++", "---")]
-    assert len(changed) == 2 and all("g[rs] =" in ln for ln in changed), text
+    assert len(changed) == 2 and all(ln[1:].startswith("#define W_AT(") for ln in changed), text
     prefetch = str(show_diff("conv_forward", "wino_blocked", "wino_blocked", {"ROTATED": 0, "PREFETCH": 0},
                              {"PREFETCH": 1}))
     assert "fetch_blocks" in prefetch and "ROTATED" not in prefetch.split("\n", 2)[2]
@@ -104,3 +104,26 @@ def test_hidden_lines_are_masked_in_both_editions():
     assert len(masked.splitlines()) == len(plain.splitlines())       # three lines apart: a marker each
     with pytest.raises(ValueError, match="no line holds"):
         show_diff("conv_dgrad", "padded", "hoisted", hide={"(ph + PAD - r) / S": "absent"})
+
+
+def test_a_header_for_both_languages_is_shown_in_opencl_c():
+    """09_prefetch and chapter 10's stages keep their kernel in headers written once for OpenCL and
+    CUDA with course.h's words (dgrad_prefetch.h, dgrad_slab*.h); inlined into an OpenCL stage's
+    diff they read in OpenCL C, so 09_register_block -> 09_prefetch -> 10_transposed change only
+    what the stages teach, not the spelling of their barriers, work-item functions and local arrays."""
+    slab = ("dgrad_slab.h", "dgrad_slab_copy.h", "dgrad_slab_kernel.h")
+    lines = str(show_diff("conv_dgrad", "prefetch", "transposed", inline=("dgrad_prefetch.h", *slab))).splitlines()
+    changed = [ln for ln in lines if ln[:1] in "+-" and ln[:3] not in ("+++", "---")]
+    words = ("KERNEL_LS", "LOCAL_MEM", "LOCAL_PTR", "LOCAL_ID", "GROUP_ID", "BARRIER", "RESTRICT", "GLOBAL ")
+    assert not any(w in ln for ln in lines for w in words), [ln for ln in lines if any(w in ln for w in words)]
+    assert not any("barrier(CLK_LOCAL_MEM_FENCE)" in ln or "get_local_id(0)" in ln for ln in changed), changed
+    assert "+    __local float4 wt[2][ROWS * WROW / 4];" in lines
+    assert "+#define WROW CB" in lines and "+    COPY_ONCE" in lines
+    assert not any("#include" in ln for ln in changed), changed
+    prefetch = str(show_diff("conv_dgrad", "register_block", "prefetch", inline=("dgrad_prefetch.h",)))
+    assert "+    barrier(CLK_LOCAL_MEM_FENCE);" in prefetch and "BARRIER" not in prefetch
+    assert '#include "dgrad_prefetch.h"' not in prefetch
+    hoisted = str(show_diff("conv_dgrad", "padded", "hoisted", inline=(*slab[:2], "dgrad_slab_hoisted.h", slab[2])))
+    removed = [ln for ln in hoisted.splitlines() if ln.startswith("-") and not ln.startswith("---")]
+    assert any("const int kk = (k0) + kk" in ln or "const int k = (k0) + kk" in ln for ln in removed), hoisted
+    assert "+#define COPY_ONCE" in hoisted and "#include" not in hoisted

@@ -14,6 +14,7 @@ gives its answer away. A chapter author writes nothing per listing for this.
 from __future__ import annotations
 
 import difflib
+import functools
 import os
 import re
 from dataclasses import dataclass
@@ -198,10 +199,12 @@ def show_diff(op: str, old, new, switches: dict | None = None, new_switches: dic
     differently in the new file. ``show_diff(op, s, s, {"PREFETCH": 0}, {"PREFETCH": 1})`` is
     what PREFETCH=1 changes in stage s. ``inline``: headers of kernels/common whose code replaces
     their `#include` line in both files, where one stage keeps in a shared header what the other
-    writes out (11_igemm_phases' kernel is in phase_gemm.h, 11_igemm_delta's in its own file).
-    ``hide``: lines masked in both editions (``hidden``)."""
+    writes out (11_igemm_phases' kernel is in phase_gemm.h, 11_igemm_delta's in its own file); in an
+    OpenCL file, a header's words that course.h spells for both languages (dgrad_slab.h's) are
+    shown in OpenCL C, as the stage before it writes them. ``hide``: lines masked in both editions
+    (``hidden``)."""
     a, b = _path(op, old), _path(op, new)
-    before, after = (_inlined(kernel_source(x), inline) for x in (a, b))
+    before, after = (_inlined(kernel_source(x), inline, opencl=x.endswith(".cl")) for x in (a, b))
     if switches or new_switches:
         fixed = {**(switches or {}), **(new_switches or {})}
         before, after = resolve_switches(before, switches or {}), resolve_switches(after, fixed)
@@ -211,9 +214,10 @@ def show_diff(op: str, old, new, switches: dict | None = None, new_switches: dic
     return Source(hidden("\n".join(lines), hide), "diff")
 
 
-def _inlined(text: str, headers: tuple) -> str:
+def _inlined(text: str, headers: tuple, opencl: bool = False) -> str:
     """text with each `#include "h"` of ``headers`` replaced by h's code: without its opening
-    comment block and its include guard (the reader compares code, not a header's preamble)."""
+    comment block and its include guard (the reader compares code, not a header's preamble), and
+    with course.h's words for both languages in OpenCL C where ``opencl``."""
     for name in headers:
         body = kernel_source(f"common/{name}").splitlines()
         while body and (body[0].startswith("//") or not body[0].strip()):
@@ -221,9 +225,38 @@ def _inlined(text: str, headers: tuple) -> str:
         guard = re.match(r"#\s*ifndef\s+(\w+_H)$", body[0]) if body else None
         if guard and body[1].split()[-1] == guard.group(1) and body[-1].strip() == "#endif":
             body = body[2:-1]
+        if opencl:
+            body = [_opencl_spelling(ln) for ln in body]
         text = re.sub(rf'^#include "{re.escape(name)}".*$', lambda _: "\n".join(body).strip("\n"), text,
                       flags=re.M)
     return text
+
+
+@functools.lru_cache(maxsize=None)
+def _opencl_words() -> tuple:
+    """(pattern, replacement) for each macro of course.h's OpenCL C branch: KERNEL_LS(LS) becomes
+    `__kernel __attribute__((reqd_work_group_size(LS, 1, 1)))`, BARRIER() `barrier(CLK_LOCAL_MEM_FENCE)`."""
+    text = kernel_source("common/course.h")
+    branch = text.split("#else                                      // OpenCL C", 1)[1].split("#endif", 1)[0]
+    words = []
+    for name, params, body in re.findall(r"^#define (\w+)(?:\(([^)]*)\))? +(.*?)\s*$", branch, re.M):
+        if f"#define {name}(" in branch:          # a macro with parameters: its arguments put in place
+            names = [p.strip() for p in params.split(",") if p.strip()]
+            def expand(m, names=names, body=body):
+                args = [a.strip() for a in m.group(1).split(",")] if names else []
+                return re.sub(r"\b(\w+)\b", lambda w: args[names.index(w.group(1))] if w.group(1) in names
+                              else w.group(1), body)
+            words.append((re.compile(rf"\b{name}\(([^()]*)\)"), expand))
+        else:
+            words.append((re.compile(rf"\b{name}\b"), lambda _, body=body: body))
+    return tuple(words)
+
+
+def _opencl_spelling(line: str) -> str:
+    """A line of a header written for both languages, in OpenCL C (course.h's OpenCL branch)."""
+    for pattern, replacement in _opencl_words():
+        line = pattern.sub(replacement, line)
+    return line
 
 
 _IF = re.compile(r"^#\s*if\s+(!?)\s*(\w+)\s*$")

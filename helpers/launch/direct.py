@@ -14,7 +14,7 @@ The CUDA twins use the same grids: a CUDA grid is the OpenCL global size divided
 from __future__ import annotations
 
 from ..ops.problem import Problem
-from . import Step, round_up
+from . import dispatch, round_up
 from .unrolled import BLOCK, check_params, kernel_text
 
 def positive_wg(d: dict) -> None:
@@ -76,16 +76,7 @@ def unrolled(stage, defines: dict) -> str:
     return kernel_text(stage.kernel, defines)
 
 
-# the family's launches: its grids, by name (the registry's ``launch``)
-LAUNCHES = {grid.__name__: grid for grid in (per_input_element, channel_tiles, channel_width_tiles,
-                                             per_output_element, per_weight)}
-
-
-def steps(stage, p: Problem, d: dict) -> list:
-    grid, block = LAUNCHES[stage.launch](p, d)
-    args = tuple(p.inputs) + tuple(p.outputs) + tuple(p.scalars)
-    return [Step(stage.entry or stage.op, grid, block, args)]
-
-
-def workspace(stage, p: Problem, d: dict) -> dict:
-    return {}
+# the family's launches: its grids, by name (the registry's ``launch``), each one kernel
+LAUNCHES, steps, workspace = dispatch({grid.__name__: grid for grid in (per_input_element, channel_tiles,
+                                                                        channel_width_tiles, per_output_element,
+                                                                        per_weight)}, {})

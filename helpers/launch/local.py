@@ -13,7 +13,7 @@ Work-items compute XPW positions x CPW channels each (09_local_tile: XPW = CPW =
 from __future__ import annotations
 
 from ..ops.problem import Problem
-from . import Step
+from . import dispatch
 
 LOCAL_LIMIT = 32 * 1024    # bytes: the least local memory OpenCL guarantees (full profile)
 GROUP_LIMIT = 256          # work-items: what the devices the course targets all allow
@@ -110,14 +110,5 @@ def tiles(p: Problem, d: dict):
     return (groups * ls, -(-dims["C"] // d["CB"])), (ls, 1)
 
 
-LAUNCHES = {"tiles": tiles}     # the family's launches (the registry's ``launch``): its one grid
-
-
-def steps(stage, p: Problem, d: dict) -> list:
-    grid, block = LAUNCHES[stage.launch](p, d)
-    args = tuple(p.inputs) + tuple(p.outputs) + tuple(p.scalars)
-    return [Step(stage.entry or stage.op, grid, block, args)]
-
-
-def workspace(stage, p: Problem, d: dict) -> dict:
-    return {}
+# the family's launches (the registry's ``launch``): its one grid, one kernel
+LAUNCHES, steps, workspace = dispatch({"tiles": tiles}, {})

@@ -22,7 +22,7 @@ from ..engine.check import rtol_for_sum, rtol_mma
 from .problem import (ACT_CODES, Problem, activation_output, backward_conv_problem, reject_unknown, shape4,
                       shape_requires, tensor)
 from .conv_forward import WINOGRAD_TILES, tile_magnitude   # one tile scale for both ops
-from .shape import check_grad_output, conv_shape, rank_of, layer_args as any_shape_layer_args
+from .shape import check_grad_output, conv_shape, rank_of, gradient_layer_args
 
 OP = "conv_dgrad"
 NAME = "input gradient"  # the name tables and prose give it (helpers/analysis/compare.py)
@@ -128,10 +128,7 @@ def random_problem_args(n, c, h, w, k, kernel=3, stride=1, padding=1, activation
 
 def layer_args(layer: dict, activation: str = "none", seed: int = 0) -> dict:
     """Arguments for one layer of a set in helpers/ops/layers.py."""
-    if "size" in layer:                 # a layer of any shape (helpers/ops/layers.py: nd_layer)
-        return any_shape_layer_args(OP, layer, activation, seed)
-    return random_problem_args(layer["n"], layer["c"], layer["h"], layer["w"], layer["k"], layer["kernel"],
-                               layer["stride"], layer["padding"], activation, seed)
+    return gradient_layer_args(OP, random_problem_args, layer, activation, seed)
 
 
 def vendor_time(problem: Problem, warmup: int, repeats: int, flush_bytes: int, precision: str = "fp32"):

@@ -246,6 +246,16 @@ def random_args(op: str, x_shape: tuple, weight_shape: tuple, stride=1, padding=
     return dict(input=x, grad_output=dy, weight_shape=tuple(weight_shape), **geometry)
 
 
+def gradient_layer_args(op: str, random_problem_args, layer: dict, activation: str = "none", seed: int = 0) -> dict:
+    """Arguments of the input or the weight gradient (``op``) for one layer of a set in
+    helpers/ops/layers.py: a layer of any shape through layer_args, a 2-D layer through the
+    operation's own ``random_problem_args``."""
+    if "size" in layer:                 # a layer of any shape (helpers/ops/layers.py: nd_layer)
+        return layer_args(op, layer, activation, seed)
+    return random_problem_args(layer["n"], layer["c"], layer["h"], layer["w"], layer["k"], layer["kernel"],
+                               layer["stride"], layer["padding"], activation, seed)
+
+
 def layer_args(op: str, layer: dict, activation: str = "none", seed: int = 0) -> dict:
     """random_args for a layer of an any-shape set (helpers/ops/layers.py: kind "anyshape"); the
     forward pass of a layer with an activation gets a bias too, as conv_forward.layer_args does."""

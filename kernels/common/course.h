@@ -11,11 +11,26 @@
 #define GLOBAL_ID(d) ((int)((d) == 0 ? blockIdx.x * blockDim.x + threadIdx.x \
                           : (d) == 1 ? blockIdx.y * blockDim.y + threadIdx.y \
                                      : blockIdx.z * blockDim.z + threadIdx.z))
+// For a kernel whose one text serves both languages (conv_dgrad/10_*: dgrad_slab.h):
+#define KERNEL_LS(n) extern "C" __global__ __launch_bounds__(n)   // a kernel of work-groups of n
+#define RESTRICT __restrict__
+#define LOCAL_MEM __shared__               // a local-memory array's declaration
+#define LOCAL_PTR                          // a pointer into local memory
+#define LOCAL_ID(d) ((d) == 0 ? threadIdx.x : (d) == 1 ? threadIdx.y : threadIdx.z)
+#define GROUP_ID(d) ((d) == 0 ? blockIdx.x : (d) == 1 ? blockIdx.y : blockIdx.z)
+#define BARRIER() __syncthreads()
 #else                                      // OpenCL C
 #define KERNEL __kernel
 #define GLOBAL __global
 #define DEVICE_FN inline
 #define GLOBAL_ID(d) ((int)get_global_id(d))
+#define KERNEL_LS(n) __kernel __attribute__((reqd_work_group_size(n, 1, 1)))
+#define RESTRICT restrict
+#define LOCAL_MEM __local
+#define LOCAL_PTR __local
+#define LOCAL_ID(d) get_local_id(d)
+#define GROUP_ID(d) get_group_id(d)
+#define BARRIER() barrier(CLK_LOCAL_MEM_FENCE)
 #endif
 
 #define CEIL_DIV(a, b) (((a) + (b) - 1) / (b))

@@ -26,51 +26,19 @@
 // (0 or 1), WG (the
 // transforms' work-group, host side). helpers/stages.py pads the scratch matrices to fit.
 
-#include "course.h"
-#include "winograd_tiles.h"
-
 #ifndef ROTATED
 #define ROTATED 0   // 1: the input gradient's filter (see above)
 #endif
-
-__kernel void wino_filter(__global const float* restrict w,   // IOHW (CI, CO, 3, 3); ROTATED: (CO, CI, 3, 3)
-                          __global float* restrict U,         // (16, CIP, COP)
-                          const int CI, const int CO, const int CIP, const int COP) {
-    const int co = get_global_id(0), ci = get_global_id(1);
-    if (co >= COP) return;
-    float g[9], u[16];
-    for (int rs = 0; rs < 9; rs++)
+// Where the transforms (winograd_ladder.h) read tap rs of filter (ci, co) and store product xi:
+// U (16, CIP, COP), V (16, CIP, PP).
 #if ROTATED
-        g[rs] = (ci < CI && co < CO) ? w[(co * CI + ci) * 9 + 8 - rs] : 0.0f;   // w[co][ci][2-r][2-s]
+#define W_AT(ci, co, rs) (((co) * CI + (ci)) * 9 + 8 - (rs))    // w[co][ci][2-r][2-s]
 #else
-        g[rs] = (ci < CI && co < CO) ? w[(ci * CO + co) * 9 + rs] : 0.0f;
+#define W_AT(ci, co, rs) (((ci) * CO + (co)) * 9 + (rs))
 #endif
-    wino_filter_tile(g, u);
-    for (int xi = 0; xi < 16; xi++)
-        U[(xi * CIP + ci) * COP + co] = u[xi];         // consecutive co: consecutive addresses
-}
-
-__kernel void wino_input(__global const float* restrict x,    // (N, CI, IH, IW)
-                         __global const float* restrict xy,   // ROTATED with an activation: its output
-                         __global float* restrict V,          // (16, CIP, PP)
-                         const int N, const int CI, const int IH, const int IW, const int TH,
-                         const int TW, const int PADT, const int CIP, const int PP) {
-    const int p = get_global_id(0), ci = get_global_id(1);
-    if (p >= PP) return;
-    float d[16], v[16];
-    const int n = p / (TH * TW), th = (p / TW) % TH, tw = p % TW;
-    const int h0 = 2 * th - PADT, w0 = 2 * tw - PADT;
-    const bool live = ci < CI && p < N * TH * TW;
-    for (int i = 0; i < 4; i++)
-        for (int j = 0; j < 4; j++) {
-            const int h = h0 + i, x_ = w0 + j;
-            d[i * 4 + j] = (live && h >= 0 && h < IH && x_ >= 0 && x_ < IW)
-                           ? GRAD_IN(x, xy, ((n * CI + ci) * IH + h) * IW + x_) : 0.0f;
-        }
-    wino_input_tile(d, v);
-    for (int xi = 0; xi < 16; xi++)
-        V[(xi * CIP + ci) * PP + p] = v[xi];           // consecutive p: consecutive addresses
-}
+#define U_AT(xi, co, ci) (((xi) * CIP + (ci)) * COP + (co))   // consecutive co: consecutive addresses
+#define V_AT(xi, p, ci) (((xi) * CIP + (ci)) * PP + (p))   // consecutive p: consecutive addresses
+#include "winograd_ladder.h"       // wino_filter, wino_input, wino_output
 
 #ifndef TM
 #define TM 64    // block of M per work-group: TM output channels ...
@@ -174,21 +142,3 @@ void wino_gemm(__global const float* restrict U,    // (16, CIP, COP)
     }
 }
 
-__kernel void wino_output(__global const float* restrict M,  // (16, COP, PP)
-                          __global float* restrict y,        // (N, CO, OH, OW)
-                          const int N, const int CO, const int OH, const int OW, const int TH,
-                          const int TW, const int COP, const int PP) {
-    const int p = get_global_id(0), co = get_global_id(1);
-    if (p >= N * TH * TW || co >= CO) return;
-    float m[16], t[4];
-    for (int xi = 0; xi < 16; xi++)
-        m[xi] = M[(xi * COP + co) * PP + p];
-    wino_output_tile(m, t);
-    const int n = p / (TH * TW), th = (p / TW) % TH, tw = p % TW;
-    for (int i = 0; i < 2; i++)
-        for (int j = 0; j < 2; j++) {
-            const int oh = 2 * th + i, ow = 2 * tw + j;
-            if (oh < OH && ow < OW)                 // a partial tile at the bottom or right edge
-                y[((n * CO + co) * OH + oh) * OW + ow] = t[i * 2 + j];
-        }
-}
