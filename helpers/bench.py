@@ -28,6 +28,7 @@ from pathlib import Path
 
 import numpy as np
 
+from . import chooser
 from .analysis import names
 from .analysis.names import RESULTS, slug
 from .analysis.summary import geomean, summary, vendor_name
@@ -145,6 +146,14 @@ def run(op: str = "conv_dgrad", stages=None, layers=None, ctx=None, *, activatio
     return out
 
 
+def _choice(ctx, problem) -> dict:
+    """Where auto's first call on this layer spent its time (the chooser's cached record): the
+    reference and the candidates' builds side by side, then each candidate checked and timed."""
+    record = chooser.cached(ctx.devices[0].name).get(chooser.shape_key(problem, None), {})
+    keep = ("stage", "mode", "times_ms", "failed", "seconds", "warm_seconds", "warm_sides")
+    return {k: record[k] for k in keep if k in record}
+
+
 def _bench_layer(out, mod, op, lay, stages, ctx, activation, warmup, repeats, flush, vendor, peak, defines, bar,
                  verbose, on_row):
     """One layer of ``run``: every stage built, checked, timed and checked again; then the vendor.
@@ -186,6 +195,7 @@ def _bench_layer(out, mod, op, lay, stages, ctx, activation, warmup, repeats, fl
                "verified": verdict and verdict_after, "tuned_from": plan.tuned_source}
         if s.choose:
             row["first_call_s"] = first_call
+            row["choice"] = _choice(ctx, problem)
         if len(plan.steps) > 1:          # which kernel of the stage takes the time
             row["steps_ms"] = [[name, t.median_ms] for name, t in
                                time_steps(plan, warmup=1, repeats=max(3, repeats // 2), flush_bytes=flush)]

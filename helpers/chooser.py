@@ -120,7 +120,8 @@ def find(p: Problem, limit_bytes: int | None, time_stage, progress: bool = True,
     them, the last a stage the model has no run of when there is one, and no more once BUDGET_S
     seconds of checking and timing have passed. ``warm(names)``, when given, is called first with
     the TIMED about to be timed: the running layer builds their kernels side by side and computes
-    the reference they are all checked against meanwhile (runner.choose_stage). COURSE_AUTO=exhaustive
+    the reference they are all checked against meanwhile (runner.choose_stage), and may return the
+    seconds each side took (kept as ``warm_sides``). COURSE_AUTO=exhaustive
     times every candidate instead (until the search has cost more than RUNS runs of the best so
     far). A candidate that fails (its check, its build, its launch) is left out, named in the
     record and in a printed line; the others go on."""
@@ -141,8 +142,7 @@ def find(p: Problem, limit_bytes: int | None, time_stage, progress: bool = True,
     bar = progress_bar(min(len(order), len(order) if everything else TIMED), progress and len(order) > 1,
                        f"auto: {p.label}")
     start = time.perf_counter()
-    if warm is not None and not everything:
-        warm(order[:TIMED])
+    sides = warm(order[:TIMED]) if warm is not None and not everything else None
     built = time.perf_counter()
     times, untried, failed = {}, {}, {}
     for i, name in enumerate(order):
@@ -177,6 +177,7 @@ def find(p: Problem, limit_bytes: int | None, time_stage, progress: bool = True,
             "ranked": [[n, predicted[n]] for n in (s.name for s, _ in ranked)], "model_device": source,
             **({"untried": untried} if untried else {}), **({"failed": failed} if failed else {}),
             "seconds": round(time.perf_counter() - start, 3), "warm_seconds": round(built - start, 3),
+            **({"warm_sides": sides} if sides else {}),
             "date": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")}
 
 

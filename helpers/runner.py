@@ -18,6 +18,7 @@ fails loudly (GuardViolation, or NaN in the result).
 from __future__ import annotations
 
 import functools
+import time
 import warnings
 
 import numpy as np
@@ -65,9 +66,11 @@ def choose_stage(op: str, problem: Problem, ctx, workspace_limit: int | None) ->
         plan = plan_problem(op, name, problem, ctx, None, False, workspace_limit, expected=reference)
         return time_plan(plan, **chooser.TIMING).median_ms
 
-    def warm(names: list) -> None:
+    def warm(names: list) -> dict:
         """Build these candidates' kernels in threads (the OpenCL compiler lets go of Python's lock)
-        while the reference is computed; a failure here is met again, and reported, when timed."""
+        while the reference is computed; a failure here is met again, and reported, when timed.
+        Returns how long each side took, in seconds ({"reference": s, "builds": s}): where a first
+        call's time goes."""
         from concurrent.futures import ThreadPoolExecutor
         from .engine.build import build
         specs = []
@@ -76,11 +79,21 @@ def choose_stage(op: str, problem: Problem, ctx, workspace_limit: int | None) ->
                 specs.append(specify(op, name, problem, ctx, None, workspace_limit))
             except Exception:          # noqa: BLE001: the candidate's own error comes when it is timed
                 pass
+
+        def timed(side: str, fn, *args, **kwargs):
+            began = time.perf_counter()
+            try:
+                return fn(*args, **kwargs)
+            finally:
+                took[side] = max(took.get(side, 0.0), time.perf_counter() - began)
+        took = {}
         with ThreadPoolExecutor(max_workers=len(specs) + 1) as pool:
-            jobs = [pool.submit(reference)] + [pool.submit(build, ctx, spec.stage.kernel, spec.jit_defines,
-                                                           source=spec.source) for spec in specs]
+            jobs = [pool.submit(timed, "reference", reference)] + [
+                pool.submit(timed, "builds", build, ctx, spec.stage.kernel, spec.jit_defines, source=spec.source)
+                for spec in specs]
         for job in jobs:
             job.exception()            # waited for; raised again where it matters
+        return {side: round(s, 3) for side, s in took.items()}
     # the parameters every candidate would build with: a choice made under other tuned values is made again
     tuned = {s.key: device_defines(op, s, ctx) for s in REGISTRY[op] if s.backend == "opencl" and not s.choose}
     from .engine.devices import is_gpu     # an OpenCL context here; the CUDA path never imports pyopencl

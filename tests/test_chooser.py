@@ -162,6 +162,8 @@ def test_the_best_ranked_are_built_side_by_side_and_checked_against_one_referenc
     assert len(compiles) == chooser.TIMED, "a timed candidate was compiled again, or one was not"
     assert not any(compiles), "a candidate was compiled on the main thread, not side by side"
     assert 0 < rec["warm_seconds"] <= rec["seconds"]
+    sides = rec["warm_sides"]          # where the first call's time went: the reference beside the builds
+    assert set(sides) == {"reference", "builds"} and 0 < max(sides.values()) <= rec["warm_seconds"] + 1e-3
 
 
 def test_an_op_no_device_of_its_kind_has_recorded_takes_another_kinds_order_of_the_stages():
@@ -192,3 +194,17 @@ def test_candidates_are_judged_at_the_parameters_they_would_build_with():
     assert "igemm_blocked" in names
     names, excluded = chooser.candidates(p, plain, tuned)
     assert "igemm_blocked" not in names and "MiB > budget" in excluded["igemm_blocked"]
+
+
+def test_the_benchmark_row_of_auto_says_where_its_first_call_went(ctx, cache):
+    """bench's auto row carries the choice's record: the reference and builds side by side, then
+    the candidates timed, within the first call's seconds (what the zoo's slow first calls are
+    taken apart by)."""
+    from helpers import bench
+    out = bench.run("conv_dgrad", ["auto"], "ci", ctx=ctx, repeats=3, warmup=0, vendor=False, peak=False,
+                    progress=False)
+    row = out["rows"][0]
+    choice = row["choice"]
+    assert helpers.get_stage("conv_dgrad", choice["stage"]).key == row["ran"] and choice["times_ms"]
+    assert set(choice["warm_sides"]) == {"reference", "builds"}
+    assert choice["warm_seconds"] <= choice["seconds"] <= row["first_call_s"]
