@@ -150,7 +150,7 @@ def _choice(ctx, problem) -> dict:
     """Where auto's first call on this layer spent its time (the chooser's cached record): the
     reference and the candidates' builds side by side, then each candidate checked and timed."""
     record = chooser.cached(ctx.devices[0].name).get(chooser.shape_key(problem, None), {})
-    keep = ("stage", "mode", "times_ms", "failed", "seconds", "warm_seconds", "warm_sides")
+    keep = ("stage", "mode", "times_ms", "failed", "seconds", "warm_seconds", "warm_sides", "candidate_seconds")
     return {k: record[k] for k in keep if k in record}
 
 

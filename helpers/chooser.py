@@ -144,7 +144,7 @@ def find(p: Problem, limit_bytes: int | None, time_stage, progress: bool = True,
     start = time.perf_counter()
     sides = warm(order[:TIMED]) if warm is not None and not everything else None
     built = time.perf_counter()
-    times, untried, failed = {}, {}, {}
+    times, untried, failed, spent_on = {}, {}, {}, {}     # spent_on: each candidate's check and timing, in s
     for i, name in enumerate(order):
         spent = time.perf_counter() - built
         if times and everything and spent * 1e3 > RUNS * min(times.values()):
@@ -159,8 +159,10 @@ def find(p: Problem, limit_bytes: int | None, time_stage, progress: bool = True,
             untried.update({n: why for n in order[i:]})
             break
         bar.set_description(f"auto: {p.label}: {name}")
+        began = time.perf_counter()
         try:
             times[name] = time_stage(name)
+            spent_on[name] = round(time.perf_counter() - began, 3)
         except KeyboardInterrupt:
             raise
         except Exception as err:          # noqa: BLE001: a candidate's failure is the candidate's, not the caller's
@@ -177,7 +179,7 @@ def find(p: Problem, limit_bytes: int | None, time_stage, progress: bool = True,
             "ranked": [[n, predicted[n]] for n in (s.name for s, _ in ranked)], "model_device": source,
             **({"untried": untried} if untried else {}), **({"failed": failed} if failed else {}),
             "seconds": round(time.perf_counter() - start, 3), "warm_seconds": round(built - start, 3),
-            **({"warm_sides": sides} if sides else {}),
+            **({"warm_sides": sides} if sides else {}), "candidate_seconds": spent_on,
             "date": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")}
 
 

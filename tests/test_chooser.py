@@ -208,3 +208,5 @@ def test_the_benchmark_row_of_auto_says_where_its_first_call_went(ctx, cache):
     assert helpers.get_stage("conv_dgrad", choice["stage"]).key == row["ran"] and choice["times_ms"]
     assert set(choice["warm_sides"]) == {"reference", "builds"}
     assert choice["warm_seconds"] <= choice["seconds"] <= row["first_call_s"]
+    assert set(choice["candidate_seconds"]) == set(choice["times_ms"])
+    assert choice["warm_seconds"] + sum(choice["candidate_seconds"].values()) <= choice["seconds"] + 1e-2
