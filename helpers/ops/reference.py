@@ -144,9 +144,16 @@ def _tap_window(t: np.ndarray, tap, out, stride, dilation) -> np.ndarray:
     return t[(Ellipsis, *(slice(d * i, d * i + s * (o - 1) + 1, s) for i, o, s, d in zip(tap, out, stride, dilation)))]
 
 
-def _grouped(t: np.ndarray, groups: int) -> np.ndarray:
-    """(N, C, ...) -> (N, groups, C/groups, ...)."""
-    return t.reshape(t.shape[0], groups, t.shape[1] // groups, *t.shape[2:])
+def _channels_first(t: np.ndarray, groups: int) -> np.ndarray:
+    """(N, C, ...) -> (G, C/G, N, ...), contiguous: each tap's product below is then one matrix
+    product per group with the whole batch in its columns (BLAS at full width, not N*G small ones)."""
+    moved = np.ascontiguousarray(np.moveaxis(t, 0, 1))
+    return moved.reshape(groups, t.shape[1] // groups, *moved.shape[1:])
+
+
+def _batch_first(t: np.ndarray) -> np.ndarray:
+    """(G, C/G, N, ...) -> (N, C, ...)."""
+    return np.moveaxis(t.reshape(-1, *t.shape[2:]), 1, 0)
 
 
 def conv_forward_nd(x, weight, stride=1, padding=0, dilation=1, groups: int = 1) -> np.ndarray:
@@ -156,15 +163,15 @@ def conv_forward_nd(x, weight, stride=1, padding=0, dilation=1, groups: int = 1)
     stride, dilation, pads = per_axis(stride, rank), per_axis(dilation, rank), per_side(padding, rank)
     if rank > 3:
         return _forward_by_recursion(x, weight, stride, pads, dilation, groups)
-    kernel, kg = weight.shape[2:], weight.shape[1]
+    kernel, kg, n = weight.shape[2:], weight.shape[1], x.shape[0]
     out = output_sizes(x.shape[2:], kernel, stride, pads, dilation)
-    xp = _grouped(np.pad(x, ((0, 0), (0, 0), *pads)), groups)               # (N, G, C/G, *padded)
+    xp = _channels_first(np.pad(x, ((0, 0), (0, 0), *pads)), groups)       # (G, C/G, N, *padded)
     wg = weight.reshape(groups, -1, kg, *kernel)                            # (G, C/G, K/G, *kernel)
-    y = np.zeros((x.shape[0], groups, kg, *out))
+    y = np.zeros((groups, kg, n * int(np.prod(out))))
     for tap in np.ndindex(*kernel):
-        window = _tap_window(xp, tap, out, stride, dilation).reshape(*y.shape[:2], -1, np.prod(out, dtype=int))
-        y += np.matmul(wg[(Ellipsis, *tap)].swapaxes(1, 2), window).reshape(y.shape)   # per group: (K/G, C/G) @ (C/G, P)
-    return y.reshape(x.shape[0], groups * kg, *out)
+        window = _tap_window(xp, tap, out, stride, dilation).reshape(*xp.shape[:2], -1)   # (G, C/G, N*P)
+        y += np.matmul(wg[(Ellipsis, *tap)].swapaxes(1, 2), window)          # per group: (K/G, C/G) @ (C/G, N*P)
+    return _batch_first(y.reshape(groups, kg, n, *out))
 
 
 def conv_dgrad_nd(grad_output, weight, input_shape, stride=1, padding=0, dilation=1, groups: int = 1,
@@ -180,14 +187,14 @@ def conv_dgrad_nd(grad_output, weight, input_shape, stride=1, padding=0, dilatio
         return _dgrad_by_recursion(dy, weight, tuple(input_shape), stride, pads, dilation, groups)
     kernel, kg, out = weight.shape[2:], weight.shape[1], dy.shape[2:]
     n, c = input_shape[:2]
-    dxp = np.zeros((n, groups, c // groups, *(v + b + e for v, (b, e) in zip(input_shape[2:], pads))))
-    wg = weight.reshape(groups, -1, kg, *kernel)
-    dyg = _grouped(dy, groups)                                               # (N, G, K/G, *out)
+    dxp = np.zeros((groups, c // groups, n, *(v + b + e for v, (b, e) in zip(input_shape[2:], pads))))
+    wg = weight.reshape(groups, -1, kg, *kernel)                            # (G, C/G, K/G, *kernel)
+    dyc = _channels_first(dy, groups).reshape(groups, kg, -1)               # (G, K/G, N*P)
     for tap in np.ndindex(*kernel):
         window = _tap_window(dxp, tap, out, stride, dilation)
-        window += np.matmul(wg[(Ellipsis, *tap)], dyg.reshape(*dyg.shape[:3], -1)).reshape(window.shape)
+        window += np.matmul(wg[(Ellipsis, *tap)], dyc).reshape(window.shape)   # per group: (C/G, K/G) @ (K/G, N*P)
     inside = tuple(slice(b, b + v) for v, (b, _) in zip(input_shape[2:], pads))
-    return dxp.reshape(n, c, *dxp.shape[3:])[(Ellipsis, *inside)]
+    return _batch_first(dxp[(Ellipsis, *inside)])
 
 
 def conv_wgrad_nd(x, grad_output, weight_shape, stride=1, padding=0, dilation=1, groups: int = 1,
@@ -203,14 +210,12 @@ def conv_wgrad_nd(x, grad_output, weight_shape, stride=1, padding=0, dilation=1,
     if rank > 3:
         return _wgrad_by_recursion(x, dy, tuple(weight_shape), stride, pads, dilation, groups)
     kernel, out = tuple(weight_shape[2:]), dy.shape[2:]
-    xp = _grouped(np.pad(x, ((0, 0), (0, 0), *pads)), groups)
-    n, groups_of = x.shape[0], (groups, x.shape[1] // groups)
-    dyg = _grouped(dy, groups).reshape(n, groups, -1, int(np.prod(out)))     # positions flattened
-    dyt = dyg.transpose(1, 0, 3, 2).reshape(groups, -1, dyg.shape[2])          # (G, N*P, K/G)
-    dw = np.zeros((*groups_of, weight_shape[1], *kernel))
+    xp = _channels_first(np.pad(x, ((0, 0), (0, 0), *pads)), groups)       # (G, C/G, N, *padded)
+    dyt = _channels_first(dy, groups).reshape(groups, weight_shape[1], -1).swapaxes(1, 2)   # (G, N*P, K/G)
+    dw = np.zeros((*xp.shape[:2], weight_shape[1], *kernel))
     for tap in np.ndindex(*kernel):
-        window = _tap_window(xp, tap, out, stride, dilation).reshape(n, *groups_of, -1)
-        dw[(Ellipsis, *tap)] = np.matmul(window.transpose(1, 2, 0, 3).reshape(*groups_of, -1), dyt)  # per group
+        window = _tap_window(xp, tap, out, stride, dilation).reshape(*xp.shape[:2], -1)   # (G, C/G, N*P)
+        dw[(Ellipsis, *tap)] = np.matmul(window, dyt)                       # per group: (C/G, N*P) @ (N*P, K/G)
     return dw.reshape(weight_shape)
 
 
