@@ -43,8 +43,9 @@ MODULES = {"bench": "helpers.bench", "tune": "helpers.tune", "record": "helpers.
            "execute": "helpers.tools.execute", "student": "helpers.tools.editions",
            "site": "helpers.tools.site"}
 # test's pytest options (CI runs them): two workers, each notebook's cells on one worker, nbval's
-# checked outputs compared after tests/nbval_sanitize.cfg; --quick is tests/conftest.py's
-PYTEST = ("--dist", "loadscope", "--nbval-lax", "--nbval-current-env", "--nbval-sanitize-with",
+# checked outputs compared after tests/nbval_sanitize.cfg, the 25 slowest tests listed at the end (where
+# a run's time goes); --quick is tests/conftest.py's
+PYTEST = ("--dist", "loadscope", "--durations", "25", "--nbval-lax", "--nbval-current-env", "--nbval-sanitize-with",
           "tests/nbval_sanitize.cfg")
 # pytest options whose next argument is their value, not a path (what test's path check skips)
 VALUE_OPTIONS = {"-k", "-m", "-n", "-o", "-p", "-c", "-W", "--dist", "--maxfail", "--durations", "--tb",
