@@ -32,7 +32,8 @@ layout arithmetic that every kernel of the course shares, found in every chapter
 
 The text searched is each cell's source and each stored output (stream text, plain text, markdown,
 and HTML as the text it shows) of the student notebooks, and the two Markdown pages, each as one
-token stream (a formula broken over two lines is still found).
+token stream (a formula broken over two lines is still found). A string literal is one token, so the
+text inside each string of a cell's source is searched too (a ``hide=`` key spells the line it masks).
 
 What is too common to be an answer (``MIN_WEIGHT``): a pattern needs at least three operators and
 numbers (``+ - * / % < <= == != && || ? ** ...`` and numeric literals; brackets, commas, ``=`` and
@@ -375,6 +376,9 @@ def texts(path: Path):
         return
     for i, cell in enumerate(_cells(path)):
         yield f"cell {i} source", _text(cell["source"])
+        for m in TOKEN.finditer(_text(cell["source"])):     # a string is one token: search inside it too
+            if m.lastgroup == "str":
+                yield f"cell {i} source string", m.group().lstrip("rRbBfFuU")[1:-1]
         for out in cell.get("outputs", []):
             data = out.get("data", {})
             for kind in ("text/plain", "text/markdown"):
@@ -524,6 +528,16 @@ def test_an_answer_between_two_apostrophes_of_prose_is_found(edition, tmp_path, 
     hits = [leak for leak in leaks(copy, course) if leak.where == f"cell {cell} source"]
     assert any(leak.answer.chapter == "09_local_memory" for leak in hits), [str(h) for h in hits]
     assert [t.kind for t in tokens("x = f'{a}' + 'b'; it's dy' of")][2:6] == ["str", "op", "str", "op"]
+
+
+@pytest.mark.nbgrader
+def test_an_answer_inside_a_string_literal_is_found(edition, tmp_path, course):
+    """A string literal is one token; the text inside it is searched too (chapter 10 once masked chapter
+    12's bounds test with ``hide={"oh >= 0 && oh < OH && ow >= 0 && ow < OW": ...}``, a key that spells it)."""
+    text = f'show_diff(..., hide={{"{PLANTED_ANSWER}": "why"}})'
+    copy, cell = _planted(edition, tmp_path, "03_memoized_bounds", text)
+    hits = [leak for leak in leaks(copy, course) if leak.where == f"cell {cell} source string"]
+    assert any(leak.answer.chapter == "09_local_memory" for leak in hits), [str(h) for h in hits]
 
 
 def test_sums_and_products_are_searched_in_every_order():

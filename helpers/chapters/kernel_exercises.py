@@ -191,6 +191,7 @@ GAPS = {
          "3x3, no padding": "Patch row py is dy row oh0 + py: does the bounds check cover both ends?",
          "5x5, padding 2, K not a multiple of KC": "The last chunk runs past K: which output channels exist?"},
         lesson=kernel_lessons.coalesced_copy,
+        conceal=("// Memory safety: the copy reads dy only at (k < K, 0 <= oh < OH, 0 <= ow < OW)",),
         # 09_prefetch's copy of these lines, shown in chapter 09's diff beside the gap
         spellings=("oh = oh0 + py, ow = ow0 + px", "k < K && oh >= 0 && oh < OH && ow >= 0 && ow < OW",
                    "ok ? GRAD_IN(dy, y, ((n * K + k) * OH + oh) * OW + ow) : 0.0f",
