@@ -6,7 +6,8 @@
 // and easy to read, but only C work-items run (a GPU wants tens of thousands), and neighbouring
 // work-items read addresses H*W floats apart, so no load is coalesced.
 //
-// Kernels (arguments in helpers/ops/batchnorm_*.py order):
+// Kernels (arguments in helpers/ops/batchnorm_*.py order; batchnorm.h spells each list once for every
+// stage, BN_FORWARD_TRAIN_ARGS, BN_FORWARD_INFER_ARGS, BN_BACKWARD_ARGS):
 //   bn_forward_train  x, gamma, beta, running_mean, running_var -> y, mean, inv_std,
 //                     running_mean_out, running_var_out; N, C, HW, eps, momentum
 //   bn_forward_infer  x, gamma, beta, running_mean, running_var -> y; N, C, HW, eps

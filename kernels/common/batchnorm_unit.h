@@ -1,7 +1,7 @@
 // A unit of the batch-norm stages that cut a channel into blocks (kernels/batchnorm/05_fused.cl,
 // 06_one_pass.cl), chapter 14: a float4 when VEC4 (H*W % 4 == 0, so that no float4 straddles two
-// slabs), else a float, and the operations on it. Included after batchnorm.h and the stage's VEC4
-// default.
+// slabs), else a float, and the operations on it. Reads VEC4: included after batchnorm.h and the
+// stage's VEC4 default.
 #ifndef BATCHNORM_UNIT_H
 #define BATCHNORM_UNIT_H
 
