@@ -127,3 +127,26 @@ def test_a_header_for_both_languages_is_shown_in_opencl_c():
     removed = [ln for ln in hoisted.splitlines() if ln.startswith("-") and not ln.startswith("---")]
     assert any("const int kk = (k0) + kk" in ln or "const int k = (k0) + kk" in ln for ln in removed), hoisted
     assert "+#define COPY_ONCE" in hoisted and "#include" not in hoisted
+
+
+def test_batch_norm_unit_is_written_out_where_a_diff_changes_it():
+    """Stages 05 and 06 take their unit (a float4 when VEC4, else a float) from batchnorm_unit.h:
+    chapter 14's two diffs that change the unit (04 -> 05, and VEC4=0 in stage 05) inline it, so
+    they show the unit's lines, not an added #include or nothing."""
+    import json
+    from pathlib import Path
+
+    def changed(text):
+        return [ln for ln in text.splitlines() if ln[:1] in "+-" and ln[:3] not in ("+++", "---")]
+
+    unit = ("batchnorm_unit.h",)
+    added = changed(show_diff("batchnorm_forward", "vec4", "fused", {"VEC4": 1, "REVERSE": 0, "EARLY_LOADS": 0},
+                              inline=unit).text)
+    assert "+typedef float4 unit_t;" in added and not any("#include" in ln for ln in added), added
+    scalar = changed(show_diff("batchnorm_forward", "fused", "fused", {"VEC4": 1, "REVERSE": 1, "EARLY_LOADS": 1},
+                               {"VEC4": 0}, inline=unit).text)
+    assert "-typedef float4 unit_t;" in scalar and "+typedef float unit_t;" in scalar, scalar
+    notebook = json.loads((Path(__file__).parent.parent / "notebooks" / "14_batch_norm.ipynb").read_text())
+    calls = ["".join(c["source"]) for c in notebook["cells"] if c["cell_type"] == "code"]
+    calls = [c for c in calls if c.startswith("show_diff(") and ('"vec4", "fused"' in c or '{"VEC4": 0}' in c)]
+    assert len(calls) == 2 and all('inline=("batchnorm_unit.h",)' in c for c in calls), calls

@@ -6,7 +6,8 @@
 // and easy to read, but only C work-items run (a GPU wants tens of thousands), and neighbouring
 // work-items read addresses H*W floats apart, so no load is coalesced.
 //
-// Kernels (arguments in helpers/ops/batchnorm_*.py order):
+// Kernels (arguments in helpers/ops/batchnorm_*.py order; batchnorm.h spells each list once for every
+// stage, BN_FORWARD_TRAIN_ARGS, BN_FORWARD_INFER_ARGS, BN_BACKWARD_ARGS):
 //   bn_forward_train  x, gamma, beta, running_mean, running_var -> y, mean, inv_std,
 //                     running_mean_out, running_var_out; N, C, HW, eps, momentum
 //   bn_forward_infer  x, gamma, beta, running_mean, running_var -> y; N, C, HW, eps
@@ -23,13 +24,7 @@
 #define UPDATE_RUNNING 0
 #endif
 
-__kernel void bn_forward_train(__global const float* x, __global const float* gamma,
-                               __global const float* beta, __global const float* running_mean,
-                               __global const float* running_var, __global float* y,
-                               __global float* mean_out, __global float* inv_std_out,
-                               __global float* running_mean_out, __global float* running_var_out,
-                               const int N, const int C, const int HW, const float eps,
-                               const float momentum) {
+__kernel void bn_forward_train(BN_FORWARD_TRAIN_ARGS) {
     const int c = get_global_id(0);
     if (c >= C) return;
     const float count = (float)N * (float)HW;
@@ -53,17 +48,11 @@ __kernel void bn_forward_train(__global const float* x, __global const float* ga
             const int e = (n * C + c) * HW + i;
             y[e] = fma(x[e] - mean, scale, beta[c]);
         }
-    mean_out[c] = mean;
-    inv_std_out[c] = inv_std;
-#if UPDATE_RUNNING
-    running_update(running_mean, running_var, running_mean_out, running_var_out, c, count, mean, m2, momentum);
-#endif
+    store_stats(mean_out, inv_std_out, running_mean, running_var, running_mean_out, running_var_out,
+                c, count, mean, inv_std, m2, momentum, UPDATE_RUNNING);
 }
 
-__kernel void bn_forward_infer(__global const float* x, __global const float* gamma,
-                               __global const float* beta, __global const float* running_mean,
-                               __global const float* running_var, __global float* y,
-                               const int N, const int C, const int HW, const float eps) {
+__kernel void bn_forward_infer(BN_FORWARD_INFER_ARGS) {
     const int c = get_global_id(0);
     if (c >= C) return;
     const float scale = gamma[c] / sqrt(running_var[c] + eps);
@@ -74,11 +63,7 @@ __kernel void bn_forward_infer(__global const float* x, __global const float* ga
         }
 }
 
-__kernel void bn_backward(__global const float* dy, __global const float* out,
-                          __global const float* x, __global const float* gamma,
-                          __global const float* mean, __global const float* inv_std,
-                          __global float* dx, __global float* grad_gamma, __global float* grad_beta,
-                          const int N, const int C, const int HW) {
+__kernel void bn_backward(BN_BACKWARD_ARGS) {
     const int c = get_global_id(0);
     if (c >= C) return;
     const float m = mean[c];

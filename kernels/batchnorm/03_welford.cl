@@ -22,13 +22,7 @@
 #endif
 
 __kernel __attribute__((reqd_work_group_size(WG, 1, 1)))
-void bn_forward_train(__global const float* x, __global const float* gamma,
-                      __global const float* beta, __global const float* running_mean,
-                      __global const float* running_var, __global float* y,
-                      __global float* mean_out, __global float* inv_std_out,
-                      __global float* running_mean_out, __global float* running_var_out,
-                      const int N, const int C, const int HW, const float eps,
-                      const float momentum) {
+void bn_forward_train(BN_FORWARD_TRAIN_ARGS) {
     __local float bn[WG], bmean[WG], bm2[WG];
     const int c = get_group_id(0);
     const int lid = get_local_id(0);
@@ -47,20 +41,13 @@ void bn_forward_train(__global const float* x, __global const float* gamma,
             const int e = (n * C + c) * HW + i;
             y[e] = fma(x[e] - mean, scale, b);
         }
-    if (lid == 0) {
-        mean_out[c] = mean;
-        inv_std_out[c] = inv_std;
-#if UPDATE_RUNNING
-        running_update(running_mean, running_var, running_mean_out, running_var_out, c, count, mean, m2, momentum);
-#endif
-    }
+    if (lid == 0)
+        store_stats(mean_out, inv_std_out, running_mean, running_var, running_mean_out, running_var_out,
+                    c, count, mean, inv_std, m2, momentum, UPDATE_RUNNING);
 }
 
 __kernel __attribute__((reqd_work_group_size(WG, 1, 1)))
-void bn_forward_infer(__global const float* x, __global const float* gamma,
-                      __global const float* beta, __global const float* running_mean,
-                      __global const float* running_var, __global float* y,
-                      const int N, const int C, const int HW, const float eps) {
+void bn_forward_infer(BN_FORWARD_INFER_ARGS) {
     const int c = get_group_id(0);
     const int lid = get_local_id(0);
     const float scale = gamma[c] / sqrt(running_var[c] + eps);
@@ -73,11 +60,7 @@ void bn_forward_infer(__global const float* x, __global const float* gamma,
 }
 
 __kernel __attribute__((reqd_work_group_size(WG, 1, 1)))
-void bn_backward(__global const float* dy, __global const float* out,
-                 __global const float* x, __global const float* gamma,
-                 __global const float* mean, __global const float* inv_std,
-                 __global float* dx, __global float* grad_gamma, __global float* grad_beta,
-                 const int N, const int C, const int HW) {
+void bn_backward(BN_BACKWARD_ARGS) {
     __local float2 buf[WG];
     const int c = get_group_id(0);
     const int lid = get_local_id(0);

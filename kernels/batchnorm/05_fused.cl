@@ -60,25 +60,7 @@
 #define CHUNK (WG * ITEMS)   // units per block
 
 // A unit and its operations: a float4 when VEC4, else a float.
-#if VEC4
-#define UNIT 4
-typedef float4 unit_t;
-#define LOADU(p, e) LOAD4(p, (e) / 4)
-#define STOREU(p, e, v) STORE4(p, (e) / 4, v)
-#define GRAD_INU(dy, y, e) GRAD_IN4(dy, y, (e) / 4)
-#define SUMU(v) (((v).x + (v).y) + ((v).z + (v).w))
-#define DOTU(a, b) dot(a, b)
-#define WELFORD_U welford_add4
-#else
-#define UNIT 1
-typedef float unit_t;
-#define LOADU(p, e) ((p)[e])
-#define STOREU(p, e, v) ((p)[e] = (v))
-#define GRAD_INU(dy, y, e) GRAD_IN(dy, y, e)
-#define SUMU(v) (v)
-#define DOTU(a, b) ((a) * (b))
-#define WELFORD_U welford_add
-#endif
+#include "batchnorm_unit.h"
 
 // The element where unit k of this work-item's block starts (units run through the channel's
 // slabs in order), or -1 past the channel's last unit.
@@ -116,13 +98,7 @@ void bn_stats_partial(__global const float* x, __global float* partials,
 }
 
 __kernel __attribute__((reqd_work_group_size(WG, 1, 1)))
-void bn_forward_train(__global const float* x, __global const float* gamma,
-                      __global const float* beta, __global const float* running_mean,
-                      __global const float* running_var, __global float* y,
-                      __global float* mean_out, __global float* inv_std_out,
-                      __global float* running_mean_out, __global float* running_var_out,
-                      const int N, const int C, const int HW, const float eps,
-                      const float momentum, __global const float* partials) {
+void bn_forward_train(BN_FORWARD_TRAIN_ARGS, __global const float* partials) {
     __local float bn[WG], bmean[WG], bm2[WG];
     const int nb = get_num_groups(0), lid = get_local_id(0);
 #if REVERSE
@@ -160,20 +136,13 @@ void bn_forward_train(__global const float* x, __global const float* gamma,
         if (e >= 0) STOREU(y, e, fma(LOADU(x, e) - mean, (unit_t)(scale), (unit_t)(shift)));
     }
 #endif
-    if (b == 0 && lid == 0) {
-        mean_out[c] = mean;
-        inv_std_out[c] = inv_std;
-#if UPDATE_RUNNING
-        running_update(running_mean, running_var, running_mean_out, running_var_out, c, n_i, mean, m2, momentum);
-#endif
-    }
+    if (b == 0 && lid == 0)
+        store_stats(mean_out, inv_std_out, running_mean, running_var, running_mean_out, running_var_out,
+                    c, n_i, mean, inv_std, m2, momentum, UPDATE_RUNNING);
 }
 
 __kernel __attribute__((reqd_work_group_size(WG, 1, 1)))
-void bn_forward_infer(__global const float* x, __global const float* gamma,
-                      __global const float* beta, __global const float* running_mean,
-                      __global const float* running_var, __global float* y,
-                      const int N, const int C, const int HW, const float eps) {
+void bn_forward_infer(BN_FORWARD_INFER_ARGS) {
     const int b = get_group_id(0), c = get_group_id(1);
     const float scale = gamma[c] / sqrt(running_var[c] + eps);
     const float m = running_mean[c], shift = beta[c];
@@ -207,11 +176,7 @@ void bn_sums_partial(__global const float* dy, __global const float* out,
 }
 
 __kernel __attribute__((reqd_work_group_size(WG, 1, 1)))
-void bn_backward(__global const float* dy, __global const float* out,
-                 __global const float* x, __global const float* gamma,
-                 __global const float* mean, __global const float* inv_std,
-                 __global float* dx, __global float* grad_gamma, __global float* grad_beta,
-                 const int N, const int C, const int HW, __global const float* partials) {
+void bn_backward(BN_BACKWARD_ARGS, __global const float* partials) {
     __local float2 buf[WG];
     const int nb = get_num_groups(0), lid = get_local_id(0);
 #if REVERSE

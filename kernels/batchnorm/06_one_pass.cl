@@ -69,25 +69,7 @@
 #endif
 
 // A unit and its operations: a float4 when VEC4, else a float (as stage 05).
-#if VEC4
-#define UNIT 4
-typedef float4 unit_t;
-#define LOADU(p, e) LOAD4(p, (e) / 4)
-#define STOREU(p, e, v) STORE4(p, (e) / 4, v)
-#define GRAD_INU(dy, y, e) GRAD_IN4(dy, y, (e) / 4)
-#define SUMU(v) (((v).x + (v).y) + ((v).z + (v).w))
-#define DOTU(a, b) dot(a, b)
-#define WELFORD_U welford_add4
-#else
-#define UNIT 1
-typedef float unit_t;
-#define LOADU(p, e) ((p)[e])
-#define STOREU(p, e, v) ((p)[e] = (v))
-#define GRAD_INU(dy, y, e) GRAD_IN(dy, y, e)
-#define SUMU(v) (v)
-#define DOTU(a, b) ((a) * (b))
-#define WELFORD_U welford_add
-#endif
+#include "batchnorm_unit.h"
 
 // The element where unit k of this work-item starts (the channel's units in slab order,
 // neighbouring work-items on neighbouring units), or -1 past the channel's last unit.
@@ -122,13 +104,7 @@ inline int walk_next(int* n, int* r, const int slabs, const int rest, const int 
 }
 
 __kernel __attribute__((reqd_work_group_size(WG, 1, 1)))
-void bn_forward_train(__global const float* x, __global const float* gamma,
-                      __global const float* beta, __global const float* running_mean,
-                      __global const float* running_var, __global float* y,
-                      __global float* mean_out, __global float* inv_std_out,
-                      __global float* running_mean_out, __global float* running_var_out,
-                      const int N, const int C, const int HW, const float eps,
-                      const float momentum) {
+void bn_forward_train(BN_FORWARD_TRAIN_ARGS) {
 #if TWO_PASS_STATS
     __local float buf[WG];
 #else
@@ -222,10 +198,7 @@ void bn_forward_train(__global const float* x, __global const float* gamma,
 }
 
 __kernel __attribute__((reqd_work_group_size(WG, 1, 1)))
-void bn_forward_infer(__global const float* x, __global const float* gamma,
-                      __global const float* beta, __global const float* running_mean,
-                      __global const float* running_var, __global float* y,
-                      const int N, const int C, const int HW, const float eps) {
+void bn_forward_infer(BN_FORWARD_INFER_ARGS) {
     const int c = get_group_id(0);
     const float scale = gamma[c] / sqrt(running_var[c] + eps);
     const float m = running_mean[c], shift = beta[c];
@@ -237,11 +210,7 @@ void bn_forward_infer(__global const float* x, __global const float* gamma,
 }
 
 __kernel __attribute__((reqd_work_group_size(WG, 1, 1)))
-void bn_backward(__global const float* dy, __global const float* out,
-                 __global const float* x, __global const float* gamma,
-                 __global const float* mean, __global const float* inv_std,
-                 __global float* dx, __global float* grad_gamma, __global float* grad_beta,
-                 const int N, const int C, const int HW) {
+void bn_backward(BN_BACKWARD_ARGS) {
     __local float2 buf[WG];
     const int c = get_group_id(0);
     const float m = mean[c], is = inv_std[c];

@@ -7,6 +7,24 @@
 
 #include "course.h"
 
+// The kernels' argument lists, the same in every stage (helpers/ops/batchnorm_*.py's order; stage
+// 05's second kernels add their partials after them).
+#define BN_FORWARD_TRAIN_ARGS                                                                   \
+    __global const float* x, __global const float* gamma, __global const float* beta,         \
+    __global const float* running_mean, __global const float* running_var, __global float* y, \
+    __global float* mean_out, __global float* inv_std_out,                                     \
+    __global float* running_mean_out, __global float* running_var_out,                         \
+    const int N, const int C, const int HW, const float eps, const float momentum
+#define BN_FORWARD_INFER_ARGS                                                                   \
+    __global const float* x, __global const float* gamma, __global const float* beta,         \
+    __global const float* running_mean, __global const float* running_var, __global float* y, \
+    const int N, const int C, const int HW, const float eps
+#define BN_BACKWARD_ARGS                                                                        \
+    __global const float* dy, __global const float* out, __global const float* x,             \
+    __global const float* gamma, __global const float* mean, __global const float* inv_std,   \
+    __global float* dx, __global float* grad_gamma, __global float* grad_beta,                 \
+    const int N, const int C, const int HW
+
 // Per-channel statistics are carried as (count, mean, m2), m2 = sum of squared deviations
 // from the mean. Counts are floats: exact up to 2^24, which helpers/ops checks for N*H*W.
 
@@ -55,20 +73,39 @@ inline void running_update(__global const float* running_mean, __global const fl
     running_store(running_mean_out, running_var_out, c, running_mean[c], running_var[c], count, mean, m2, momentum);
 }
 
-// Sum over a work-group of WG work-items (WG a power of two) through local memory: the
-// reduction tree. Every work-item gets the sum; buf is free again on return.
-inline float wg_sum(__local float* buf, const float v) {
-    const int lid = get_local_id(0);
-    buf[lid] = v;
-    barrier(CLK_LOCAL_MEM_FENCE);
-    for (int s = get_local_size(0) / 2; s > 0; s >>= 1) {
-        if (lid < s) buf[lid] += buf[lid + s];
-        barrier(CLK_LOCAL_MEM_FENCE);
-    }
-    const float r = buf[0];
-    barrier(CLK_LOCAL_MEM_FENCE);
-    return r;
+// The per-channel results of the training forward pass, written by one work-item: the batch's
+// mean and inv_std, and, where update (UPDATE_RUNNING, known when the kernel is built), the
+// running statistics' momentum update.
+inline void store_stats(__global float* mean_out, __global float* inv_std_out,
+                        __global const float* running_mean, __global const float* running_var,
+                        __global float* running_mean_out, __global float* running_var_out,
+                        const int c, const float count, const float mean, const float inv_std,
+                        const float m2, const float momentum, const int update) {
+    mean_out[c] = mean;
+    inv_std_out[c] = inv_std;
+    if (update)
+        running_update(running_mean, running_var, running_mean_out, running_var_out, c, count, mean, m2, momentum);
 }
+
+// Sum over a work-group of WG work-items (WG a power of two) through local memory: the
+// reduction tree. Every work-item gets the sum; buf is free again on return. One text for each
+// type T it adds (OpenCL C has no templates): wg_sum for floats, wg_sum2 for two sums at once in
+// float2 lanes.
+#define WG_SUM_TREE(T, name)                                              \
+inline T name(__local T* buf, const T v) {                                \
+    const int lid = get_local_id(0);                                      \
+    buf[lid] = v;                                                         \
+    barrier(CLK_LOCAL_MEM_FENCE);                                         \
+    for (int s = get_local_size(0) / 2; s > 0; s >>= 1) {                 \
+        if (lid < s) buf[lid] += buf[lid + s];                            \
+        barrier(CLK_LOCAL_MEM_FENCE);                                     \
+    }                                                                     \
+    const T r = buf[0];                                                   \
+    barrier(CLK_LOCAL_MEM_FENCE);                                         \
+    return r;                                                             \
+}
+WG_SUM_TREE(float, wg_sum)
+WG_SUM_TREE(float2, wg_sum2)
 
 // The same sum over a work-group of wg work-items by a tree of radix r (wg and r powers of two,
 // known when the kernel is built, so the loops unroll): each level adds r values per work-item
@@ -91,20 +128,6 @@ inline float wg_sum_radix(__local float* buf, const float v, const int wg, const
     const float out = buf[0];
     barrier(CLK_LOCAL_MEM_FENCE);
     return out;
-}
-
-// Two sums at once (float2 lanes), the same tree.
-inline float2 wg_sum2(__local float2* buf, const float2 v) {
-    const int lid = get_local_id(0);
-    buf[lid] = v;
-    barrier(CLK_LOCAL_MEM_FENCE);
-    for (int s = get_local_size(0) / 2; s > 0; s >>= 1) {
-        if (lid < s) buf[lid] += buf[lid + s];
-        barrier(CLK_LOCAL_MEM_FENCE);
-    }
-    const float2 r = buf[0];
-    barrier(CLK_LOCAL_MEM_FENCE);
-    return r;
 }
 
 // Chan-merge (n, mean, m2) over the work-group: the same tree, merging instead of adding.
