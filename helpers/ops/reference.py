@@ -211,7 +211,8 @@ def conv_wgrad_nd(x, grad_output, weight_shape, stride=1, padding=0, dilation=1,
         return _wgrad_by_recursion(x, dy, tuple(weight_shape), stride, pads, dilation, groups)
     kernel, out = tuple(weight_shape[2:]), dy.shape[2:]
     xp = _channels_first(np.pad(x, ((0, 0), (0, 0), *pads)), groups)       # (G, C/G, N, *padded)
-    dyt = _channels_first(dy, groups).reshape(groups, weight_shape[1], -1).swapaxes(1, 2)   # (G, N*P, K/G)
+    # (G, N*P, K/G) laid out as such: OpenBLAS takes a transposed view of it at a twentieth of the speed
+    dyt = np.ascontiguousarray(_channels_first(dy, groups).reshape(groups, weight_shape[1], -1).swapaxes(1, 2))
     dw = np.zeros((*xp.shape[:2], weight_shape[1], *kernel))
     for tap in np.ndindex(*kernel):
         window = _tap_window(xp, tap, out, stride, dilation).reshape(*xp.shape[:2], -1)   # (G, C/G, N*P)
