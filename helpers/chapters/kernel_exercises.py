@@ -157,7 +157,7 @@ GAPS = {
     "memo_table": Gap(
         "conv_dgrad", "memoized_bounds", "const int oh_s = h + PAD - r;", "valid[r][s] = row_ok",
         "fill valid[r][s] for every (r, s): does output ((h+PAD-r)/STRIDE, (x+PAD-s)/STRIDE) exist?",
-        _DGRAD_CASES, _STRIDE_HINT),
+        _DGRAD_CASES, _STRIDE_HINT, inline=("dgrad_memoized.h",)),
     # chapter 04: the 3x3 weights through one 8-wide load and one scalar
     "weight_load": Gap(
         "conv_dgrad", "weight_vec", "const weights3x3 wk = load_weights3x3(", "const weights3x3 wk = load_weights3x3(",
