@@ -112,7 +112,8 @@ def test_a_header_for_both_languages_is_shown_in_opencl_c():
     diff they read in OpenCL C, so 09_register_block -> 09_prefetch -> 10_transposed change only
     what the stages teach, not the spelling of their barriers, work-item functions and local arrays."""
     slab = ("dgrad_slab.h", "dgrad_slab_copy.h", "dgrad_slab_kernel.h")
-    lines = str(show_diff("conv_dgrad", "prefetch", "transposed", inline=("dgrad_prefetch.h", *slab))).splitlines()
+    inline = ("dgrad_prefetch.h", slab[0], "dgrad_slab_transposed.h", *slab[1:])
+    lines = str(show_diff("conv_dgrad", "prefetch", "transposed", inline=inline)).splitlines()
     changed = [ln for ln in lines if ln[:1] in "+-" and ln[:3] not in ("+++", "---")]
     words = ("KERNEL_LS", "LOCAL_MEM", "LOCAL_PTR", "LOCAL_ID", "GROUP_ID", "BARRIER", "RESTRICT", "GLOBAL ")
     assert not any(w in ln for ln in lines for w in words), [ln for ln in lines if any(w in ln for w in words)]
@@ -123,7 +124,8 @@ def test_a_header_for_both_languages_is_shown_in_opencl_c():
     prefetch = str(show_diff("conv_dgrad", "register_block", "prefetch", inline=("dgrad_prefetch.h",)))
     assert "+    barrier(CLK_LOCAL_MEM_FENCE);" in prefetch and "BARRIER" not in prefetch
     assert '#include "dgrad_prefetch.h"' not in prefetch
-    hoisted = str(show_diff("conv_dgrad", "padded", "hoisted", inline=(*slab[:2], "dgrad_slab_hoisted.h", slab[2])))
+    hoisted = str(show_diff("conv_dgrad", "padded", "hoisted",
+                            inline=(slab[0], "dgrad_slab_padded.h", slab[1], "dgrad_slab_hoisted.h", slab[2])))
     removed = [ln for ln in hoisted.splitlines() if ln.startswith("-") and not ln.startswith("---")]
     assert any("const int kk = (k0) + kk" in ln or "const int k = (k0) + kk" in ln for ln in removed), hoisted
     assert "+#define COPY_ONCE" in hoisted and "#include" not in hoisted
@@ -150,3 +152,23 @@ def test_batch_norm_unit_is_written_out_where_a_diff_changes_it():
     calls = ["".join(c["source"]) for c in notebook["cells"] if c["cell_type"] == "code"]
     calls = [c for c in calls if c.startswith("show_diff(") and ('"vec4", "fused"' in c or '{"VEC4": 0}' in c)]
     assert len(calls) == 2 and all('inline=("batchnorm_unit.h",)' in c for c in calls), calls
+
+
+def test_chapter_10_diffs_show_the_layouts_their_stages_share_with_the_twins():
+    """Chapter 10's stages and their CUDA twins state their layouts once, in a header each
+    (dgrad_slab_transposed.h, _padded.h, _swizzle.h); inlined, the diffs between the stages show
+    the layouts that change (WROW padded, WADDR swizzled, ROWCOPY's rows) and no #include."""
+    padded = str(show_diff("conv_dgrad", "transposed", "padded",
+                           inline=("dgrad_slab_transposed.h", "dgrad_slab_padded.h"))).splitlines()
+    assert "-#define WROW CB" in padded and any(ln.startswith("+#define WROW (CB + 4)") for ln in padded)
+    swizzle = str(show_diff("conv_dgrad", "padded", "swizzle", {"ROWCOPY": 0},
+                            inline=("dgrad_slab_padded.h", "dgrad_slab_swizzle.h"))).splitlines()
+    assert any(ln.startswith("+#define WADDR(R, cc)") and "^" in ln for ln in swizzle), swizzle
+    rows = str(show_diff("conv_dgrad", "swizzle", "swizzle", {"ROWCOPY": 0}, {"ROWCOPY": 1},
+                         inline=("dgrad_slab_swizzle.h",))).splitlines()
+    assert any(ln.startswith("+#define DY_AT(i) (i)") for ln in rows), rows
+    for diff in (padded, swizzle, rows):
+        changed = [ln for ln in diff[2:] if ln[:1] in "+-"]
+        assert changed and not any("#include" in ln for ln in changed), changed
+        assert not any(f'"dgrad_slab_{x}.h"' in ln or "DGRAD_SLAB_" in ln for ln in diff
+                       for x in ("transposed", "padded", "swizzle")), diff

@@ -48,6 +48,31 @@ def test_the_whole_file_without_options():
     assert show_source("gemm", "naive").text == kernel_source("gemm/01_naive.cl")
 
 
+def test_a_kernel_written_once_for_both_languages_is_listed_in_opencl_c():
+    """03_memoized_bounds keeps its kernel in dgrad_memoized.h, one text with its CUDA twin in
+    course.h's words; listed with the header inlined (chapter 3) it reads as the OpenCL C file it
+    was: the header's code in OpenCL C in place of its #include, its include of course.h dropped
+    (dgrad.h, included above it, brings it), and the excerpt's line count that of what is shown."""
+    inline = ("dgrad_memoized.h",)
+    text = show_source("conv_dgrad", "memoized_bounds", inline=inline).text
+    lines = text.splitlines()
+    assert [ln for ln in lines if ln.startswith("#include")] == ['#include "dgrad.h"'], text
+    i = lines.index('#include "dgrad.h"')
+    assert lines[i + 1:i + 3] == ["", "#ifndef KH"]
+    assert ("__kernel void conv_dgrad(__global const float* restrict dy,  // gradient w.r.t. the layer output"
+            in lines and "                         __global float* restrict dx,        // gradient w.r.t. the "
+            "layer input" in lines)
+    assert [ln.strip() for ln in lines if "_id(" in ln] == [f"const int {v} = get_global_id({d});"
+                                                           for v, d in (("hw", 0), ("c", 1), ("n", 2))]
+    words = ("KERNEL", "GLOBAL", "RESTRICT", "DGRAD_MEMOIZED_H")
+    assert not [ln for ln in lines if any(w in ln for w in words)]
+    assert text.endswith("    dx[((n * C + c) * H + h) * W + x] = grad;\n}\n")
+    head = kernel_source("conv_dgrad/03_memoized_bounds.cl").split('#include "dgrad.h"')[0]
+    assert text.startswith(head) and show_source("conv_dgrad", "memoized_bounds").text.startswith(head)
+    excerpt = show_source("conv_dgrad", "memoized_bounds", function="conv_dgrad", inline=inline).text
+    assert excerpt.startswith(f"// excerpt of kernels/conv_dgrad/03_memoized_bounds.cl ({len(lines)} lines)")
+
+
 @pytest.mark.parametrize("kw, says", [
     ({"function": "nope"}, "kernels/gemm/01_naive.cl: no function, kernel or macro named 'nope'"),
     ({"lines": (0, 300)}, "has 19 lines"),

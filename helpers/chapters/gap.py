@@ -27,7 +27,7 @@ from ..runner import GuardViolation, check_plan, plan_stage
 from ..stages import get_stage
 from .answers import region_secrets
 from .exercises.verdict import _verdict
-from .listing import Source
+from .listing import Source, inlined
 
 
 CHILD_TIMEOUT = 900   # seconds a check may take (full sizes on a CPU are slow; an endless loop is stopped)
@@ -59,9 +59,11 @@ class Gap:
     #                         chapter's listings keep them; the answer is the notebook's solution
     summary: str = ""       # the cases in a few words, said by the verdict instead of every label
     #                         (a gap checked over a whole grid: chapter 16's)
+    inline: tuple = ()      # headers of kernels/common that hold the stage's kernel (one text with its
+    #                         CUDA twin): the gap's kernel is the file with them inlined, in OpenCL C
 
     def _lines(self):
-        src = kernel_source(get_stage(self.op, self.stage).kernel).splitlines()
+        src = inlined(kernel_source(get_stage(self.op, self.stage).kernel), self.inline, opencl=True).splitlines()
         starts = [i for i, ln in enumerate(src) if self.first in ln]
         if len(starts) != 1:
             raise RuntimeError(f"gap start {self.first!r} found {len(starts)} times in the kernel")

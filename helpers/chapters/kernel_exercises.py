@@ -157,7 +157,7 @@ GAPS = {
     "memo_table": Gap(
         "conv_dgrad", "memoized_bounds", "const int oh_s = h + PAD - r;", "valid[r][s] = row_ok",
         "fill valid[r][s] for every (r, s): does output ((h+PAD-r)/STRIDE, (x+PAD-s)/STRIDE) exist?",
-        _DGRAD_CASES, _STRIDE_HINT),
+        _DGRAD_CASES, _STRIDE_HINT, inline=("dgrad_memoized.h",)),
     # chapter 04: the 3x3 weights through one 8-wide load and one scalar
     "weight_load": Gap(
         "conv_dgrad", "weight_vec", "const weights3x3 wk = load_weights3x3(", "const weights3x3 wk = load_weights3x3(",
@@ -207,7 +207,7 @@ GAPS = {
         {lbl: "The layout passed the checks run on WADDR as arithmetic; but a C macro pastes its arguments "
               "as text (WADDR(W_R(i), W_CC(i))): is every use of R and cc in parentheses?"
          for lbl in ("3x3, C=40, K=9, odd plane", "5x5, C=33, K=5", "1x1, C=64")},
-        before=_slab_layout, after=_slab_banks, other_answer=True),
+        before=_slab_layout, after=_slab_banks, other_answer=True, inline=("dgrad_slab_swizzle.h",)),
     # chapter 12: the zero padding of Winograd's input tiles
     "wino_tile_padding": Gap(
         "conv_forward", "wino_naive", "const float d = (h >= 0 && h < IH", "? GRAD_IN(x, xy,",

@@ -90,22 +90,24 @@ def _path(op_or_path: str, stage=None) -> str:
 
 
 def show_source(op_or_path: str, stage=None, *, function=None, lines: tuple | None = None,
-                switches: dict | None = None, hide: dict | None = None) -> Source:
+                switches: dict | None = None, hide: dict | None = None, inline: tuple = ()) -> Source:
     """A stage's kernel file (or any file under kernels/), highlighted (CUDA for .cu files).
 
     A chapter shows what its text explains, not always the whole file: ``function`` (a name or a
     tuple of names) keeps only those functions, kernels and macros, each with the comment lines
     right above it, in the file's order; ``lines=(first, last)`` keeps those lines (1-based, both
     included); ``switches`` resolves those -D switches' `#if` blocks in what is shown (as
-    ``show_diff`` does); ``hide`` masks lines (``hidden``). A shortened listing opens with a comment
-    line that names the whole file, its length and what was kept, so the reader knows where the rest
-    lives."""
+    ``show_diff`` does); ``hide`` masks lines (``hidden``); ``inline``: headers of kernels/common whose
+    code replaces their `#include` line (as ``show_diff``'s: a stage whose kernel is one text with its
+    CUDA twin, 03_memoized_bounds, reads as the OpenCL C it teaches). A shortened listing opens with a
+    comment line that names the whole file, its length and what was kept, so the reader knows where
+    the rest lives."""
     path = _path(op_or_path, stage)
-    text = kernel_source(path)
-    note = ""
+    full = listing.inlined(kernel_source(path), inline, opencl=path.endswith(".cl"))
+    text, note = full, ""
     if function is not None or lines is not None:
         text, what = _excerpt(text, f"kernels/{path}", function, lines)
-        note = f"// excerpt of kernels/{path} ({len(kernel_source(path).splitlines())} lines): {what}"
+        note = f"// excerpt of kernels/{path} ({len(full.splitlines())} lines): {what}"
     if switches:
         text = resolve_switches(text, switches)
         if note:
@@ -204,7 +206,7 @@ def show_diff(op: str, old, new, switches: dict | None = None, new_switches: dic
     shown in OpenCL C, as the stage before it writes them. ``hide``: lines masked in both editions
     (``hidden``)."""
     a, b = _path(op, old), _path(op, new)
-    before, after = (_inlined(kernel_source(x), inline, opencl=x.endswith(".cl")) for x in (a, b))
+    before, after = (listing.inlined(kernel_source(x), inline, opencl=x.endswith(".cl")) for x in (a, b))
     if switches or new_switches:
         fixed = {**(switches or {}), **(new_switches or {})}
         before, after = resolve_switches(before, switches or {}), resolve_switches(after, fixed)
@@ -212,51 +214,6 @@ def show_diff(op: str, old, new, switches: dict | None = None, new_switches: dic
         b += "".join(f" {k}={v}" for k, v in fixed.items())
     lines = difflib.unified_diff(before.splitlines(), after.splitlines(), fromfile=a, tofile=b, lineterm="", n=2)
     return Source(hidden("\n".join(lines), hide), "diff")
-
-
-def _inlined(text: str, headers: tuple, opencl: bool = False) -> str:
-    """text with each `#include "h"` of ``headers`` replaced by h's code: without its opening
-    comment block and its include guard (the reader compares code, not a header's preamble), and
-    with course.h's words for both languages in OpenCL C where ``opencl``."""
-    for name in headers:
-        body = kernel_source(f"common/{name}").splitlines()
-        while body and (body[0].startswith("//") or not body[0].strip()):
-            body.pop(0)
-        guard = re.match(r"#\s*ifndef\s+(\w+_H)$", body[0]) if body else None
-        if guard and body[1].split()[-1] == guard.group(1) and body[-1].strip() == "#endif":
-            body = body[2:-1]
-        if opencl:
-            body = [_opencl_spelling(ln) for ln in body]
-        text = re.sub(rf'^#include "{re.escape(name)}".*$', lambda _: "\n".join(body).strip("\n"), text,
-                      flags=re.M)
-    return text
-
-
-@functools.lru_cache(maxsize=None)
-def _opencl_words() -> tuple:
-    """(pattern, replacement) for each macro of course.h's OpenCL C branch: KERNEL_LS(LS) becomes
-    `__kernel __attribute__((reqd_work_group_size(LS, 1, 1)))`, BARRIER() `barrier(CLK_LOCAL_MEM_FENCE)`."""
-    text = kernel_source("common/course.h")
-    branch = text.split("#else                                      // OpenCL C", 1)[1].split("#endif", 1)[0]
-    words = []
-    for name, params, body in re.findall(r"^#define (\w+)(?:\(([^)]*)\))? +(.*?)\s*$", branch, re.M):
-        if f"#define {name}(" in branch:          # a macro with parameters: its arguments put in place
-            names = [p.strip() for p in params.split(",") if p.strip()]
-            def expand(m, names=names, body=body):
-                args = [a.strip() for a in m.group(1).split(",")] if names else []
-                return re.sub(r"\b(\w+)\b", lambda w: args[names.index(w.group(1))] if w.group(1) in names
-                              else w.group(1), body)
-            words.append((re.compile(rf"\b{name}\(([^()]*)\)"), expand))
-        else:
-            words.append((re.compile(rf"\b{name}\b"), lambda _, body=body: body))
-    return tuple(words)
-
-
-def _opencl_spelling(line: str) -> str:
-    """A line of a header written for both languages, in OpenCL C (course.h's OpenCL branch)."""
-    for pattern, replacement in _opencl_words():
-        line = pattern.sub(replacement, line)
-    return line
 
 
 _IF = re.compile(r"^#\s*if\s+(!?)\s*(\w+)\s*$")

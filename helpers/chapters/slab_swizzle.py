@@ -7,9 +7,10 @@ from __future__ import annotations
 import re
 
 
-# Chapter 10's gap is the macro WADDR(R, cc) of 10_swizzle.cl: where weight (row R, channel cc)
-# lives in a half of the slab. The bank model reads the learner's macro as integer arithmetic at
-# the chapter's tile (C's / and % on non-negative numbers are Python's // and %). The exercise asks
+# Chapter 10's gap is the macro WADDR(R, cc) of 10_swizzle (its layouts' header, dgrad_slab_swizzle.h,
+# inlined): where weight (row R, channel cc) lives in a half of the slab. The bank model reads the
+# learner's macro as integer arithmetic at the chapter's tile (C's / and % on non-negative numbers
+# are Python's // and %). The exercise asks
 # for a layout other than the kernel's own XOR: one that places every weight as the XOR does is
 # refused before any launch, and the one accepted must need no more store passes than the XOR.
 SLAB_TILE = {"TX": 32, "TY": 4, "CB": 32, "KC": 4, "XPW": 8, "CPW": 4}

@@ -11,6 +11,9 @@
 #define GLOBAL_ID(d) ((int)((d) == 0 ? blockIdx.x * blockDim.x + threadIdx.x \
                           : (d) == 1 ? blockIdx.y * blockDim.y + threadIdx.y \
                                      : blockIdx.z * blockDim.z + threadIdx.z))
+// A work-item's index along dimension d of a launch whose work-groups are (WG, 1, 1): beyond
+// dimension 0 a group holds one work-item, so CUDA reads the block's index alone (conv_dgrad/03).
+#define GLOBAL_ID_1D(d) ((d) == 0 ? blockIdx.x * blockDim.x + threadIdx.x : (d) == 1 ? blockIdx.y : blockIdx.z)
 // For a kernel whose one text serves both languages (conv_dgrad/10_*: dgrad_slab.h):
 #define KERNEL_LS(n) extern "C" __global__ __launch_bounds__(n)   // a kernel of work-groups of n
 #define RESTRICT __restrict__
@@ -24,6 +27,7 @@
 #define GLOBAL __global
 #define DEVICE_FN inline
 #define GLOBAL_ID(d) ((int)get_global_id(d))
+#define GLOBAL_ID_1D(d) get_global_id(d)
 #define KERNEL_LS(n) __kernel __attribute__((reqd_work_group_size(n, 1, 1)))
 #define RESTRICT restrict
 #define LOCAL_MEM __local

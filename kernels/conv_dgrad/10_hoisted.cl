@@ -25,17 +25,7 @@
 
 #include "dgrad_slab.h"
 
-// Element i of a chunk's dy copy is (depth, row, column) of the patch walked in rows of DYW
-// floats; it is stored at float DY_AT(i) of a half, whose rows hold 4*PWQ floats.
-#define DYW PW                       // the patch's own rows of PW floats
-#define DY_AT(i) (((i) / (PH * PW) * PH + (i) / PW % PH) * 4 * PWQ + (i) % PW)
-
-// Where weight (row R = depth*TAPS + tap, channel cc) lives in a half of the slab, in floats.
-#define WROW (CB + 4)                // 4 floats of padding per row: rows start 4 banks apart
-#define WADDR(R, cc) ((R) * WROW + (cc))
-// The copy's order: element i of a chunk's weights is channel i / ROWS, row i % ROWS (w's order).
-#define W_CC(i) ((i) / ROWS)
-#define W_R(i) ((i) % ROWS)
+#include "dgrad_slab_padded.h"
 
 #include "dgrad_slab_hoisted.h"
 
