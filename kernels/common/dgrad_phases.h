@@ -37,4 +37,21 @@ inline phase_t make_phase(const int phase, const int H, const int W, const int P
 // Taps of the largest phase (phase 0): the reduction of phase p is K * taps <= K * MAX_TAPS.
 #define MAX_TAPS (CEIL_DIV(KH, STRIDE) * CEIL_DIV(KW, STRIDE))
 
+// A work-item's WM x WN results of phase q's tile (m0, n0) written to dx from its registers: column
+// n is position n % PHW of image n / PHW, row (h0 + STRIDE*(pos / wp), w0 + STRIDE*(pos % wp)) of
+// the input; row a of the tile is channel m0 + GEMM_ROW(a). A macro, expanded where gemm_core.h
+// has defined GEMM_ROW and GEMM_COL.
+#define PHASE_STORE(dx, acc, q, m0, n0, NP, PHW, C, HW, W)                                        \
+    for (int b = 0; b < WN; b++) {                                                             \
+        const int n = (n0) + GEMM_COL(b);                                                      \
+        if (n >= (NP)) continue;                                                               \
+        const int pos = n % (PHW);                                                             \
+        const int out = (n / (PHW)) * (C) * (HW) + ((q).h0 + STRIDE * (pos / (q).wp)) * (W)    \
+                        + (q).w0 + STRIDE * (pos % (q).wp);                                    \
+        for (int a = 0; a < WM; a++) {                                                         \
+            const int c = (m0) + GEMM_ROW(a);                                                  \
+            if (c < (C)) (dx)[out + c * (HW)] = (acc)[a][b];                                   \
+        }                                                                                      \
+    }
+
 #endif

@@ -85,16 +85,7 @@ inline void phase_gemm(const int phase, __global const float* restrict dy, __glo
 #define DX_ROW(row, v) if (col < NP && m0 + (row) < C) dx[out + (m0 + (row)) * H * W] = (v)
     GEMM_STORE_COLUMN(Cs, acc, DX_ROW);
 #else
-    for (int b = 0; b < WN; b++) {
-        const int n = n0 + GEMM_COL(b);
-        if (n >= NP) continue;
-        const int pos = n % PHW;
-        const int out = (n / PHW) * C * H * W + (q.h0 + STRIDE * (pos / q.wp)) * W + q.w0 + STRIDE * (pos % q.wp);
-        for (int a = 0; a < WM; a++) {
-            const int c = m0 + GEMM_ROW(a);
-            if (c < C) dx[out + c * H * W] = acc[a][b];
-        }
-    }
+    PHASE_STORE(dx, acc, q, m0, n0, NP, PHW, C, H * W, W);
 #endif
 }
 

@@ -68,14 +68,5 @@ void conv_dgrad(__global const float* restrict dy, __global const float* restric
     const int hq = q.bh + i, wq = q.bw + j;
     gemm_accumulate(dy, y, w, table + get_group_id(2) * K * MAX_TAPS, C, KTOT, K * KH * KW, OH, OW,
                     col < NP, img * K * OH * OW + hq * OW + wq, hq, wq, m0, n0, KTOT, As, Bs, acc);
-    for (int b = 0; b < WN; b++) {
-        const int n = n0 + GEMM_COL(b);
-        if (n >= NP) continue;
-        const int pos = n % PHW;
-        const int out = (n / PHW) * C * H * W + (q.h0 + STRIDE * (pos / q.wp)) * W + q.w0 + STRIDE * (pos % q.wp);
-        for (int a = 0; a < WM; a++) {
-            const int c = m0 + GEMM_ROW(a);
-            if (c < C) dx[out + c * H * W] = acc[a][b];
-        }
-    }
+    PHASE_STORE(dx, acc, q, m0, n0, NP, PHW, C, H * W, W);
 }
