@@ -347,20 +347,24 @@ def solution_answers() -> list[Answer]:
 
 
 def gap_answers() -> list[Answer]:
-    """Every line a kernel exercise's gap replaces or conceals, read from its stage's kernel file."""
+    """Every line a kernel exercise's gap replaces or conceals, read from its stage's kernel file, or
+    from the header of kernels/common that holds the kernel for both languages (the gap's inline)."""
     from helpers.chapters.kernel_exercises import GAPS
     from helpers.stages import get_stage
     chapter_of = {name: chapter for chapter in course_order()
                   for name in re.findall(r'kernel_gap\(\\"(\w+)\\"\)', (NOTEBOOKS / f"{chapter}.ipynb").read_text())}
     out = []
     for name, gap in GAPS.items():
-        lines = (ROOT / "kernels" / get_stage(gap.op, gap.stage).kernel).read_text().splitlines()
+        files = [ROOT / "kernels" / get_stage(gap.op, gap.stage).kernel,
+                 *(ROOT / "kernels" / "common" / h for h in gap.inline)]
+        texts = [f.read_text().splitlines() for f in files]
+        lines = next(t for t in texts if any(gap.first in ln for ln in t))
         first = next(i for i, ln in enumerate(lines) if gap.first in ln)
         last = next(i for i in range(first, len(lines)) if gap.last in lines[i])
         if not gap.other_answer:
             out += [Answer(chapter_of[name], f"gap {name}", ln, "c") for ln in lines[first:last + 1]]
         out += [Answer(chapter_of[name], f"gap {name} (concealed)", ln, "comment")
-                for ln in lines if any(text in ln for text in gap.conceal)]
+                for t in texts for ln in t if any(text in ln for text in gap.conceal)]
     return out
 
 
