@@ -145,8 +145,12 @@ def find(p: Problem, limit_bytes: int | None, time_stage, progress: bool = True,
     sides = warm(order[:TIMED]) if warm is not None and not everything else None
     built = time.perf_counter()
     times, untried, failed, spent_on = {}, {}, {}, {}     # spent_on: each candidate's check and timing, in s
+    timed = None                  # (name, when it began): its seconds are read at the next look at the clock
     for i, name in enumerate(order):
-        spent = time.perf_counter() - built
+        now = time.perf_counter()
+        if timed:
+            spent_on[timed[0]], timed = round(now - timed[1], 3), None
+        spent = now - built
         if times and everything and spent * 1e3 > RUNS * min(times.values()):
             why = (f"not tried: the search had taken {spent:.1f} s, more than {RUNS:,} runs of the best so far "
                    f"({min(times.values()):.4f} ms) would cost")
@@ -159,10 +163,9 @@ def find(p: Problem, limit_bytes: int | None, time_stage, progress: bool = True,
             untried.update({n: why for n in order[i:]})
             break
         bar.set_description(f"auto: {p.label}: {name}")
-        began = time.perf_counter()
         try:
             times[name] = time_stage(name)
-            spent_on[name] = round(time.perf_counter() - began, 3)
+            timed = (name, now)
         except KeyboardInterrupt:
             raise
         except Exception as err:          # noqa: BLE001: a candidate's failure is the candidate's, not the caller's
@@ -171,6 +174,9 @@ def find(p: Problem, limit_bytes: int | None, time_stage, progress: bool = True,
             continue
         bar.update()
     bar.close()
+    end = time.perf_counter()
+    if timed:
+        spent_on[timed[0]] = round(end - timed[1], 3)
     if not times:
         raise RuntimeError(f"stage auto: every candidate of {p.op} failed on {p.label}: {failed}")
     best = min(times, key=times.get)
@@ -178,7 +184,7 @@ def find(p: Problem, limit_bytes: int | None, time_stage, progress: bool = True,
     return {"stage": best, "times_ms": times, "excluded": excluded, "mode": "exhaustive" if everything else "model",
             "ranked": [[n, predicted[n]] for n in (s.name for s, _ in ranked)], "model_device": source,
             **({"untried": untried} if untried else {}), **({"failed": failed} if failed else {}),
-            "seconds": round(time.perf_counter() - start, 3), "warm_seconds": round(built - start, 3),
+            "seconds": round(end - start, 3), "warm_seconds": round(built - start, 3),
             **({"warm_sides": sides} if sides else {}), "candidate_seconds": spent_on,
             "date": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")}
 
