@@ -42,10 +42,11 @@ COMMANDS = (
 MODULES = {"bench": "helpers.bench", "tune": "helpers.tune", "record": "helpers.record",
            "execute": "helpers.tools.execute", "student": "helpers.tools.editions",
            "site": "helpers.tools.site"}
-# test's pytest options (CI runs them): two workers, each notebook's cells on one worker, nbval's
-# checked outputs compared after tests/nbval_sanitize.cfg, the 25 slowest tests listed at the end (where
-# a run's time goes); --quick is tests/conftest.py's
-PYTEST = ("--dist", "loadscope", "--durations", "25", "--nbval-lax", "--nbval-current-env", "--nbval-sanitize-with",
+# test's pytest options (CI runs them): two workers, each notebook's cells on one worker, the scopes
+# taken in the order tests/conftest.py gives them (the longest first), nbval's checked outputs
+# compared after tests/nbval_sanitize.cfg, the 25 slowest tests listed at the end (where a run's time
+# goes); --quick is tests/conftest.py's
+PYTEST = ("--dist", "loadscope", "--no-loadscope-reorder", "--durations", "25", "--nbval-lax", "--nbval-current-env", "--nbval-sanitize-with",
           "tests/nbval_sanitize.cfg")
 # pytest options whose next argument is their value, not a path (what test's path check skips)
 VALUE_OPTIONS = {"-k", "-m", "-n", "-o", "-p", "-c", "-W", "--dist", "--maxfail", "--durations", "--tb",

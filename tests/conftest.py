@@ -88,6 +88,16 @@ def course_venv_missing() -> str | None:
 
 
 @pytest.fixture(autouse=True)
+def _debug_builds(request, monkeypatch):
+    """Tests marked ``debug_builds`` (the breadth tests: thousands of builds) build for a CPU device
+    with -cl-opt-disable (helpers/engine/build.py: UNOPTIMISED_ON_CPU); the rest, the notebooks and
+    every GPU build keep the driver's optimisation."""
+    if request.node.get_closest_marker("debug_builds"):
+        from helpers.engine import build
+        monkeypatch.setattr(build, "UNOPTIMISED_ON_CPU", True)
+
+
+@pytest.fixture(autouse=True)
 def _environment_needs(request):
     """Tests marked ``nbgrader`` need nbgrader, ``course_venv`` the checkout's .venv (pyproject.toml)."""
     if request.node.get_closest_marker("nbgrader"):
@@ -113,7 +123,16 @@ def pytest_configure(config):
         os.environ["COURSE_QUICK"] = "1"
 
 
+# The longest scopes start first (./course test runs --dist loadscope --no-loadscope-reorder, so the
+# workers take scopes in this order): the student edition's run (one test, about 10 minutes on 2
+# cores), then the grid of each operation (tests/test_stages.py, a class each), then the rest as
+# collected, the notebooks last: short scopes at the end keep both workers busy to the end.
+def _start_order(item) -> int:
+    return 0 if item.nodeid.startswith("tests/test_editions.py") else 1 if "::TestGrid_" in item.nodeid else 2
+
+
 def pytest_collection_modifyitems(config, items):
+    items.sort(key=_start_order)    # stable: each scope's tests keep their order
     if not config.getoption("--quick", default=False):
         return
     kept, left = [], []

@@ -276,3 +276,20 @@ def host_paths(stage, ctx, cases) -> Counter:
                 raise
             paths["refused"] += 1
     return paths
+
+
+def covering(tune: dict, strength: int = 3) -> list:
+    """Rows of ``tune``'s product (dicts of one value per parameter) such that every ``strength``
+    parameters take every combination of their values in some row: a covering array, picked greedily
+    from the product in its order (deterministic). For 7 two-valued tile parameters, 3-way coverage
+    takes 16 of the 128 rows; a fault that needs four parameters at once to show is the rest's risk."""
+    names = sorted(tune)
+    rows = list(itertools.product(*(tune[n] for n in names)))
+    groups = list(itertools.combinations(range(len(names)), min(strength, len(names))))
+    left = {(g, tuple(row[i] for i in g)) for row in rows for g in groups}
+    picked = []
+    while left:
+        best = max(rows, key=lambda row: sum((g, tuple(row[i] for i in g)) in left for g in groups))
+        left -= {(g, tuple(best[i] for i in g)) for g in groups}
+        picked.append(dict(zip(names, best)))
+    return picked

@@ -17,6 +17,8 @@ from shapes import ANY_SHAPE, GRIDS, any_shape_args
 from test_bad_input import no_launch
 from test_stages import planted, run_grid
 
+pytestmark = pytest.mark.debug_builds      # breadth: built without the optimiser on a CPU (tests/conftest.py)
+
 CONV = ("conv_forward", "conv_dgrad", "conv_wgrad")
 F32 = np.float32
 

@@ -16,7 +16,9 @@ from helpers.engine.build import kernel_source
 from helpers.ops.conv_forward import random_problem_args
 from helpers.runner import resolve
 
-from shapes import wino_grid
+from shapes import covering, wino_grid
+
+pytestmark = pytest.mark.debug_builds      # breadth: built without the optimiser on a CPU (tests/conftest.py)
 
 STAGES = helpers.stage_names("conv_forward")
 WINO = [s for s in STAGES if s.startswith("wino")]
@@ -38,10 +40,26 @@ def test_grid_is_awkward():
     assert any(c["k"] % 16 and c["c"] % 8 for c in GRID)              # off every blocking
 
 
-@pytest.mark.parametrize("stage, defines", [
-    (s.name, dict(zip(sorted(s.tune), values)))
-    for s in registry.REGISTRY["conv_forward"] if s.name.startswith("wino")
-    for values in itertools.product(*(s.tune[n] for n in sorted(s.tune)))])
+# The search may pick any combination of the Winograd stages' tune values. Each value alone is
+# checked over the op's layer set (tests/test_tune_candidates.py); here the combinations are, on a
+# layer with several blocks of products: every combination of any three parameters (a covering
+# array, 16 runs for the 7 tile parameters of wino4_blocked instead of the 128 of the product).
+COMBINATIONS = [(s.name, defines) for s in registry.REGISTRY["conv_forward"] if s.name.startswith("wino")
+                for defines in covering(s.tune, strength=3)]
+
+
+def test_the_combinations_cover_every_three_parameters():
+    for s in registry.REGISTRY["conv_forward"]:
+        if not s.name.startswith("wino"):
+            continue
+        rows = [d for name, d in COMBINATIONS if name == s.name]
+        for three in itertools.combinations(sorted(s.tune), min(3, len(s.tune))):
+            wanted = set(itertools.product(*(s.tune[n] for n in three)))
+            assert {tuple(d[n] for n in three) for d in rows} == wanted, (s.name, three)
+    assert len([1 for name, _ in COMBINATIONS if name == "wino4_blocked"]) <= 20
+
+
+@pytest.mark.parametrize("stage, defines", COMBINATIONS)
 def test_every_tune_candidate_is_correct(ctx, stage, defines):
     """The benchmark's search may pick any candidate, so each must be right on awkward shapes."""
     for i, c in enumerate([GRID[-1]]):   # several blocks of the products, the last one partial

@@ -99,9 +99,11 @@ def test_a_cuda_twin_runs_its_opencl_stage_s_tuned_tile(monkeypatch):
 @pytest.mark.skipif(NO_NVRTC is not None, reason=f"{NO_NVRTC}")
 @pytest.mark.parametrize("stage", CUDA_STAGES, ids=lambda s: f"{s.op}-{s.name}")
 def test_cuda_kernel_compiles_to_ptx(stage):
+    """The defaults on every problem (each sets other JIT parameters: kernel size, stride,
+    activation), each tune candidate on the one with a 5x5 kernel, stride 2 and ReLU."""
     count = 0
-    for defines in define_sets(stage):
-        for c in PROBLEMS:
+    for i, defines in enumerate(define_sets(stage)):
+        for c in (PROBLEMS if i == 0 else PROBLEMS[1:2]):
             problem = prepare(stage.op, **_args(c, op=stage.op))
             jit = jit_defines(stage, problem, defines)
             for arch in archs(stage):

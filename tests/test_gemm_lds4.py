@@ -11,6 +11,8 @@ from helpers.ops import gemm
 
 from test_gemm_prefetch import BIG, STAGES, check_spread, planted
 
+pytestmark = pytest.mark.debug_builds      # breadth: built without the optimiser on a CPU (tests/conftest.py)
+
 LDS4 = {"GEMM_LDS4": 1}
 SETTINGS = {"default": LDS4, "big": {**BIG, **LDS4}, "big+prefetch": {**BIG, **LDS4, "GEMM_PREFETCH": 1},
             "tall": {"TM": 128, "TN": 32, "TK": 8, "WM": 8, "WN": 4, **LDS4}}

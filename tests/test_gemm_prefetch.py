@@ -17,6 +17,8 @@ from helpers.runner import path_of
 
 from shapes import GEMM_SIZES, VOL_CASES, case_id, conv_grid, wino_grid
 
+pytestmark = pytest.mark.debug_builds      # breadth: built without the optimiser on a CPU (tests/conftest.py)
+
 PREFETCH = {"GEMM_PREFETCH": 1}
 BIG = {"TM": 128, "TN": 128, "TK": 16, "WM": 8, "WN": 8}       # the largest tune tiles
 # 72 work-items copy 384 (96 float4) values of A and 192 (48 float4) of B per step: none of the

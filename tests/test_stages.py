@@ -101,6 +101,7 @@ def grid_test(backend: str, stages: list):
 
     @pytest.mark.usefixtures(fixture)
     @pytest.mark.parametrize("stage", stages, ids=key)
+    @pytest.mark.debug_builds       # on a CPU, without the optimiser: the test below checks with it
     def test(self, request, stage):
         check_over_grid(stage, request.getfixturevalue(fixture))
     return test
@@ -120,6 +121,21 @@ def grid_class(op: str):
 GRID_CLASSES = [grid_class(op) for op in REGISTRY]
 globals().update({cls.__name__: cls for cls in GRID_CLASSES})
 GRID_TESTS = [test for cls in GRID_CLASSES for name, test in vars(cls).items() if name.startswith("test_")]
+
+
+@pytest.mark.parametrize("stage", OPENCL, ids=key)
+def test_every_stage_is_right_at_the_drivers_optimisation(ctx, stage):
+    """The grids and the other breadth tests build for a CPU without the optimiser (debug_builds:
+    three times faster on PoCL). Here each OpenCL stage is built as a learner's run builds it, with
+    the driver's optimisation, and checked on the last grid case it runs with its own kernel (its
+    own tile's partial block where it has one), so that an answer that depends on the optimiser
+    fails."""
+    cases = grid_cases(stage)
+    for case in reversed(cases):
+        paths = run_grid(stage, ctx, [case])
+        if not paths["refused"] and not paths["fallback"]:
+            return
+    raise AssertionError(f"stage {stage.key} ran none of its {len(cases)} grid cases with its own kernel")
 
 
 def ungridded(stages, tests) -> list:

@@ -17,6 +17,8 @@ from helpers.ops.layers import layer_set, op_layers
 from helpers.runner import CannotRun
 from helpers.stages import REGISTRY
 
+pytestmark = pytest.mark.debug_builds      # breadth: built without the optimiser on a CPU (tests/conftest.py)
+
 
 @functools.cache
 def shapes(op: str) -> list:

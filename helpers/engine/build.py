@@ -48,11 +48,25 @@ def _clean_log(message: str, relpath: str) -> str:
 
 _programs: dict = {}
 
+# Set by the test suite's breadth tests for their duration (the grids, every tune candidate: some
+# thousands of builds; the marker debug_builds, tests/conftest.py): builds for a CPU device then add
+# -cl-opt-disable, as a C++ project runs its unit tests on a debug build. PoCL builds about three
+# times faster so, and no answer may depend on it; the notebooks, both editions' runs, a test of
+# every stage at the driver's optimisation and every GPU build keep the driver's default.
+UNOPTIMISED_ON_CPU = False
+
+
+def _build_options(ctx: cl.Context, defines: dict | None) -> list[str]:
+    opts = options(defines)
+    if UNOPTIMISED_ON_CPU and ctx.devices[0].type & cl.device_type.CPU:
+        opts.append("-cl-opt-disable")
+    return opts
+
 
 def build(ctx: cl.Context, relpath: str, defines: dict | None = None, source: str | None = None) -> cl.Program:
     """Build kernels/``relpath`` (or ``source``, named ``relpath``) with ``defines``; cached."""
     text = source if source is not None else kernel_source(relpath)
-    opts = options(defines)
+    opts = _build_options(ctx, defines)
     key = (ctx.int_ptr, text, tuple(opts))
     prg = _programs.get(key)
     if prg is None:
