@@ -48,8 +48,7 @@ __kernel void bn_forward_train(BN_FORWARD_TRAIN_ARGS) {
             const int e = (n * C + c) * HW + i;
             y[e] = fma(x[e] - mean, scale, beta[c]);
         }
-    store_stats(mean_out, inv_std_out, running_mean, running_var, running_mean_out, running_var_out,
-                c, count, mean, inv_std, m2, momentum, UPDATE_RUNNING);
+    STORE_STATS(c, count, mean, inv_std, m2);
 }
 
 __kernel void bn_forward_infer(BN_FORWARD_INFER_ARGS) {

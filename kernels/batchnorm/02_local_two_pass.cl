@@ -77,8 +77,7 @@ void bn_forward_train(BN_FORWARD_TRAIN_ARGS) {
             y[e] = fma(x[e] - mean, scale, b);
         }
     if (lid == 0)
-        store_stats(mean_out, inv_std_out, running_mean, running_var, running_mean_out, running_var_out,
-                    c, count, mean, inv_std, m2, momentum, UPDATE_RUNNING);
+        STORE_STATS(c, count, mean, inv_std, m2);
 }
 
 __kernel __attribute__((reqd_work_group_size(WG, 1, 1)))

@@ -22,6 +22,21 @@
 #define UPDATE_RUNNING 0
 #endif
 
+// y = (x - m) * scale + b over channel c's N slabs, each as its head, float4 body and tail: pass 2
+// of training and the whole of inference
+inline void normalize4(__global const float* restrict x, __global float* restrict y, const int N, const int C,
+                       const int HW, const int c, const int lid, const float m, const float scale, const float b) {
+    for (int n = 0; n < N; n++) {
+        const int g0 = (n * C + c) * HW, g1 = g0 + HW;
+        int a0, a1;
+        split4(g0, g1, &a0, &a1);
+        if (g0 + lid < a0) y[g0 + lid] = fma(x[g0 + lid] - m, scale, b);
+        for (int v = a0 / 4 + lid; v < a1 / 4; v += WG)
+            STORE4(y, v, fma(LOAD4(x, v) - m, (float4)(scale), (float4)(b)));
+        if (a1 + lid < g1) y[a1 + lid] = fma(x[a1 + lid] - m, scale, b);
+    }
+}
+
 __kernel __attribute__((reqd_work_group_size(WG, 1, 1)))
 void bn_forward_train(BN_FORWARD_TRAIN_ARGS) {
     __local float bn[WG], bmean[WG], bm2[WG];
@@ -44,18 +59,9 @@ void bn_forward_train(BN_FORWARD_TRAIN_ARGS) {
 
     const float scale = gamma[c] * inv_std;            // pass 2: normalize
     const float b = beta[c];
-    for (int n = 0; n < N; n++) {
-        const int g0 = (n * C + c) * HW, g1 = g0 + HW;
-        int a0, a1;
-        split4(g0, g1, &a0, &a1);
-        if (g0 + lid < a0) y[g0 + lid] = fma(x[g0 + lid] - mean, scale, b);
-        for (int v = a0 / 4 + lid; v < a1 / 4; v += WG)
-            STORE4(y, v, fma(LOAD4(x, v) - mean, (float4)(scale), (float4)(b)));
-        if (a1 + lid < g1) y[a1 + lid] = fma(x[a1 + lid] - mean, scale, b);
-    }
+    normalize4(x, y, N, C, HW, c, lid, mean, scale, b);
     if (lid == 0)
-        store_stats(mean_out, inv_std_out, running_mean, running_var, running_mean_out, running_var_out,
-                    c, count, mean, inv_std, m2, momentum, UPDATE_RUNNING);
+        STORE_STATS(c, count, mean, inv_std, m2);
 }
 
 __kernel __attribute__((reqd_work_group_size(WG, 1, 1)))
@@ -64,15 +70,7 @@ void bn_forward_infer(BN_FORWARD_INFER_ARGS) {
     const int lid = get_local_id(0);
     const float scale = gamma[c] / sqrt(running_var[c] + eps);
     const float m = running_mean[c], b = beta[c];
-    for (int n = 0; n < N; n++) {
-        const int g0 = (n * C + c) * HW, g1 = g0 + HW;
-        int a0, a1;
-        split4(g0, g1, &a0, &a1);
-        if (g0 + lid < a0) y[g0 + lid] = fma(x[g0 + lid] - m, scale, b);
-        for (int v = a0 / 4 + lid; v < a1 / 4; v += WG)
-            STORE4(y, v, fma(LOAD4(x, v) - m, (float4)(scale), (float4)(b)));
-        if (a1 + lid < g1) y[a1 + lid] = fma(x[a1 + lid] - m, scale, b);
-    }
+    normalize4(x, y, N, C, HW, c, lid, m, scale, b);
 }
 
 __kernel __attribute__((reqd_work_group_size(WG, 1, 1)))

@@ -62,6 +62,15 @@
 // A unit and its operations: a float4 when VEC4, else a float.
 #include "batchnorm_unit.h"
 
+// the work-group's block of its channel, and the channel: in launch order, or reversed (REVERSE)
+inline int2 block_and_channel(const int C) {
+#if REVERSE
+    return (int2)(get_num_groups(0) - 1 - get_group_id(0), C - 1 - get_group_id(1));
+#else
+    return (int2)(get_group_id(0), get_group_id(1));
+#endif
+}
+
 // The element where unit k of this work-item's block starts (units run through the channel's
 // slabs in order), or -1 past the channel's last unit.
 inline int unit_start(const int b, const int k, const int c, const int N, const int C, const int HW) {
@@ -101,11 +110,8 @@ __kernel __attribute__((reqd_work_group_size(WG, 1, 1)))
 void bn_forward_train(BN_FORWARD_TRAIN_ARGS, __global const float* partials) {
     __local float bn[WG], bmean[WG], bm2[WG];
     const int nb = get_num_groups(0), lid = get_local_id(0);
-#if REVERSE
-    const int b = nb - 1 - get_group_id(0), c = C - 1 - get_group_id(1);   // reversed: see above
-#else
-    const int b = get_group_id(0), c = get_group_id(1);
-#endif
+    const int2 bc = block_and_channel(C);
+    const int b = bc.x, c = bc.y;
 #if EARLY_LOADS
     unit_t v[ITEMS];
     int e[ITEMS];
@@ -137,8 +143,7 @@ void bn_forward_train(BN_FORWARD_TRAIN_ARGS, __global const float* partials) {
     }
 #endif
     if (b == 0 && lid == 0)
-        store_stats(mean_out, inv_std_out, running_mean, running_var, running_mean_out, running_var_out,
-                    c, n_i, mean, inv_std, m2, momentum, UPDATE_RUNNING);
+        STORE_STATS(c, n_i, mean, inv_std, m2);
 }
 
 __kernel __attribute__((reqd_work_group_size(WG, 1, 1)))
@@ -179,11 +184,8 @@ __kernel __attribute__((reqd_work_group_size(WG, 1, 1)))
 void bn_backward(BN_BACKWARD_ARGS, __global const float* partials) {
     __local float2 buf[WG];
     const int nb = get_num_groups(0), lid = get_local_id(0);
-#if REVERSE
-    const int b = nb - 1 - get_group_id(0), c = C - 1 - get_group_id(1);   // reversed: see above
-#else
-    const int b = get_group_id(0), c = get_group_id(1);
-#endif
+    const int2 bc = block_and_channel(C);
+    const int b = bc.x, c = bc.y;
 #if EARLY_LOADS
     unit_t g[ITEMS], xv[ITEMS];
     int e[ITEMS];

@@ -87,6 +87,12 @@ inline void store_stats(__global float* mean_out, __global float* inv_std_out,
         running_update(running_mean, running_var, running_mean_out, running_var_out, c, count, mean, m2, momentum);
 }
 
+// store_stats in a training-forward kernel, whose arguments (BN_FORWARD_TRAIN_ARGS) name the tensors
+// and momentum: channel c's results, with the running update where the kernel's UPDATE_RUNNING says
+#define STORE_STATS(c, count, mean, inv_std, m2)                                                     \
+    store_stats(mean_out, inv_std_out, running_mean, running_var, running_mean_out, running_var_out, \
+                c, count, mean, inv_std, m2, momentum, UPDATE_RUNNING)
+
 // Sum over a work-group of WG work-items (WG a power of two) through local memory: the
 // reduction tree. Every work-item gets the sum; buf is free again on return. One text for each
 // type T it adds (OpenCL C has no templates): wg_sum for floats, wg_sum2 for two sums at once in

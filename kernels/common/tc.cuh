@@ -346,15 +346,26 @@ __device__ __forceinline__ void next_tap(Tap& q) {
     }
 }
 
-// Offset of dy[n][k][oh][ow] for the position (hp, wp) = (h + PAD, w + PAD) and tap q, or -1
-// where the tap misses dy (outside it, between the strides, past K, or a position past N*H*W).
-__device__ __forceinline__ int tap_offset(const Tap& q, bool pos_ok, int dy_base, int hp, int wp,
-                                          int K, int OH, int OW) {
-    const int oh_s = hp - q.r, ow_s = wp - q.s;
-    if (!pos_ok || q.k >= K || oh_s < 0 || ow_s < 0 || oh_s % STRIDE || ow_s % STRIDE) return -1;
+// The position pos = (n*H + h)*W + w whose row of A a thread gathers, decoded once: whether it
+// exists (pos < N*H*W), where its image starts in dy, and its padded coordinates (h + PAD, w + PAD).
+struct Position {
+    bool ok;
+    int dy_base, hp, wp;
+};
+
+__device__ __forceinline__ Position position_at(int pos, int NP, int H, int W, int K, int OH, int OW, int PAD) {
+    const int HW = H * W;
+    return Position{pos < NP, pos / HW * K * OH * OW, pos % HW / W + PAD, pos % W + PAD};
+}
+
+// Offset of dy[n][k][oh][ow] for position p and tap q, or -1 where the tap misses dy (outside it,
+// between the strides, past K, or a position past N*H*W).
+__device__ __forceinline__ int tap_offset(const Tap& q, const Position& p, int K, int OH, int OW) {
+    const int oh_s = p.hp - q.r, ow_s = p.wp - q.s;
+    if (!p.ok || q.k >= K || oh_s < 0 || ow_s < 0 || oh_s % STRIDE || ow_s % STRIDE) return -1;
     const int oh = oh_s / STRIDE, ow = ow_s / STRIDE;
     if (oh >= OH || ow >= OW) return -1;
-    return dy_base + (q.k * OH + oh) * OW + ow;
+    return p.dy_base + (q.k * OH + oh) * OW + ow;
 }
 
 // dy' at offset o (0 where o < 0): the activation's derivative fused into the read of dy.

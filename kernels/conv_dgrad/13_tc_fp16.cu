@@ -33,10 +33,7 @@ conv_dgrad(const h16* __restrict__ dy, const h16* __restrict__ y, const h16* __r
     const int warp_m = (warp & 1) * 64, warp_n = (warp >> 1) * 32;
 
     // the position whose row of A this thread gathers: decoded once
-    const int pos = m0 + tid;
-    const bool pos_ok = pos < NP;
-    const int img = pos / HW, h = pos % HW / W, x = pos % W;
-    const int dy_base = img * K * OH * OW, hp = h + PAD, wp = x + PAD;
+    const Position p = position_at(m0 + tid, NP, H, W, K, OH, OW, PAD);
 
     float acc[4][4][4];
     zero_acc(acc);
@@ -49,7 +46,7 @@ conv_dgrad(const h16* __restrict__ dy, const h16* __restrict__ y, const h16* __r
             h16 v[8];
 #pragma unroll
             for (int e = 0; e < 8; e++) {
-                v[e] = to_h16(grad_at(dy, y, tap_offset(q, pos_ok, dy_base, hp, wp, K, OH, OW)));
+                v[e] = to_h16(grad_at(dy, y, tap_offset(q, p, K, OH, OW)));
                 next_tap(q);
             }
             *(uint4*)&As[tid][j] = make_uint4(pack2(v[0], v[1]), pack2(v[2], v[3]),

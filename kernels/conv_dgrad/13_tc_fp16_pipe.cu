@@ -41,10 +41,7 @@ conv_dgrad(const h16* __restrict__ dy, const h16* __restrict__ y, const h16* __r
     const int m0 = blockIdx.x * BM, c0 = blockIdx.y * BN;
     const int warp_m = (warp & 1) * 64, warp_n = (warp >> 1) * 32;
 
-    const int pos = m0 + tid;
-    const bool pos_ok = pos < NP;
-    const int img = pos / HW, h = pos % HW / W, x = pos % W;
-    const int dy_base = img * K * OH * OW, hp = h + PAD, wp = x + PAD;
+    const Position p = position_at(m0 + tid, NP, H, W, K, OH, OW, PAD);   // this thread's row of A
 
     // B's copies of chunk i into ring slot i % STAGES: 2 x 16 bytes per thread, zeros past C or KTOT
     auto copy_b = [&](int i) {
@@ -67,7 +64,7 @@ conv_dgrad(const h16* __restrict__ dy, const h16* __restrict__ y, const h16* __r
         Tap q = tap_at(i * BK);
 #pragma unroll
         for (int e = 0; e < BK; e++) {
-            offs[e] = tap_offset(q, pos_ok, dy_base, hp, wp, K, OH, OW);
+            offs[e] = tap_offset(q, p, K, OH, OW);
             raw_dy[e] = offs[e] >= 0 ? dy[offs[e]] : (h16)0;
 #if ACT != ACT_NONE
             raw_y[e] = offs[e] >= 0 ? y[offs[e]] : (h16)0;

@@ -41,10 +41,7 @@ conv_dgrad(const float* __restrict__ dy, const float* __restrict__ y, const floa
     const int warp_m = (warp & 1) * 64, warp_n = (warp >> 1) * 32;
 
     // the position whose row of A this thread gathers: decoded once
-    const int pos = m0 + tid;
-    const bool pos_ok = pos < NP;
-    const int img = pos / HW, h = pos % HW / W, x = pos % W;
-    const int dy_base = img * K * OH * OW, hp = h + PAD, wp = x + PAD;
+    const Position p = position_at(m0 + tid, NP, H, W, K, OH, OW, PAD);
 
     float acc[4][4][4];
     zero_acc(acc);
@@ -57,7 +54,7 @@ conv_dgrad(const float* __restrict__ dy, const float* __restrict__ y, const floa
             unsigned v[4];
 #pragma unroll
             for (int e = 0; e < 4; e++) {
-                v[e] = tf32_bits(grad_at(dy, y, tap_offset(q, pos_ok, dy_base, hp, wp, K, OH, OW)));
+                v[e] = tf32_bits(grad_at(dy, y, tap_offset(q, p, K, OH, OW)));
                 next_tap(q);
             }
             *(uint4*)&As[tid][j] = make_uint4(v[0], v[1], v[2], v[3]);
