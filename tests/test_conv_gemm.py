@@ -8,6 +8,8 @@ from helpers.ops.conv_dgrad import random_problem_args
 
 from shapes import conv_grid
 
+pytestmark = pytest.mark.debug_builds      # breadth: built without the optimiser on a CPU (tests/conftest.py)
+
 GRID = conv_grid()
 
 

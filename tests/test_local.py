@@ -10,6 +10,8 @@ from helpers.stages import REGISTRY
 
 from shapes import case_id, conv_grid, require_paths
 
+pytestmark = pytest.mark.debug_builds      # breadth: built without the optimiser on a CPU (tests/conftest.py)
+
 TILED = [s.name for s in REGISTRY["conv_dgrad"] if s.family_name == "local" and s.backend == "opencl"]
 # the tiled stages' switches (a define whose candidates are 0 and 1), each away from its default:
 # test_conv_dgrad grids the defaults, this the other setting, over the same grid with guards
