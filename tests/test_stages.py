@@ -28,9 +28,11 @@ import os
 import re
 from collections import Counter
 
+import pyopencl as cl
 import pytest
 
 import helpers
+from helpers.engine import build
 from helpers.engine.backends import BACKENDS
 from helpers.launch import gemm, igemm_nd
 from helpers.runner import path_of, stage_source
@@ -130,12 +132,23 @@ def test_every_stage_is_right_at_the_drivers_optimisation(ctx, stage):
     the driver's optimisation, and checked on the last grid case it runs with its own kernel (its
     own tile's partial block where it has one), so that an answer that depends on the optimiser
     fails."""
+    assert not build.UNOPTIMISED_ON_CPU
     cases = grid_cases(stage)
     for case in reversed(cases):
         paths = run_grid(stage, ctx, [case])
         if not paths["refused"] and not paths["fallback"]:
             return
     raise AssertionError(f"stage {stage.key} ran none of its {len(cases)} grid cases with its own kernel")
+
+
+@pytest.mark.debug_builds
+def test_debug_builds_reach_a_cpu_build_and_no_other(ctx):
+    """The marker's switch adds -cl-opt-disable to a CPU's builds, and only there; unmarked, nothing."""
+    on_cpu = bool(ctx.devices[0].type & cl.device_type.CPU)
+    assert build.UNOPTIMISED_ON_CPU
+    assert ("-cl-opt-disable" in build._build_options(ctx, {"KH": 3})) == on_cpu
+    build.UNOPTIMISED_ON_CPU = False        # (the fixture's monkeypatch restores it after the test)
+    assert "-cl-opt-disable" not in build._build_options(ctx, {"KH": 3})
 
 
 def ungridded(stages, tests) -> list:
