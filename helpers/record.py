@@ -287,6 +287,12 @@ PLAN = [
            "--tag blocked", 0.9, "chapter 15: stage 06 beside stages 03, 04 and cuDNN, at the tiles just searched", True),
     _bench("wgrad-blocked-vgg16", "--op conv_wgrad --layers vgg16 --stages igemm,winograd,igemm_blocked "
            "--tag blocked", 3.1, "chapter 15: the same on VGG-16", True),
+    # stage 04's transforms through local memory, recorded pairs: neither, the output transform's
+    # stores alone (STORE_LOCAL), both (LOAD_LOCAL too)
+    *(_bench(f"wgrad-local{a}{b}-{layers}", f"--op conv_wgrad --layers {layers} --stages winograd "
+             f"--defines LOAD_LOCAL={a},STORE_LOCAL={b} --tag local{a}{b}", minutes,
+             "chapter 15: stage 04's x patches and taps through local memory, a recorded step", True)
+      for layers, minutes in (("resnet50", 0.5), ("vgg16", 1.2)) for a, b in ((0, 0), (0, 1), (1, 1))),
     Task("training", "{python} -m helpers.train --device {device} --size full --out results/" + names.training("{slug}"),
          names.training("{slug}"), 0.6, "chapter 15: the network trained on the course's stages, its step against "
                                          "PyTorch's (at most x1.0)"),

@@ -112,6 +112,40 @@ def test_winograd_dropping_a_slice_is_caught(ctx, monkeypatch):
         helpers.check_stage("conv_wgrad", "lost_slice", ctx=ctx, guard=True, defines={"SLICE": 8}, **args)
 
 
+def test_winograd_transforms_through_local_memory_give_the_same_bits(ctx):
+    """Stage 04's LOAD_LOCAL and STORE_LOCAL move the transforms' loads and stores, not their
+    arithmetic: all four settings give the same bits, with several slices and blocks of channels
+    and filters that end part-way (C=21, K=19). The registry's plan launches the local-memory
+    kernels (their work-groups: 4 tiles x 16 channels, 8 channels x 8 filters x 4)."""
+    args = random_problem_args(2, 21, 13, 10, 19, 3, 1, 1, "relu", seed=5)
+    runs = [helpers.run_stage("conv_wgrad", "winograd", ctx=ctx, guard=True,
+                              defines={"SLICE": 8, "TK": 4, "LOAD_LOCAL": a, "STORE_LOCAL": b}, **args)
+            for a in (0, 1) for b in (0, 1)]
+    assert all(np.array_equal(runs[0], r) for r in runs[1:])
+    plan = helpers.plan_stage("conv_wgrad", "winograd", ctx=ctx, **args)
+    assert (plan.jit_defines["LOAD_LOCAL"], plan.jit_defines["STORE_LOCAL"]) == (1, 1)
+    local = {s.kernel: s.local_size for s in plan.steps}
+    assert local["wgrad_wino_input"] == (wgrad.IN_TILES * wgrad.IN_CHANNELS,)
+    assert local["wgrad_wino_output"] == (wgrad.OUT_WG,)
+    src = kernel_source(helpers.get_stage("conv_wgrad", "winograd").kernel)
+    for name in ("IN_TILES", "IN_CHANNELS", "OUT_C", "OUT_K", "OUT_WG"):
+        assert f"#define {name} {getattr(wgrad, name)} " in src, f"{name}: the kernel and the launch disagree"
+
+
+def test_winograd_taps_stored_to_the_wrong_filters_are_caught(ctx, monkeypatch):
+    """A planted bug in STORE_LOCAL's contiguous run (each channel's run starts at filter 0, not at
+    the block's first filter) fails the check when K spans three blocks of filters."""
+    st = helpers.get_stage("conv_wgrad", "winograd")
+    src = kernel_source(st.kernel)
+    old = "dw[((c0 + cl) * K + k0) * 9 + r]"
+    assert old in src, "the planted bug no longer applies; update this test"
+    bad = dataclasses.replace(st, number=95, name="runs_from_zero", source=lambda d: src.replace(old, "dw[(c0 + cl) * K * 9 + r]"))
+    monkeypatch.setitem(registry.REGISTRY, "conv_wgrad", registry.REGISTRY["conv_wgrad"] + [bad])
+    args = random_problem_args(1, 9, 8, 8, 19, 3, 1, 1, "none", seed=4)
+    with pytest.raises(helpers.MismatchError):
+        helpers.check_stage("conv_wgrad", "runs_from_zero", ctx=ctx, guard=True, **args)
+
+
 def test_winograd_refuses_bad_tiles_and_too_many_slices(ctx):
     """The caller's tile parameters are refused by name (not sent to the fallback); more slices
     than a grid dimension holds is refused before launch."""

@@ -173,6 +173,9 @@ def phases_requires(p: Problem, d: dict):
 # -- stage 04: Winograd F(3x3,4x4) --------------------------------------------------------------
 
 WINO_T = 36      # products per tile: the 6x6 of F(3x3,4x4)
+# the work-groups of the transforms through local memory (04_winograd.cl's #defines of these names)
+IN_TILES, IN_CHANNELS = 4, 16           # LOAD_LOCAL: tiles x channels per work-group
+OUT_C, OUT_K, OUT_WG = 8, 8, 256        # STORE_LOCAL: channels x filters per work-group, its size
 
 
 def wino_geometry(p: Problem, d: dict) -> dict:
@@ -214,15 +217,24 @@ def winograd_requires(p: Problem, d: dict):
 def wino_steps(p: Problem, d: dict) -> list:
     q, g, wg = p.dims, wino_geometry(p, d), d["WG"]
     i32 = {k: np.int32(v) for k, v in {**q, **g}.items() if isinstance(v, int)}
+    if d.get("LOAD_LOCAL", 1):      # work-groups of IN_TILES tiles x IN_CHANNELS channels
+        size = IN_TILES * IN_CHANNELS
+        inputs = ((cdiv(g["QP"], IN_TILES) * cdiv(g["CP"], IN_CHANNELS) * size,), (size,))
+    else:                           # one work-item per (tile, channel)
+        inputs = ((round_up(g["QP"] * g["CP"], wg),), (wg,))
+    if d.get("STORE_LOCAL", 1):     # work-groups of OUT_C channels x OUT_K filters
+        outputs = ((cdiv(q["C"], OUT_C) * cdiv(q["K"], OUT_K) * OUT_WG,), (OUT_WG,))
+    else:                           # one work-item per (channel, filter)
+        outputs = ((round_up(q["C"] * q["K"], wg),), (wg,))
     return [
         Step("wgrad_wino_delta", (round_up(g["KP"] * g["QP"], wg),), (wg,),
              ("grad_output", "output", "U", *(i32[k] for k in ("N", "K", "OH", "OW", "TH", "TW", "QP", "KP")))),
-        Step("wgrad_wino_input", (round_up(g["QP"] * g["CP"], wg),), (wg,),
+        Step("wgrad_wino_input", *inputs,
              ("input", "V", *(i32[k] for k in ("N", "C", "H", "W", "TH", "TW")), np.int32(q["pad"]),
               i32["QP"], i32["CP"])),
         Step("wgrad_wino_gemm", *blocked(g["KP"], g["CP"], d, depth=g["SPLITS"] * WINO_T),
              ("U", "V", "M", i32["QP"], i32["KP"], i32["CP"], i32["SLICE_LEN"])),
-        Step("wgrad_wino_output", (round_up(q["C"] * q["K"], wg),), (wg,),
+        Step("wgrad_wino_output", *outputs,
              ("M", "grad_weight", i32["C"], i32["K"], i32["KP"], i32["CP"], i32["SPLITS"])),
     ]
 

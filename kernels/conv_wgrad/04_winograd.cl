@@ -29,6 +29,18 @@
 //      dim 2 of the NDRange is (slice, xi), and each work-group writes its tile of partial sums.
 //   4. wgrad_wino_output: per (c, k), the slices' partial sums added in slice order (no atomics:
 //      the same bits on every run), then AT . M . A: the 3x3 taps, written to dw (IOHW).
+// Two switches move the transforms' scattered accesses through local memory (each 0 is the plain
+// kernel, one work-item per element, kept to time the pair):
+//   LOAD_LOCAL = 1: wgrad_wino_input's work-group loads the 6x6 patches of IN_TILES neighbouring
+//      tiles for IN_CHANNELS channels into local memory with neighbouring work-items on
+//      neighbouring x along a row (a few 32-byte sectors per warp, not one per work-item), then
+//      each work-item transforms one (tile, channel) and stores along c as before.
+//   STORE_LOCAL = 1: wgrad_wino_output's work-group owns OUT_C x OUT_K pairs (c, k). Its OUT_WG
+//      work-items add the slices of the 36 products (four per pair, 9 products each: more loads in
+//      flight where C*K is small and the slices many), the transform writes the taps into local
+//      memory in dw's order, and the group stores each channel's OUT_K*9 taps as one contiguous
+//      run. With STORE_LOCAL = 0 neighbouring work-items are neighbouring channels, whose taps lie
+//      K*9 floats apart: every store of a warp touches its own 32-byte sector.
 // Multiplications per tile and (c, k): 36 in the products against stage 03's 144, so the GEMM
 // does a quarter of the work; the transforms add passes over memory (U and V are 36/16 = 2.25x
 // the size of dy and x, plus the padding of the edge tiles). Winograd rounds more than a direct
@@ -43,8 +55,24 @@
 // WG), both 1-D (QP can pass the 65,535 of a grid's other dimensions); wgrad_wino_gemm
 // (CP/TN * TN/WN, KP/TM * TM/WM, SPLITS * 36), work-group (TN/WN, TM/WM, 1); wgrad_wino_output
 // (C*K rounded up to WG).
-// JIT parameters: ACT; TM, TN, TK, WM, WN (gemm_core.h); WG (the transforms' work-group, host
-// side); SLICE (tiles per slice, host side: the slice length SLICE_LEN is an argument).
+// With LOAD_LOCAL, wgrad_wino_input's NDRange is (ceil(QP/IN_TILES) * ceil(CP/IN_CHANNELS) work-groups
+// of IN_TILES*IN_CHANNELS); with STORE_LOCAL, wgrad_wino_output's is (ceil(C/OUT_C) * ceil(K/OUT_K)
+// work-groups of OUT_WG).
+// JIT parameters: ACT; LOAD_LOCAL, STORE_LOCAL; TM, TN, TK, WM, WN (gemm_core.h); WG (the plain
+// transforms' work-group, host side); SLICE (tiles per slice, host side: the slice length
+// SLICE_LEN is an argument).
+
+#ifndef LOAD_LOCAL
+#define LOAD_LOCAL 1
+#endif
+#ifndef STORE_LOCAL
+#define STORE_LOCAL 1
+#endif
+#define IN_TILES 4                  // LOAD_LOCAL: neighbouring tiles per work-group
+#define IN_CHANNELS 16              //             channels per work-group
+#define OUT_C 8                     // STORE_LOCAL: channels per work-group (8 floats: a sector of M)
+#define OUT_K 8                     //              filters per work-group
+#define OUT_WG 256                  //              work-items: OUT_WG / (OUT_C*OUT_K) per pair
 
 #include "course.h"
 #include "winograd_tiles_f43.h"     // wino_input_tile: BT . d . B on a 6x6 tile
@@ -92,6 +120,45 @@ __kernel void wgrad_wino_delta(__global const float* restrict dy, __global const
         U[(xi * KP + k) * QP + q] = u[xi];
 }
 
+#if LOAD_LOCAL
+#define IN_WG (IN_TILES * IN_CHANNELS)
+#define IN_PITCH 37                 // a patch's floats in local memory: 36, plus 1 so the reads of
+                                    // neighbouring work-items fall in different banks
+// The group's IN_TILES tiles from q0, IN_CHANNELS channels from c0. Work-item (t, cl) = (tid /
+// IN_CHANNELS, tid % IN_CHANNELS) transforms the patch of tile q0 + t in channel c0 + cl.
+__kernel __attribute__((reqd_work_group_size(IN_WG, 1, 1)))
+void wgrad_wino_input(__global const float* restrict x, __global float* restrict V,
+                      const int N, const int C, const int H, const int W, const int TH,
+                      const int TW, const int PAD, const int QP, const int CP) {
+    __local float patch[IN_WG * IN_PITCH];
+    __local int tile_n[IN_TILES], tile_h0[IN_TILES], tile_w0[IN_TILES];
+    const int tid = get_local_id(0), cblocks = CEIL_DIV(CP, IN_CHANNELS);
+    const int q0 = get_group_id(0) / cblocks * IN_TILES, c0 = get_group_id(0) % cblocks * IN_CHANNELS;
+    if (tid < IN_TILES) {                              // each tile decoded once
+        const int q = q0 + tid;
+        tile_n[tid] = q / (TH * TW);                   // >= N: a padding tile (q >= N*TH*TW)
+        tile_h0[tid] = 4 * ((q / TW) % TH) - PAD;
+        tile_w0[tid] = 4 * (q % TW) - PAD;
+    }
+    barrier(CLK_LOCAL_MEM_FENCE);
+    // element e = ((cl * 6 + a) * IN_TILES + t) * 6 + b: neighbouring work-items read along row a
+    // of neighbouring tiles' patches (tiles overlap by 2 columns)
+    for (int e = tid; e < IN_WG * T36; e += IN_WG) {
+        const int b = e % 6, t = e / 6 % IN_TILES, a = e / (6 * IN_TILES) % 6, cl = e / (T36 * IN_TILES);
+        const int n = tile_n[t], c = c0 + cl, h = tile_h0[t] + a, w = tile_w0[t] + b;
+        patch[(t * IN_CHANNELS + cl) * IN_PITCH + 6 * a + b] =
+            (c < C && n < N && h >= 0 && h < H && w >= 0 && w < W) ? x[((n * C + c) * H + h) * W + w] : 0.0f;
+    }
+    barrier(CLK_LOCAL_MEM_FENCE);
+    const int q = q0 + tid / IN_CHANNELS, c = c0 + tid % IN_CHANNELS;
+    float d[T36], v[T36];
+    for (int j = 0; j < T36; j++) d[j] = patch[tid * IN_PITCH + j];
+    wino_input_tile(d, v);
+    if (q < QP && c < CP)
+        for (int xi = 0; xi < T36; xi++)
+            V[(xi * QP + q) * CP + c] = v[xi];
+}
+#else
 // One work-item per (tile q, channel c): dim 0 of the flattened index is c.
 __kernel void wgrad_wino_input(__global const float* restrict x, __global float* restrict V,
                                const int N, const int C, const int H, const int W, const int TH,
@@ -112,6 +179,7 @@ __kernel void wgrad_wino_input(__global const float* restrict x, __global float*
     for (int xi = 0; xi < T36; xi++)
         V[(xi * QP + q) * CP + c] = v[xi];
 }
+#endif
 
 // The products: A = U[xi] (KP x QP, float4 along q), B = V[xi] (QP x CP, float4 along c), both
 // padded to whole blocks and slices, so every fetch is inside and 4-aligned.
@@ -140,6 +208,43 @@ void wgrad_wino_gemm(__global const float* restrict U, __global const float* res
             out[(m0 + GEMM_ROW(i)) * CP + n0 + GEMM_COL(j)] = acc[i][j];
 }
 
+// the sum of the slices of product xi for pair (c, k), in slice order
+inline float slices_sum(__global const float* restrict M, const int xi, const int c, const int k,
+                        const int KP, const int CP, const int SPLITS) {
+    float sum = 0.0f;
+    for (int s = 0; s < SPLITS; s++) sum += M[((s * T36 + xi) * KP + k) * CP + c];
+    return sum;
+}
+
+#if STORE_LOCAL
+#define OUT_PAIRS (OUT_C * OUT_K)
+// Pair p = tid % OUT_PAIRS is (c0 + p % OUT_C, k0 + p / OUT_C): neighbours along c read M in
+// sectors of OUT_C floats.
+__kernel __attribute__((reqd_work_group_size(OUT_WG, 1, 1)))
+void wgrad_wino_output(__global const float* restrict M, __global float* restrict dw,
+                       const int C, const int K, const int KP, const int CP, const int SPLITS) {
+    __local float m[T36 * OUT_PAIRS];                 // m[xi][pair]
+    __local float taps[OUT_PAIRS * 9];                // taps[cl][kl][t]: dw's order within the block
+    const int tid = get_local_id(0), cblocks = CEIL_DIV(C, OUT_C);
+    const int c0 = get_group_id(0) % cblocks * OUT_C, k0 = get_group_id(0) / cblocks * OUT_K;
+    const int p = tid % OUT_PAIRS, c = c0 + p % OUT_C, k = k0 + p / OUT_C;
+    for (int xi = tid / OUT_PAIRS; xi < T36; xi += OUT_WG / OUT_PAIRS)
+        m[xi * OUT_PAIRS + p] = (c < C && k < K) ? slices_sum(M, xi, c, k, KP, CP, SPLITS) : 0.0f;
+    barrier(CLK_LOCAL_MEM_FENCE);
+    if (tid < OUT_PAIRS) {
+        float mp[T36], o[9];
+        for (int xi = 0; xi < T36; xi++) mp[xi] = m[xi * OUT_PAIRS + p];
+        wgrad_output_tile(mp, o);
+        for (int t = 0; t < 9; t++) taps[((p % OUT_C) * OUT_K + p / OUT_C) * 9 + t] = o[t];
+    }
+    barrier(CLK_LOCAL_MEM_FENCE);
+    // channel c0 + cl's taps of filters k0 .. k0 + OUT_K - 1 lie together in dw: one run each
+    for (int e = tid; e < OUT_PAIRS * 9; e += OUT_WG) {
+        const int cl = e / (OUT_K * 9), r = e % (OUT_K * 9);
+        if (c0 + cl < C && k0 + r / 9 < K) dw[((c0 + cl) * K + k0) * 9 + r] = taps[e];
+    }
+}
+#else
 // One work-item per (c, k), neighbours along c (coalesced reads of M): the slices added in
 // order, then the output transform.
 __kernel void wgrad_wino_output(__global const float* restrict M, __global float* restrict dw,
@@ -148,11 +253,8 @@ __kernel void wgrad_wino_output(__global const float* restrict M, __global float
     if (i >= C * K) return;
     const int c = i % C, k = i / C;
     float m[T36], o[9];
-    for (int xi = 0; xi < T36; xi++) {
-        float sum = 0.0f;
-        for (int s = 0; s < SPLITS; s++) sum += M[((s * T36 + xi) * KP + k) * CP + c];
-        m[xi] = sum;
-    }
+    for (int xi = 0; xi < T36; xi++) m[xi] = slices_sum(M, xi, c, k, KP, CP, SPLITS);
     wgrad_output_tile(m, o);
     for (int t = 0; t < 9; t++) dw[(c * K + k) * 9 + t] = o[t];
 }
+#endif
