@@ -247,8 +247,8 @@ PLAN = [
     _bench("auto-vgg16", "--layers vgg16 --stages auto --tag auto", 8.5,
            "chapter 11, README: auto beside cuDNN on every VGG-16 layer (the longest search)", True),
     # chapter 14: batch norm
-    _bench("bn-forward", "--op batchnorm_forward --layers bn --tune", 2.1, "chapter 14's ladder", True),
-    _bench("bn-backward", "--op batchnorm_backward --layers bn --activation relu --tune", 3, "chapter 14's ladder"),
+    _bench("bn-forward", "--op batchnorm_forward --layers bn --stages naive,local_two_pass,welford,vec4,fused --tune", 2.1, "chapter 14's ladder", True),
+    _bench("bn-backward", "--op batchnorm_backward --layers bn --stages naive,local_two_pass,welford,vec4,fused --activation relu --tune", 3, "chapter 14's ladder"),
     _bench("bn-forward-onepass", "--op batchnorm_forward --layers bn --stages fused,one_pass --tag vendor_events", 0.5,
            "chapter 14: the forward against PyTorch, by both timers", True),
     _bench("bn-backward-onepass", "--op batchnorm_backward --layers bn --stages fused,one_pass --activation relu "
@@ -292,7 +292,7 @@ PLAN = [
     *(_bench(f"wgrad-local{a}{b}-{layers}", f"--op conv_wgrad --layers {layers} --stages winograd "
              f"--defines LOAD_LOCAL={a},STORE_LOCAL={b} --tag local{a}{b}", minutes,
              "chapter 15: stage 04's x patches and taps through local memory, a recorded step", True)
-      for layers, minutes in (("resnet50", 0.5), ("vgg16", 1.2)) for a, b in ((0, 0), (0, 1), (1, 1))),
+      for layers, minutes in (("resnet50", 0.3), ("vgg16", 0.6)) for a, b in ((0, 0), (0, 1), (1, 1))),
     Task("training", "{python} -m helpers.train --device {device} --size full --out results/" + names.training("{slug}"),
          names.training("{slug}"), 0.6, "chapter 15: the network trained on the course's stages, its step against "
                                          "PyTorch's (at most x1.0)"),

@@ -36,8 +36,8 @@
 //      neighbouring x along a row (a few 32-byte sectors per warp, not one per work-item), then
 //      each work-item transforms one (tile, channel) and stores along c as before.
 //   STORE_LOCAL = 1: wgrad_wino_output's work-group owns OUT_C x OUT_K pairs (c, k). Its OUT_WG
-//      work-items add the slices of the 36 products (four per pair, 9 products each: more loads in
-//      flight where C*K is small and the slices many), the transform writes the taps into local
+//      work-items add the slices of the 36 products (four per pair, 9 products each, their loads
+//      in flight together: more of them where C*K is small and the slices many), the transform writes the taps into local
 //      memory in dw's order, and the group stores each channel's OUT_K*9 taps as one contiguous
 //      run. With STORE_LOCAL = 0 neighbouring work-items are neighbouring channels, whose taps lie
 //      K*9 floats apart: every store of a warp touches its own 32-byte sector.
@@ -208,16 +208,10 @@ void wgrad_wino_gemm(__global const float* restrict U, __global const float* res
             out[(m0 + GEMM_ROW(i)) * CP + n0 + GEMM_COL(j)] = acc[i][j];
 }
 
-// the sum of the slices of product xi for pair (c, k), in slice order
-inline float slices_sum(__global const float* restrict M, const int xi, const int c, const int k,
-                        const int KP, const int CP, const int SPLITS) {
-    float sum = 0.0f;
-    for (int s = 0; s < SPLITS; s++) sum += M[((s * T36 + xi) * KP + k) * CP + c];
-    return sum;
-}
-
 #if STORE_LOCAL
 #define OUT_PAIRS (OUT_C * OUT_K)
+#define OUT_SHARE (OUT_WG / OUT_PAIRS)          // work-items per pair (4)
+#define OUT_EACH (T36 / OUT_SHARE)              // products each (9)
 // Pair p = tid % OUT_PAIRS is (c0 + p % OUT_C, k0 + p / OUT_C): neighbours along c read M in
 // sectors of OUT_C floats.
 __kernel __attribute__((reqd_work_group_size(OUT_WG, 1, 1)))
@@ -228,8 +222,16 @@ void wgrad_wino_output(__global const float* restrict M, __global float* restric
     const int tid = get_local_id(0), cblocks = CEIL_DIV(C, OUT_C);
     const int c0 = get_group_id(0) % cblocks * OUT_C, k0 = get_group_id(0) / cblocks * OUT_K;
     const int p = tid % OUT_PAIRS, c = c0 + p % OUT_C, k = k0 + p / OUT_C;
-    for (int xi = tid / OUT_PAIRS; xi < T36; xi += OUT_WG / OUT_PAIRS)
-        m[xi * OUT_PAIRS + p] = (c < C && k < K) ? slices_sum(M, xi, c, k, KP, CP, SPLITS) : 0.0f;
+    // this work-item's products: first, first + OUT_SHARE, ... (OUT_EACH of them), their loads
+    // of one slice in flight together; each product's slices still added in slice order
+    const int first = tid / OUT_PAIRS;
+    float sum[OUT_EACH];
+    for (int j = 0; j < OUT_EACH; j++) sum[j] = 0.0f;
+    if (c < C && k < K)
+        for (int s = 0; s < SPLITS; s++)
+            for (int j = 0; j < OUT_EACH; j++)
+                sum[j] += M[((s * T36 + first + j * OUT_SHARE) * KP + k) * CP + c];
+    for (int j = 0; j < OUT_EACH; j++) m[(first + j * OUT_SHARE) * OUT_PAIRS + p] = sum[j];
     barrier(CLK_LOCAL_MEM_FENCE);
     if (tid < OUT_PAIRS) {
         float mp[T36], o[9];
@@ -253,7 +255,11 @@ __kernel void wgrad_wino_output(__global const float* restrict M, __global float
     if (i >= C * K) return;
     const int c = i % C, k = i / C;
     float m[T36], o[9];
-    for (int xi = 0; xi < T36; xi++) m[xi] = slices_sum(M, xi, c, k, KP, CP, SPLITS);
+    for (int xi = 0; xi < T36; xi++) {
+        float sum = 0.0f;
+        for (int s = 0; s < SPLITS; s++) sum += M[((s * T36 + xi) * KP + k) * CP + c];
+        m[xi] = sum;
+    }
     wgrad_output_tile(m, o);
     for (int t = 0; t < 9; t++) dw[(c * K + k) * 9 + t] = o[t];
 }
