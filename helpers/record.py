@@ -288,9 +288,10 @@ PLAN = [
     _bench("wgrad-blocked-vgg16", "--op conv_wgrad --layers vgg16 --stages igemm,winograd,igemm_blocked "
            "--tag blocked", 3.1, "chapter 15: the same on VGG-16", True),
     # stage 04's transforms through local memory, recorded pairs: neither, the output transform's
-    # stores alone (STORE_LOCAL), both (LOAD_LOCAL too)
+    # stores alone (STORE_LOCAL), both (the x patches on every layer: LOAD_LOCAL_W=1). Recorded
+    # 2026-11-30 as LOAD_LOCAL=0/1, the switch that LOAD_LOCAL_W now sets by the width of x
     *(_bench(f"wgrad-local{a}{b}-{layers}", f"--op conv_wgrad --layers {layers} --stages winograd "
-             f"--defines LOAD_LOCAL={a},STORE_LOCAL={b} --tag local{a}{b}", minutes,
+             f"--defines LOAD_LOCAL_W={1 if a else 1 << 20},STORE_LOCAL={b} --tag local{a}{b}", minutes,
              "chapter 15: stage 04's x patches and taps through local memory, a recorded step", True)
       for layers, minutes in (("resnet50", 0.3), ("vgg16", 0.6)) for a, b in ((0, 0), (0, 1), (1, 1))),
     Task("training", "{python} -m helpers.train --device {device} --size full --out results/" + names.training("{slug}"),

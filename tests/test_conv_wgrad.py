@@ -119,10 +119,10 @@ def test_winograd_transforms_through_local_memory_give_the_same_bits(ctx):
     kernels (their work-groups: 4 tiles x 16 channels, 8 channels x 8 filters x 4)."""
     args = random_problem_args(2, 21, 13, 10, 19, 3, 1, 1, "relu", seed=5)
     runs = [helpers.run_stage("conv_wgrad", "winograd", ctx=ctx, guard=True,
-                              defines={"SLICE": 8, "TK": 4, "LOAD_LOCAL": a, "STORE_LOCAL": b}, **args)
+                              defines={"SLICE": 8, "TK": 4, "LOAD_LOCAL_W": 1 if a else 1 << 20, "STORE_LOCAL": b}, **args)
             for a in (0, 1) for b in (0, 1)]
     assert all(np.array_equal(runs[0], r) for r in runs[1:])
-    plan = helpers.plan_stage("conv_wgrad", "winograd", ctx=ctx, **args)
+    plan = helpers.plan_stage("conv_wgrad", "winograd", ctx=ctx, defines={"LOAD_LOCAL_W": 1}, **args)
     assert (plan.jit_defines["LOAD_LOCAL"], plan.jit_defines["STORE_LOCAL"]) == (1, 1)
     local = {s.kernel: s.local_size for s in plan.steps}
     assert local["wgrad_wino_input"] == (wgrad.IN_TILES * wgrad.IN_CHANNELS,)
@@ -130,6 +130,18 @@ def test_winograd_transforms_through_local_memory_give_the_same_bits(ctx):
     src = kernel_source(helpers.get_stage("conv_wgrad", "winograd").kernel)
     for name in ("IN_TILES", "IN_CHANNELS", "OUT_C", "OUT_K", "OUT_WG"):
         assert f"#define {name} {getattr(wgrad, name)} " in src, f"{name}: the kernel and the launch disagree"
+
+
+def test_winograd_loads_x_through_local_memory_where_a_row_passes_a_line(ctx):
+    """The registry's LOAD_LOCAL_W (33) turns the kernel's LOAD_LOCAL on where a row of x is longer
+    than 32 floats, and the launch with it (a plain work-group of 32 tells the two apart)."""
+    assert helpers.get_stage("conv_wgrad", "winograd").defines["LOAD_LOCAL_W"] == 33
+    for w, want in ((32, 0), (33, 1)):
+        args = random_problem_args(1, 2, 5, w, 3, 3, 1, 1, "none", seed=0)
+        plan = helpers.plan_stage("conv_wgrad", "winograd", ctx=ctx, defines={"WG": 32}, **args)
+        local = {s.kernel: s.local_size for s in plan.steps}["wgrad_wino_input"]
+        assert plan.jit_defines["LOAD_LOCAL"] == want
+        assert local == ((wgrad.IN_TILES * wgrad.IN_CHANNELS,) if want else (32,))
 
 
 def test_winograd_taps_stored_to_the_wrong_filters_are_caught(ctx, monkeypatch):

@@ -30,7 +30,8 @@
 //   4. wgrad_wino_output: per (c, k), the slices' partial sums added in slice order (no atomics:
 //      the same bits on every run), then AT . M . A: the 3x3 taps, written to dw (IOHW).
 // Two switches move the transforms' scattered accesses through local memory (each 0 is the plain
-// kernel, one work-item per element, kept to time the pair):
+// kernel, one work-item per element, kept to time the pair; the host sets LOAD_LOCAL where
+// W >= LOAD_LOCAL_W, helpers/launch/wgrad.py: wino_jit):
 //   LOAD_LOCAL = 1: wgrad_wino_input's work-group loads the 6x6 patches of IN_TILES neighbouring
 //      tiles for IN_CHANNELS channels into local memory with neighbouring work-items on
 //      neighbouring x along a row (a few 32-byte sectors per warp, not one per work-item), then
@@ -58,7 +59,7 @@
 // With LOAD_LOCAL, wgrad_wino_input's NDRange is (ceil(QP/IN_TILES) * ceil(CP/IN_CHANNELS) work-groups
 // of IN_TILES*IN_CHANNELS); with STORE_LOCAL, wgrad_wino_output's is (ceil(C/OUT_C) * ceil(K/OUT_K)
 // work-groups of OUT_WG).
-// JIT parameters: ACT; LOAD_LOCAL, STORE_LOCAL; TM, TN, TK, WM, WN (gemm_core.h); WG (the plain
+// JIT parameters: ACT; LOAD_LOCAL (from LOAD_LOCAL_W), STORE_LOCAL; TM, TN, TK, WM, WN (gemm_core.h); WG (the plain
 // transforms' work-group, host side); SLICE (tiles per slice, host side: the slice length
 // SLICE_LEN is an argument).
 
