@@ -6,7 +6,9 @@ are ranked by a model of their speed, fitted to the recorded runs in results/ (h
 the heuristic mode, cudnnGetConvolution*Algorithm_v7), and only the best few are checked and
 timed (the benchmark's profiling events; at most ``TIMED``, none started after ``BUDGET_S``
 seconds of timing: the benchmark mode, cudnnFind, on a short list), their kernels built side by
-side while the one reference they are checked against is computed. The fastest of those is
+side while the one reference they are checked against is computed (on a spot of the outputs: the
+first and last image, or filter, runner.SPOT; a whole reference of a large layer took most of a first
+call's seconds in NumPy). The fastest of those is
 written to an on-disk cache keyed by device name, shape and budget, and runs; later runs read the
 cache and run it at once. A
 first call takes seconds, kernel builds included, not minutes. ``COURSE_AUTO=exhaustive`` times

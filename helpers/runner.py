@@ -20,6 +20,7 @@ from __future__ import annotations
 import functools
 import time
 import warnings
+from dataclasses import replace
 
 import numpy as np
 
@@ -59,8 +60,10 @@ def check_define_values(s: Stage, defines: dict) -> None:
 def choose_stage(op: str, problem: Problem, ctx, workspace_limit: int | None) -> str:
     """Stage auto's choice on ctx's device (helpers/chooser.py): the best-ranked candidates' kernels
     built side by side while the reference is computed, once for all of them (every candidate
-    answers in fp32), then each candidate checked against it and timed."""
-    reference = functools.lru_cache(maxsize=None)(lambda: reference_of(op, problem, "fp32"))
+    answers in fp32), then each candidate checked against it and timed. The reference is the
+    spot check's (spot_reference): a first call on a large layer would otherwise spend most of
+    its seconds in NumPy."""
+    reference = functools.lru_cache(maxsize=None)(lambda: spot_reference(op, problem))
 
     def time_stage(name: str) -> float:
         plan = plan_problem(op, name, problem, ctx, None, False, workspace_limit, expected=reference)
@@ -240,13 +243,52 @@ def reference_of(op: str, problem: Problem, precision: str) -> tuple:
     return mod.reference(problem.on_host(STORAGE[precision], tf32=tf32))
 
 
+# Auto's candidates are checked on a spot of the outputs: the first and the last image (forward pass,
+# input gradient), or the first and the last filter's weights (weight gradient of an ungrouped layer):
+# (the inputs cut along that axis, the axis, the output's axis) per op. A reference of the spot's
+# sub-problem costs 2/N (2/K) of the whole and gives those outputs exactly: images are independent
+# sums, and so are the filters of the weight gradient. Every stage is checked over every output of
+# the grid by the tests, and the benchmark checks every output of what it times.
+SPOT = {"conv_forward": (("input",), 0, 0), "conv_dgrad": (("grad_output", "output"), 0, 0),
+        "conv_wgrad": (("grad_output", "output"), 1, 1)}
+
+
+def spot_problem(op: str, problem: Problem) -> tuple[Problem, dict] | None:
+    """The spot auto checks (SPOT): the sub-problem on host arrays, and per output the index of its
+    outputs in the whole problem's; None where the op has no spot or the axis holds 2 or fewer."""
+    if op not in SPOT or (op == "conv_wgrad" and problem.dims.get("groups", 1) != 1):
+        return None
+    names, axis, out_axis = SPOT[op]
+    length = problem.inputs[names[0]].shape[axis]
+    if length <= 2:
+        return None
+    idx = np.array([0, length - 1])
+    host = problem.on_host("float32")
+    inputs = {name: np.take(a, idx, axis=axis) if name in names else a for name, a in host.inputs.items()}
+    outputs = {name: tuple(2 if i == out_axis else v for i, v in enumerate(shape)) for name, shape in problem.outputs.items()}
+    return replace(host, inputs=inputs, outputs=outputs), {name: (slice(None),) * out_axis + (idx,) for name in outputs}
+
+
+def spot_reference(op: str, problem: Problem) -> tuple:
+    """(expected, magnitude, select) of auto's check in fp32: the spot's reference and where its outputs
+    lie in the whole (spot_problem), or the whole reference (select None) where there is no spot."""
+    spot = spot_problem(op, problem)
+    if spot is None:
+        return (*reference_of(op, problem, "fp32"), None)
+    sub, select = spot
+    return (*reference_of(op, sub, "fp32"), select)
+
+
 def check_plan(plan, expected: tuple | None = None) -> CheckResult:
     """The one check: a plan's current outputs against its operation's reference (every output,
     per element and as a whole: ops.tolerance); raises MismatchError. ``expected``:
     reference_for(plan) (or a plan's of the same problem and precision), when the caller already
-    has it. Marks the plan as checked."""
-    expected, magnitude = reference_for(plan) if expected is None else expected
+    has it, or spot_reference's (expected, magnitude, select): the outputs at ``select`` only. Marks
+    the plan as checked."""
+    expected, magnitude, *select = reference_for(plan) if expected is None else expected
     got = plan.outputs()
+    if select and select[0]:
+        got = {name: got[name][select[0][name]] for name in select[0]}
     tol = tolerance(plan.op, plan.problem, plan.stage)
     try:
         results = [check_close(got[name], expected[name], magnitude=magnitude[name], tolerance=tol[name],

@@ -2,11 +2,14 @@
 on-disk cache per device and shape, and that what it runs is correct."""
 import json
 
+import numpy as np
 import pytest
 
 import helpers
-from helpers import chooser
+from helpers import chooser, runner
 from helpers.ops.conv_dgrad import random_problem_args
+from helpers.ops.conv_forward import random_problem_args as fwd_args
+from helpers.ops.conv_wgrad import random_problem_args as wgrad_args
 from helpers.runner import workspace_bytes
 
 ARGS = random_problem_args(2, 8, 9, 7, 12, 3, 2, 1, "relu", seed=5)
@@ -210,3 +213,51 @@ def test_the_benchmark_row_of_auto_says_where_its_first_call_went(ctx, cache):
     assert choice["warm_seconds"] <= choice["seconds"] <= row["first_call_s"]
     assert set(choice["candidate_seconds"]) == set(choice["times_ms"])
     assert choice["warm_seconds"] + sum(choice["candidate_seconds"].values()) <= choice["seconds"] + 1e-2
+
+
+SPOT_CASES = {   # op: (arguments of a layer with 4 images and 5 filters, the spot's output axis)
+    "conv_forward": (lambda: fwd_args(4, 6, 9, 8, 5, 3, 1, 1, seed=3, activation="relu"), 0),
+    "conv_dgrad": (lambda: random_problem_args(4, 6, 9, 8, 5, 3, 2, 1, "sigmoid", seed=3), 0),
+    "conv_wgrad": (lambda: wgrad_args(4, 6, 9, 8, 5, 3, 1, 1, "relu", seed=3), 1),
+}
+
+
+@pytest.mark.parametrize("op", SPOT_CASES)
+def test_auto_checks_its_candidates_on_the_first_and_last_image_or_filter(ctx, op):
+    """auto's reference (runner.spot_reference) is the whole reference at the spot's outputs (the
+    first and last image; the weight gradient's first and last filter), from a sub-problem; the check
+    with it fails where a spot output is wrong, and does not look elsewhere (its blind spot, which
+    the grid tests and the benchmark's full checks cover)."""
+    make, axis = SPOT_CASES[op]
+    args = make()
+    problem = runner.prepare(op, **args)
+    full, full_mag = runner.reference_of(op, problem, "fp32")
+    expected, magnitude, select = runner.spot_reference(op, problem)
+    (name, sel), = select.items()
+    assert sel[axis].tolist() == [0, problem.outputs[name][axis] - 1]
+    np.testing.assert_allclose(expected[name], full[name][sel], rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(magnitude[name], full_mag[name][sel], rtol=1e-12, atol=1e-12)
+    plan = helpers.plan_stage(op, helpers.stage_names(op)[0], ctx=ctx, **args)
+    plan.enqueue()
+    good = plan.outputs()
+    runner.check_plan(plan, (expected, magnitude, select))
+
+    def corrupt(index):
+        bad = {k: v.copy() for k, v in good.items()}
+        bad[name][(slice(None),) * axis + (index,)] += 1.0
+        plan.outputs = lambda: bad
+    corrupt(-1)
+    with pytest.raises(helpers.MismatchError):
+        runner.check_plan(plan, (expected, magnitude, select))
+    corrupt(1)                                # not in the spot
+    runner.check_plan(plan, (expected, magnitude, select))
+
+
+def test_no_spot_where_the_axis_is_short_or_the_weight_gradient_grouped():
+    """A layer of 2 images (2 filters) is checked whole; so is a grouped weight gradient, whose
+    filters belong to groups."""
+    assert runner.spot_problem("conv_dgrad", runner.prepare("conv_dgrad", **random_problem_args(2, 4, 6, 6, 4))) is None
+    grouped = wgrad_args(3, 8, 6, 6, 8, 3, 1, 1, seed=0)
+    grouped["weight_shape"] = (8, 2, 3, 3)
+    assert runner.spot_problem("conv_wgrad", runner.prepare("conv_wgrad", groups=4, **grouped)) is None
+    assert runner.spot_problem("batchnorm_forward", None) is None
