@@ -99,17 +99,22 @@ def test_winograd_is_deterministic_and_declares_its_workspace(ctx):
     assert workspace_bytes("conv_wgrad", "winograd", ctx=ctx, defines=defines, **args) == want
 
 
-def test_winograd_dropping_a_slice_is_caught(ctx, monkeypatch):
-    """A planted bug, the output transform adding all slices but the last, fails the check."""
+def planted_winograd(monkeypatch, name: str, old: str, new: str) -> str:
+    """Stage 04 with ``old`` replaced by ``new`` in its kernel, registered as ``name``."""
     st = helpers.get_stage("conv_wgrad", "winograd")
     src = kernel_source(st.kernel)
-    old = "s < SPLITS; s++"
     assert old in src, "the planted bug no longer applies; update this test"
-    bad = dataclasses.replace(st, number=94, name="lost_slice", source=lambda d: src.replace(old, "s < SPLITS - 1; s++"))
+    bad = dataclasses.replace(st, number=94, name=name, source=lambda d: src.replace(old, new))
     monkeypatch.setitem(registry.REGISTRY, "conv_wgrad", registry.REGISTRY["conv_wgrad"] + [bad])
+    return name
+
+
+def test_winograd_dropping_a_slice_is_caught(ctx, monkeypatch):
+    """A planted bug, the output transform adding all slices but the last, fails the check."""
+    bad = planted_winograd(monkeypatch, "lost_slice", "s < SPLITS; s++", "s < SPLITS - 1; s++")
     args = random_problem_args(2, 5, 13, 11, 6, 3, 1, 1, "none", seed=3)
     with pytest.raises(helpers.MismatchError):
-        helpers.check_stage("conv_wgrad", "lost_slice", ctx=ctx, guard=True, defines={"SLICE": 8}, **args)
+        helpers.check_stage("conv_wgrad", bad, ctx=ctx, guard=True, defines={"SLICE": 8}, **args)
 
 
 def test_winograd_transforms_through_local_memory_give_the_same_bits(ctx):
@@ -147,15 +152,10 @@ def test_winograd_loads_x_through_local_memory_where_a_row_passes_a_line(ctx):
 def test_winograd_taps_stored_to_the_wrong_filters_are_caught(ctx, monkeypatch):
     """A planted bug in STORE_LOCAL's contiguous run (each channel's run starts at filter 0, not at
     the block's first filter) fails the check when K spans three blocks of filters."""
-    st = helpers.get_stage("conv_wgrad", "winograd")
-    src = kernel_source(st.kernel)
-    old = "dw[((c0 + cl) * K + k0) * 9 + r]"
-    assert old in src, "the planted bug no longer applies; update this test"
-    bad = dataclasses.replace(st, number=95, name="runs_from_zero", source=lambda d: src.replace(old, "dw[(c0 + cl) * K * 9 + r]"))
-    monkeypatch.setitem(registry.REGISTRY, "conv_wgrad", registry.REGISTRY["conv_wgrad"] + [bad])
+    bad = planted_winograd(monkeypatch, "runs_from_zero", "dw[((c0 + cl) * K + k0) * 9 + r]", "dw[(c0 + cl) * K * 9 + r]")
     args = random_problem_args(1, 9, 8, 8, 19, 3, 1, 1, "none", seed=4)
     with pytest.raises(helpers.MismatchError):
-        helpers.check_stage("conv_wgrad", "runs_from_zero", ctx=ctx, guard=True, **args)
+        helpers.check_stage("conv_wgrad", bad, ctx=ctx, guard=True, **args)
 
 
 def test_winograd_refuses_bad_tiles_and_too_many_slices(ctx):
