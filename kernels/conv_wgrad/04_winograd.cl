@@ -143,12 +143,22 @@ void wgrad_wino_input(__global const float* restrict x, __global float* restrict
     }
     barrier(CLK_LOCAL_MEM_FENCE);
     // element e = ((cl * 6 + a) * IN_TILES + t) * 6 + b: neighbouring work-items read along row a
-    // of neighbouring tiles' patches (tiles overlap by 2 columns)
-    for (int e = tid; e < IN_WG * T36; e += IN_WG) {
+    // of neighbouring tiles' patches (tiles overlap by 2 columns). A work-item's 36 elements are
+    // e = tid, tid + IN_WG, ...: all 36 loads are issued before the first store to local memory, so
+    // that their latencies overlap (a small plane is one wave of work-groups: latency is its time)
+    float got[T36];
+#pragma unroll
+    for (int j = 0; j < T36; j++) {
+        const int e = j * IN_WG + tid;
         const int b = e % 6, t = e / 6 % IN_TILES, a = e / (6 * IN_TILES) % 6, cl = e / (T36 * IN_TILES);
         const int n = tile_n[t], c = c0 + cl, h = tile_h0[t] + a, w = tile_w0[t] + b;
-        patch[(t * IN_CHANNELS + cl) * IN_PITCH + 6 * a + b] =
-            (c < C && n < N && h >= 0 && h < H && w >= 0 && w < W) ? x[((n * C + c) * H + h) * W + w] : 0.0f;
+        got[j] = (c < C && n < N && h >= 0 && h < H && w >= 0 && w < W) ? x[((n * C + c) * H + h) * W + w] : 0.0f;
+    }
+#pragma unroll
+    for (int j = 0; j < T36; j++) {
+        const int e = j * IN_WG + tid;
+        const int b = e % 6, t = e / 6 % IN_TILES, a = e / (6 * IN_TILES) % 6, cl = e / (T36 * IN_TILES);
+        patch[(t * IN_CHANNELS + cl) * IN_PITCH + 6 * a + b] = got[j];
     }
     barrier(CLK_LOCAL_MEM_FENCE);
     const int q = q0 + tid / IN_CHANNELS, c = c0 + tid % IN_CHANNELS;
@@ -230,6 +240,7 @@ void wgrad_wino_output(__global const float* restrict M, __global float* restric
     for (int j = 0; j < OUT_EACH; j++) sum[j] = 0.0f;
     if (c < C && k < K)
         for (int s = 0; s < SPLITS; s++)
+#pragma unroll
             for (int j = 0; j < OUT_EACH; j++)
                 sum[j] += M[((s * T36 + first + j * OUT_SHARE) * KP + k) * CP + c];
     for (int j = 0; j < OUT_EACH; j++) m[(first + j * OUT_SHARE) * OUT_PAIRS + p] = sum[j];
