@@ -25,6 +25,19 @@ def test_pair_rows_refuses_a_run_built_without_the_switch():
         pairs.pair_rows(off, on, "PF")
 
 
+def test_a_parameter_that_sets_the_switch_may_differ_with_it():
+    """Stage 04's LOAD_LOCAL_W sets its kernel's LOAD_LOCAL: named in set_by it differs with the
+    switch; any other parameter that differs is still refused."""
+    off = {"file": "a0.json", "rows": [_row("l1", "04_w", 2.0, LOAD_LOCAL=0, LOAD_LOCAL_W=1 << 20, TM=64)]}
+    on = {"file": "a1.json", "rows": [_row("l1", "04_w", 1.0, LOAD_LOCAL=1, LOAD_LOCAL_W=1, TM=64)]}
+    with pytest.raises(ValueError, match="differs in LOAD_LOCAL_W besides LOAD_LOCAL"):
+        pairs.pair_rows(off, on, "LOAD_LOCAL")
+    assert [r["ratio"] for r in pairs.pair_rows(off, on, "LOAD_LOCAL", set_by=("LOAD_LOCAL_W",))] == [2.0]
+    on["rows"][0]["defines"]["TM"] = 128
+    with pytest.raises(ValueError, match="differs in TM"):
+        pairs.pair_rows(off, on, "LOAD_LOCAL", set_by=("LOAD_LOCAL_W",))
+
+
 def test_a_switch_the_stage_kept_off_is_the_same_code_in_both_runs(monkeypatch):
     """A row at 0 in both runs (the stage's rule kept the switch off on that layer) is labelled and
     left out of the mean, as a fallback; one at 1 in both is still refused (above)."""

@@ -32,13 +32,15 @@ def stage_pair_rows(op: str, layer_set: str, stage: str, tags: tuple) -> tuple[d
     return off, on
 
 
-def pair_rows(off: dict, on: dict, name: str, switches: tuple | None = None) -> list[dict]:
+def pair_rows(off: dict, on: dict, name: str, switches: tuple | None = None, set_by: tuple = ()) -> list[dict]:
     """Per (layer, stage) of the pair: both medians, their ratio t(0) / t(1) (above 1: the switch
     on is faster), whether the two interquartile ranges are apart (do not overlap), the kernel
     that ran and the path. A row whose stage ran itself must have been built with the switch
     (each of ``switches``, default the one ``name``) at 0 and at 1, and every other JIT
     parameter alike (a fallback stage has no such switch), or at 0 in both: the stage's own rule
-    kept it off on that layer (``kept_off``: the same code either way, as a fallback)."""
+    kept it off on that layer (``kept_off``: the same code either way, as a fallback). ``set_by``: the
+    parameters from which the launch derives the switch (stage 04's LOAD_LOCAL_W sets its kernel's
+    LOAD_LOCAL), which differ with it."""
     switches = switches or (name,)
     times = {(r["layer"], r["key"]): r for r in on["rows"]}
     rows = []
@@ -51,7 +53,7 @@ def pair_rows(off: dict, on: dict, name: str, switches: tuple | None = None) -> 
                 if (r0["defines"].get(sw), r1["defines"].get(sw)) != (0, 1) and not kept_off:
                     raise ValueError(f"{off['file']}, {on['file']}: {r0['key']} on {r0['layer']} was built with "
                                      f"{sw}={r0['defines'].get(sw)} and {r1['defines'].get(sw)}, not 0 and 1")
-            other = {k for k in {*r0["defines"], *r1["defines"]} - set(switches)
+            other = {k for k in {*r0["defines"], *r1["defines"]} - set(switches) - set(set_by)
                      if r0["defines"].get(k) != r1["defines"].get(k)}
             if other:
                 raise ValueError(f"{off['file']}, {on['file']}: {r0['key']} on {r0['layer']} differs in "
@@ -65,17 +67,17 @@ def pair_rows(off: dict, on: dict, name: str, switches: tuple | None = None) -> 
 
 
 def pair_table(op: str, layer_set: str, name: str, show: tuple = (), tags: tuple | None = None,
-               switches: tuple | None = None) -> list[str]:
+               switches: tuple | None = None, set_by: tuple = ()) -> list[str]:
     """The recorded pairs as text: each layer and stage (with the defines named in ``show``), the
     two medians, t(0) / t(1) and whether the interquartile ranges are apart; per stage, the geometric mean and range over the layers where the
     stage ran itself (a fallback runs another stage, the same code either way). ``tags`` and
-    ``switches`` as in recorded_pairs and pair_rows (``name`` then only labels the columns)."""
+    ``switches`` and ``set_by`` as in recorded_pairs and pair_rows (``name`` then only labels the columns)."""
     pairs = recorded_pairs(op, layer_set, name, tags=tags)
     if not pairs:
         return [f"No pair of runs with {name}=0 and {name}=1 of {op} over '{layer_set}' is recorded in results/ yet."]
     out = []
     for off, on in pairs:
-        rows = pair_rows(off, on, name, switches)
+        rows = pair_rows(off, on, name, switches, set_by)
         out.append(f"{device_label(off)}: {op} over '{layer_set}', {off['file']} and {on['file']}")
         ran = {id(r): r["ran"] + (" (fallback)" if r["path"] == "fallback" else " (kept off)" if r["kept_off"] else "")
                for r in rows}

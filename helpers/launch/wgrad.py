@@ -216,10 +216,10 @@ def winograd_requires(p: Problem, d: dict):
 
 # The x patches go through local memory (the kernel's LOAD_LOCAL) where W >= LOAD_LOCAL_W; the
 # registry's 33: where a row of x is longer than a 128-byte line, so that each of a patch's six rows
-# takes a line of its own and the plain kernel's loads scatter. On the H200 the x transform ran 15-20 %
-# faster through local memory at W = 56 and 224, and 22-83 % slower at W <= 28, where a patch lies in a
-# few lines (results/conv_wgrad_{resnet50,vgg16}_local{01,11}_nvidia-h200.json). 1: always; more
-# than any width: never.
+# takes a line of its own and the plain kernel's loads scatter. On the H200 the x transform ran about
+# 1.4 times faster through local memory at W = 56 and 224, and 5-53 % slower at W <= 28, where a patch
+# lies in a few lines (results/conv_wgrad_{resnet50,vgg16}_local{01,11}_nvidia-h200.json). 1: always;
+# more than any width: never.
 def wino_jit(p: Problem, d: dict) -> dict:
     """Stage 04: LOAD_LOCAL from the width of x."""
     return {"LOAD_LOCAL": int(p.dims["W"] >= d["LOAD_LOCAL_W"])}
