@@ -58,7 +58,16 @@ def _f23(d, g):
     return [m1 + m2 + m3, m2 - m3 - m4]
 
 
+def _times_ms(start, end, warmup, scale=1e6):
+    return np.array([(b - a) / scale for a, b in zip(start, end)])[warmup:]
+
+
+def _median_iqr(d):
+    return np.median(d), np.percentile(d, 25), np.percentile(d, 75)
+
+
 RIGHT = {
+    "check_timing_summary": lambda s, e, w: _median_iqr(_times_ms(s, e, w)),
     "check_output_size": lambda s, k, st, p: (s + 2 * p - k) // st + 1,
     "check_touched_outputs": lambda h, k, s, p, n: [o for o in range(n) if 0 <= h + p - o * s < k],
     "check_launch": lambda n, c, h, w, wg: (((h * w + wg - 1) // wg * wg, c, n), ((h * w + wg - 1) // wg * wg - h * w) * c * n,
@@ -91,6 +100,8 @@ RIGHT = {
 }
 
 WRONG = {
+    "check_timing_summary": [lambda s, e, w: _median_iqr(_times_ms(s, e, 0)),                  # warm-up kept
+                             lambda s, e, w: _median_iqr(_times_ms(s, e, w, 1e3))],            # microseconds
     "check_output_size": [lambda s, k, st, p: (s + 2 * p - k) // st,          # off by one
                           lambda s, k, st, p: (s + p - k) // st + 1],         # padding once
     "check_launch": [lambda n, c, h, w, wg: ((h * w, c, n), 0, (h * w + wg - 1) // wg * c * n),     # not rounded up
@@ -834,6 +845,17 @@ NAMED = [
     ("check_launch", lambda n, c, h, w, wg: (RIGHT["check_launch"](n, c, h, w, wg)[0],
                                              RIGHT["check_launch"](n, c, h, w, wg)[1],
                                              RIGHT["check_launch"](n, c, h, w, wg)[0][0] // wg), "dimension 0 only"),
+    ("check_timing_summary", lambda s, e, w: _median_iqr(_times_ms(s, e, 0)), "leave out the first `warmup`"),
+    ("check_timing_summary", lambda s, e, w: (lambda d: (d.mean(), *_median_iqr(d)[1:]))(_times_ms(s, e, w)),
+     "report the median"),
+    ("check_timing_summary", lambda s, e, w: _median_iqr(_times_ms(s, e, w, 1e3)), "1e-3 gives microseconds"),
+    ("check_timing_summary", lambda s, e, w: _median_iqr(np.diff(list(s) + [e[-1]])[w:] / 1e6), "the gap before the next"),
+    ("check_timing_summary", lambda s, e, w: (lambda d: (np.median(d), d.min(), d.max()))(_times_ms(s, e, w)),
+     "not the fastest and slowest"),
+    ("check_timing_summary", lambda s, e, w: (lambda d: (np.median(d), np.median(d) - d.std(), np.median(d) + d.std()))(
+        _times_ms(s, e, w)), "standard deviation"),
+    ("check_timing_summary", lambda s, e, w: __import__("helpers.engine.timing", fromlist=["Timing"]).Timing(
+        list(_times_ms(s, e, w))).median_ms, "course's own reference"),
     ("check_intensity", _intensity_hw, "use the input's H x W positions"),
     ("check_intensity", lambda *a: RIGHT["check_intensity"](*a) * 4, "count bytes (4 per float), not floats"),
     ("check_intensity", lambda *a: RIGHT["check_intensity"](*a) / 2, "a multiply-add is 2"),

@@ -12,7 +12,7 @@ chapter 02's checks). verdict.py: what every check shares (the verdict line, the
 reports an unanswered exercise); closed.py: the course's own answers closed while a learner's runs.
 """
 from .verdict import NOT_ANSWERED, exercise
-from .ch00 import check_intensity
+from .ch00 import check_intensity, check_timing_summary
 from .ch01 import check_output_size, check_touched_outputs
 from .ch01a import check_launch
 from .ch02 import check_naive_bytes
@@ -32,7 +32,7 @@ from .ch14 import check_chan_merge
 from .ch15 import check_step_flops, check_igemm_launch, check_arena_layout
 from .ch16 import check_conv3d_by_2d
 
-__all__ = ["NOT_ANSWERED", "exercise", "check_intensity", "check_output_size",
+__all__ = ["NOT_ANSWERED", "exercise", "check_intensity", "check_timing_summary", "check_output_size",
            "check_touched_outputs", "check_launch", "check_naive_bytes", "check_valid_table", "check_block_lines",
            "check_vector_columns", "check_straddling_depths", "check_weight_vectors",
            "check_width_columns", "check_tile_reuse", "check_stride_passes", "check_phase_taps",

@@ -43,3 +43,76 @@ def check_intensity(answer_fn) -> bool:
             return _verdict(False, "", f"for N={n} C={c} {size}x{size} K={k} {r}x{r} stride {st} you give "
                             f"{got:.4g}: {why}")
     return _verdict(True, "FLOPs divided by the bytes of grad_output, weights and grad_input", "")
+
+
+# -- honest timing: the median and inter-quartile range of the launches after the warm-up --------
+
+def _events(durations_ms, gaps_ns=(3_000, 41_000, 7_000)):
+    """Profiling events (start_ns, end_ns) of launches of these durations, one after another on a
+    device clock that started long ago, with idle gaps between them (the host's launch overhead)."""
+    start, end, t = [], [], 5_283_194_017_000
+    for i, ms in enumerate(durations_ms):
+        t += gaps_ns[i % len(gaps_ns)]
+        start.append(t)
+        t += int(round(ms * 1e6))
+        end.append(t)
+    return start, end
+
+
+# (start_ns, end_ns, warmup): a slow first launch and warm-up, one slow repetition that pulls the
+# mean, an odd and an even number of repetitions, no warm-up at all, a long skewed run
+_RNG_MS = [0.4 + 0.05 * ((7 * i) % 11) + (0.6 if i % 9 == 4 else 0.0) for i in range(23)]
+TIMING_CASES = [(*_events([12.0, 3.1, 2.9, 0.52, 0.50, 0.55, 0.49, 0.51, 0.90, 0.50, 0.53]), 3),
+                (*_events([4.0, 1.25, 1.5, 1.0, 1.75, 1.1]), 1),
+                (*_events([0.2, 0.8, 0.3, 0.25]), 0),
+                (*_events(_RNG_MS), 5)]
+
+
+def _summary(start_ns, end_ns, warmup):
+    d = (np.asarray(end_ns) - np.asarray(start_ns))[warmup:] / 1e6
+    return float(np.median(d)), float(np.percentile(d, 25)), float(np.percentile(d, 75))
+
+
+def _durations(start_ns, end_ns, warmup, scale=1e-6):
+    return (np.asarray(end_ns) - np.asarray(start_ns))[warmup:] * scale
+
+
+TIMING_MISTAKES = [
+    ("the warm-up launches are in your statistics: leave out the first `warmup` launches",
+     lambda s, e, w: _summary(s, e, 0)),
+    ("the mean is pulled by one slow launch; report the median",
+     lambda s, e, w: (lambda d: (float(d.mean()), float(np.percentile(d, 25)), float(np.percentile(d, 75))))(
+         _durations(s, e, w))),
+    ("a nanosecond is 1e-6 of a millisecond (1e-3 gives microseconds)",
+     lambda s, e, w: tuple(v * 1000 for v in _summary(s, e, w))),
+    ("a launch's time is its own end minus its own start: the gap before the next launch is the host's, "
+     "not the kernel's",
+     lambda s, e, w: (lambda d: (float(np.median(d)), float(np.percentile(d, 25)), float(np.percentile(d, 75))))(
+         (np.diff(np.append(np.asarray(s), e[-1])))[w:] / 1e6)),
+    ("the spread is the inter-quartile range, the 25th and 75th percentiles, not the fastest and slowest launch",
+     lambda s, e, w: (lambda d: (float(np.median(d)), float(d.min()), float(d.max())))(_durations(s, e, w))),
+    ("the quartiles are of the launches' times, not the median plus or minus a standard deviation",
+     lambda s, e, w: (lambda d: (float(np.median(d)), float(np.median(d) - d.std()), float(np.median(d) + d.std())))(
+         _durations(s, e, w))),
+]
+
+
+@exercise(closes=("engine.timing:Timing", "chapters.exercises.ch00:_summary", "chapters.exercises.ch00:_durations"))
+def check_timing_summary(answer_fn) -> bool:
+    """Chapter 00: (start_ns, end_ns, warmup) of every launch's profiling events -> (median, first
+    quartile, third quartile) of the launches after the warm-up, in milliseconds."""
+    same = lambda a, b: len(a) == 3 and bool(np.allclose(np.asarray(a, dtype=float), b, rtol=1e-9, atol=0))
+    for start, end, warmup in TIMING_CASES:
+        want, got = _summary(start, end, warmup), answer_fn(list(start), list(end), warmup)
+        try:
+            good = same(got, want)
+        except (TypeError, ValueError):
+            return _verdict(False, "", f"return three numbers, (median, q1, q3) in milliseconds; you return {got!r}")
+        if not good:
+            why = named_mistake(lambda *a: answer_fn(list(a[0]), list(a[1]), a[2]), TIMING_CASES, TIMING_MISTAKES,
+                                same=same)
+            n = len(start) - warmup
+            return _verdict(False, "", f"{len(start)} launches, {warmup} of them warm-up: " + (why or (
+                f"your median is {_compare(got[0], want[0])}" if not np.isclose(got[0], want[0], rtol=1e-9) else
+                f"the quartiles of the {n} timed launches are np.percentile's 25th and 75th (its default method)")))
+    return _verdict(True, "the durations end - start of the launches after the warm-up, in ms: their median and quartiles", "")
