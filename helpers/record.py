@@ -156,6 +156,7 @@ def zoo_parts(op: str, size: int = 5) -> list[tuple[str, list[str]]]:
 
 # chapter 16's direct stage and its implicit GEMM, and auto choosing among every stage that runs the set
 ANY_SHAPE_STAGES = {op: "any_shape,igemm_nd,auto" for op in ("conv_forward", "conv_dgrad", "conv_wgrad")}
+BN_LADDER = "naive,local_two_pass,welford,vec4,fused"
 # the depthwise sets' gradients also run chapter 16's depthwise ladder
 DEPTHWISE_STAGES = ",dw_tiles,dw_regs"
 ANY_SHAPE_TASKS = [
@@ -246,9 +247,10 @@ PLAN = [
     _bench("auto-edge", "--layers edge --stages auto --tag auto", 0.6, "chapter 11: auto at batch 1 and 8", True),
     _bench("auto-vgg16", "--layers vgg16 --stages auto --tag auto", 8.5,
            "chapter 11, README: auto beside cuDNN on every VGG-16 layer (the longest search)", True),
-    # chapter 14: batch norm
-    _bench("bn-forward", "--op batchnorm_forward --layers bn --stages naive,local_two_pass,welford,vec4,fused --tune", 2.1, "chapter 14's ladder", True),
-    _bench("bn-backward", "--op batchnorm_backward --layers bn --stages naive,local_two_pass,welford,vec4,fused --activation relu --tune", 3, "chapter 14's ladder"),
+    # chapter 14: batch norm, the ladder 01-05 (06_one_pass and auto have runs of their own below)
+    _bench("bn-forward", f"--op batchnorm_forward --layers bn --stages {BN_LADDER} --tune", 2.1, "chapter 14's ladder", True),
+    _bench("bn-backward", f"--op batchnorm_backward --layers bn --stages {BN_LADDER} --activation relu --tune", 3,
+           "chapter 14's ladder"),
     _bench("bn-forward-onepass", "--op batchnorm_forward --layers bn --stages fused,one_pass --tag vendor_events", 0.5,
            "chapter 14: the forward against PyTorch, by both timers", True),
     _bench("bn-backward-onepass", "--op batchnorm_backward --layers bn --stages fused,one_pass --activation relu "

@@ -38,10 +38,11 @@
 //      each work-item transforms one (tile, channel) and stores along c as before.
 //   STORE_LOCAL = 1: wgrad_wino_output's work-group owns OUT_C x OUT_K pairs (c, k). Its OUT_WG
 //      work-items add the slices of the 36 products (four per pair, 9 products each, their loads
-//      in flight together: more of them where C*K is small and the slices many), the transform writes the taps into local
-//      memory in dw's order, and the group stores each channel's OUT_K*9 taps as one contiguous
-//      run. With STORE_LOCAL = 0 neighbouring work-items are neighbouring channels, whose taps lie
-//      K*9 floats apart: every store of a warp touches its own 32-byte sector.
+//      in flight together: more of them where C*K is small and the slices many), the transform
+//      writes the taps into local memory in dw's order, and the group stores each channel's
+//      OUT_K*9 taps as one contiguous run. With STORE_LOCAL = 0 neighbouring work-items are
+//      neighbouring channels, whose taps lie K*9 floats apart: every store of a warp touches its
+//      own 32-byte sector.
 // Multiplications per tile and (c, k): 36 in the products against stage 03's 144, so the GEMM
 // does a quarter of the work; the transforms add passes over memory (U and V are 36/16 = 2.25x
 // the size of dy and x, plus the padding of the edge tiles). Winograd rounds more than a direct
@@ -56,12 +57,12 @@
 // WG), both 1-D (QP can pass the 65,535 of a grid's other dimensions); wgrad_wino_gemm
 // (CP/TN * TN/WN, KP/TM * TM/WM, SPLITS * 36), work-group (TN/WN, TM/WM, 1); wgrad_wino_output
 // (C*K rounded up to WG).
-// With LOAD_LOCAL, wgrad_wino_input's NDRange is (ceil(QP/IN_TILES) * ceil(CP/IN_CHANNELS) work-groups
-// of IN_TILES*IN_CHANNELS); with STORE_LOCAL, wgrad_wino_output's is (ceil(C/OUT_C) * ceil(K/OUT_K)
-// work-groups of OUT_WG).
-// JIT parameters: ACT; LOAD_LOCAL (from LOAD_LOCAL_W), STORE_LOCAL; TM, TN, TK, WM, WN (gemm_core.h); WG (the plain
-// transforms' work-group, host side); SLICE (tiles per slice, host side: the slice length
-// SLICE_LEN is an argument).
+// With LOAD_LOCAL, wgrad_wino_input's NDRange is ceil(QP/IN_TILES) * ceil(CP/IN_CHANNELS)
+// work-groups of IN_TILES*IN_CHANNELS; with STORE_LOCAL, wgrad_wino_output's is
+// ceil(C/OUT_C) * ceil(K/OUT_K) work-groups of OUT_WG.
+// JIT parameters: ACT; LOAD_LOCAL (set from LOAD_LOCAL_W), STORE_LOCAL; TM, TN, TK, WM, WN
+// (gemm_core.h); WG (the plain transforms' work-group, host side); SLICE (tiles per slice, host
+// side: the slice length SLICE_LEN is an argument).
 
 #ifndef LOAD_LOCAL
 #define LOAD_LOCAL 1

@@ -115,4 +115,5 @@ def check_timing_summary(answer_fn) -> bool:
             return _verdict(False, "", f"{len(start)} launches, {warmup} of them warm-up: " + (why or (
                 f"your median is {_compare(got[0], want[0])}" if not np.isclose(got[0], want[0], rtol=1e-9) else
                 f"the quartiles of the {n} timed launches are np.percentile's 25th and 75th (its default method)")))
-    return _verdict(True, "the durations end - start of the launches after the warm-up, in ms: their median and quartiles", "")
+    return _verdict(True, "the durations end - start of the launches after the warm-up, in ms: their median and "
+                    "quartiles", "")
