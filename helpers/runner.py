@@ -265,8 +265,10 @@ def spot_problem(op: str, problem: Problem) -> tuple[Problem, dict] | None:
     idx = np.array([0, length - 1])
     host = problem.on_host("float32")
     inputs = {name: np.take(a, idx, axis=axis) if name in names else a for name, a in host.inputs.items()}
-    outputs = {name: tuple(2 if i == out_axis else v for i, v in enumerate(shape)) for name, shape in problem.outputs.items()}
-    return replace(host, inputs=inputs, outputs=outputs), {name: (slice(None),) * out_axis + (idx,) for name in outputs}
+    outputs = {name: tuple(2 if i == out_axis else v for i, v in enumerate(shape))
+               for name, shape in problem.outputs.items()}
+    select = {name: (slice(None),) * out_axis + (idx,) for name in outputs}
+    return replace(host, inputs=inputs, outputs=outputs), select
 
 
 def spot_reference(op: str, problem: Problem) -> tuple:

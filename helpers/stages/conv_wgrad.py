@@ -30,14 +30,15 @@ STAGES = [
           "Winograd F(3x3,4x4): 4x4 tiles of dy' and 6x6 patches of x transformed, 36 products "
           "over the tiles on the course GEMM (a quarter of stage 03's multiplications), split into "
           "slices of SLICE tiles (fewer where the launch has fewer work-groups than SPLIT_TARGET), "
-          "summed in order and transformed back, the taps stored through local memory (STORE_LOCAL) and, "
-          "where a row of x is longer than a cache line (W >= LOAD_LOCAL_W), the x patches loaded through it; other "
-          "layers run stage 03",
+          "summed in order and transformed back, the taps stored through local memory (STORE_LOCAL) "
+          "and, where a row of x is longer than a cache line (W >= LOAD_LOCAL_W), the x patches "
+          "loaded through it; other layers run stage 03",
           family=wgrad, launch="winograd",
           defines={**TILES, "SLICE": 512, "WG": 64, "SPLIT_TARGET": 1, "LOAD_LOCAL_W": 33, "STORE_LOCAL": 1},
           tune={**GEMM_TUNE, "TK": [16], "SLICE": [128, 512, 2048], "SPLIT_TARGET": SPLIT_FILL},
           jit=wgrad.wino_jit, requires=wgrad.winograd_requires,
-          fallback="igemm", variants=({"SLICE": 4, "TK": 4}, {"SLICE": 4, "TK": 4, "LOAD_LOCAL_W": 1 << 20, "STORE_LOCAL": 0})),
+          fallback="igemm",
+          variants=({"SLICE": 4, "TK": 4}, {"SLICE": 4, "TK": 4, "LOAD_LOCAL_W": 1 << 20, "STORE_LOCAL": 0})),
     Stage("conv_wgrad", 5, "igemm_phases", "conv_wgrad/05_igemm_phases.cl",
           "stage 03 for strided layers: x first cut into its stride x stride phase planes (a "
           "workspace, padding stored as zeros), so each tap reads one plane at stride 1 without "
