@@ -175,10 +175,11 @@ def test_conv_forward_stages_pass(ctx):
 
 
 def test_conv_wgrad_scaled_output_is_refused(ctx):
-    """1.001 in the Winograd kernel's store at N32 C8 56x56 K8: 6.1 times the bound as a whole,
-    per element 0.010 (passed)."""
+    """1.001 in the Winograd kernel's store (through local memory, STORE_LOCAL) at N32 C8 56x56 K8:
+    6.1 times the bound as a whole, per element 0.010 (passed)."""
     refused(ctx, "conv_wgrad", planted("conv_wgrad", "winograd",
-                                       ("dw[(c * K + k) * 9 + t] = o[t];", "dw[(c * K + k) * 9 + t] = 1.001f * o[t];")))
+                                       ("dw[((c0 + cl) * K + k0) * 9 + r] = taps[e];",
+                                        "dw[((c0 + cl) * K + k0) * 9 + r] = 1.001f * taps[e];")))
 
 
 def test_conv_wgrad_dropped_image_is_refused(ctx):
