@@ -209,6 +209,8 @@ ROUTES = {
                              lambda w, p: max(0, min(w - 1, w + p - 3) - max(0, 2 - p) + 1)),
     "check_straddling_depths": ("chapters.exercises.ch06:_right", lambda ref, *a: ref(*a),
                                 lambda d, t, w: [i for i in range(d) if (t * i) // w < (t * i + t - 1) // w]),
+    "check_live_loads": ("chapters.exercises.ch06:_live", lambda ref, *a: ref(*a),
+                         lambda d, t, w: max(len({f // w for f in range(t * i, t * i + t)}) for i in range(d))),
     "check_weight_vectors": ("launch.unrolled:weight_vectors", lambda ref, a, b: list(ref(a, b)),
                              lambda a, b: [q for q in range(36) if 9 * a <= 4 * q + 3 and 4 * q <= 9 * b + 8]),
     "check_width_columns": ("chapters.pictures_combining:width_columns", lambda ref, *a: [c["ow"] for c in ref(*a)],

@@ -84,6 +84,7 @@ RIGHT = {
     "check_block_lines": lambda c, k, K, L: ((c * K + k) * 9 + 8) // (L // 4) - (c * K + k) * 9 // (L // 4) + 1,
     "check_vector_columns": lambda W, p: max(0, min(W - 1, W + 2 * p - 3 - p) - max(0, 2 - p) + 1),
     "check_straddling_depths": lambda d, t, w: [i for i in range(d) if (t * i) % w + t > w],
+    "check_live_loads": lambda d, t, w: max(-(-((t * i) % w + t) // w) for i in range(d)),
     "check_weight_vectors": lambda a, b: list(range(9 * a // 4, (9 * b + 8) // 4 + 1)),
     "check_width_columns": lambda x0, xpw, W, st, p: [
         (x0 + p - 2 + u) // st if (x0 + p - 2 + u >= 0 and (x0 + p - 2 + u) % st == 0
@@ -121,6 +122,8 @@ WRONG = {
     "check_vector_columns": [lambda W, p: W - 2, lambda W, p: RIGHT["check_vector_columns"](W, p) + 1],
     "check_straddling_depths": [lambda d, t, w: [i for i in range(d) if (t * i) // w != (t * i + t) // w],   # one too far
                                 lambda d, t, w: [i for i in range(1, d) if (t * i) % w + t > w]],          # depth 0 skipped
+    "check_live_loads": [lambda d, t, w: 2,                                         # ping and pong always
+                         lambda d, t, w: max((t * i + t) // w - (t * i) // w + 1 for i in range(d))],  # one float past
     "check_weight_vectors": [lambda a, b: list(range(9 * a // 4, (9 * b + 8) // 4)),   # one short
                              lambda a, b: list(range((9 * b + 8) // 4, 9 * a // 4 - 1, -1))],  # reversed
     "check_width_columns": [lambda x0, xpw, W, st, p: [x0 - 1 + u for u in range(xpw + 2)],
@@ -830,6 +833,12 @@ NAMED = [
     ("check_straddling_depths", lambda d, t, w: [i for i in range(d) if (t * i) // w != (t * i + t) // w],
      "not taps·i + taps"),
     ("check_straddling_depths", lambda d, t, w: [i + 1 for i in range(d) if (t * i) % w + t > w], "counted from 1"),
+    ("check_live_loads", lambda d, t, w: -(-t // w), "where a depth starts matters"),
+    ("check_live_loads", lambda d, t, w: 2, "ping and pong are what 16-wide loads"),
+    ("check_live_loads", lambda d, t, w: -(-t // w) + 1, "a spare register"),
+    ("check_live_loads", lambda d, t, w: -(-(d * t) // w), "not the loads of the whole block"),
+    ("check_live_loads", lambda d, t, w: len(__import__("helpers.chapters.pictures_combining", fromlist=["x"])
+                                             .weight_block_loads(1)["straddling_depths"]) + 1, "course's own reference"),
     ("check_naive_bytes", lambda n, c, h, w, k, r, s, st, p, a: 4 * ((2 if a == "none" else 3) * n * k * c * r * s
                           * output_size(h, r, st, p) * output_size(w, s, st, p) + n * c * h * w), "lies in the padding"),
     ("check_naive_bytes", lambda n, c, h, w, k, r, s, st, p, a: 4 * 2 * _macs(n, c, h, w, k, r, s, st, p) + 4 * n * c * h * w,

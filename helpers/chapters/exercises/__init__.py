@@ -19,7 +19,7 @@ from .ch02 import check_naive_bytes
 from .ch03 import check_valid_table
 from .ch04 import check_block_lines
 from .ch05 import check_vector_columns
-from .ch06 import check_straddling_depths
+from .ch06 import check_live_loads, check_straddling_depths
 from .ch07 import check_weight_vectors
 from .ch08 import check_width_columns
 from .ch09 import check_tile_reuse
@@ -34,7 +34,7 @@ from .ch16 import check_conv3d_by_2d
 
 __all__ = ["NOT_ANSWERED", "exercise", "check_intensity", "check_timing_summary", "check_output_size",
            "check_touched_outputs", "check_launch", "check_naive_bytes", "check_valid_table", "check_block_lines",
-           "check_vector_columns", "check_straddling_depths", "check_weight_vectors",
+           "check_vector_columns", "check_straddling_depths", "check_live_loads", "check_weight_vectors",
            "check_width_columns", "check_tile_reuse", "check_stride_passes", "check_phase_taps",
            "check_winograd_1d", "check_wino_products", "check_c_fragment", "check_tf32_products",
            "check_nhwc_offsets", "check_box_starts", "check_ring_waits", "check_chan_merge", "check_step_flops",

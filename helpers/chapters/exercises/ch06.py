@@ -1,7 +1,7 @@
 """Chapter 06's exercise checks (combining output depth)."""
 from __future__ import annotations
 
-from .verdict import _verdict, exercise, named_mistake
+from .verdict import _compare, _verdict, exercise, named_mistake
 
 # (depths, taps, width): stage 06's block in 16-wide loads, in 8-wide ones, in float4s (chapter 07),
 # 5x5 taps, and blocks whose depths never straddle
@@ -37,3 +37,36 @@ def check_straddling_depths(answer_fn) -> bool:
                        f"depth {missing[0]} starts in one load and ends in the next")
             return _verdict(False, "", f"{depths} depths of {taps} weights in loads of {width} floats: {why}")
     return _verdict(True, "depth i straddles when its first float taps·i and its last taps·i + taps - 1 lie in different loads", "")
+
+
+# -- how many load registers take turns: the most loads one depth's weights span ------------------
+
+def _live(depths, taps, width):
+    return max((taps * i + taps - 1) // width - (taps * i) // width + 1 for i in range(depths))
+
+
+LIVE_MISTAKES = [
+    ("where a depth starts matters: depth i's first weight is float taps·i, so a depth of at most `width` "
+     "weights can still arrive in two loads", lambda d, t, w: -(-t // w)),
+    ("ping and pong are what 16-wide loads of 9 weights need; count the loads a depth spans for other widths",
+     lambda d, t, w: 2),
+    ("a spare register beyond ceil(taps / width) is needed only where a depth crosses into an extra load; "
+     "count the loads each depth spans", lambda d, t, w: -(-t // w) + 1),
+    ("count the loads one depth spans, not the loads of the whole block",
+     lambda d, t, w: -(-(d * t) // w)),
+]
+
+
+@exercise(closes=("chapters.pictures_combining:weight_block_loads", "chapters.pictures_combining:draw_weight_block",
+                   "chapters.exercises.ch06:_live", "chapters.exercises.ch06:_right"))
+def check_live_loads(answer_fn) -> bool:
+    """Chapter 06: (depths, taps, width) -> how many load registers must take turns so that every
+    depth's weights are all still in registers when the load that completes them arrives."""
+    for depths, taps, width in CASES:
+        want, got = _live(depths, taps, width), answer_fn(depths, taps, width)
+        if got != want:
+            why = named_mistake(answer_fn, CASES, LIVE_MISTAKES, same=lambda a, b: a == b) or (
+                f"{_compare(got, want)}: find the depth whose weights span the most loads")
+            return _verdict(False, "", f"{depths} depths of {taps} weights in loads of {width} floats: {why}")
+    return _verdict(True, "the most loads one depth spans: (taps·i + taps - 1) // width - taps·i // width + 1 at "
+                    "its largest", "")
