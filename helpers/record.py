@@ -156,6 +156,7 @@ def zoo_parts(op: str, size: int = 5) -> list[tuple[str, list[str]]]:
 
 # chapter 16's direct stage and its implicit GEMM, and auto choosing among every stage that runs the set
 ANY_SHAPE_STAGES = {op: "any_shape,igemm_nd,auto" for op in ("conv_forward", "conv_dgrad", "conv_wgrad")}
+# chapter 14's batch-norm ladder, stages 01-05 (06_one_pass and auto are timed in runs of their own)
 BN_LADDER = "naive,local_two_pass,welford,vec4,fused"
 # the depthwise sets' gradients also run chapter 16's depthwise ladder
 DEPTHWISE_STAGES = ",dw_tiles,dw_regs"
@@ -247,7 +248,7 @@ PLAN = [
     _bench("auto-edge", "--layers edge --stages auto --tag auto", 0.6, "chapter 11: auto at batch 1 and 8", True),
     _bench("auto-vgg16", "--layers vgg16 --stages auto --tag auto", 8.5,
            "chapter 11, README: auto beside cuDNN on every VGG-16 layer (the longest search)", True),
-    # chapter 14: batch norm, the ladder 01-05 (06_one_pass and auto have runs of their own below)
+    # chapter 14: batch norm
     _bench("bn-forward", f"--op batchnorm_forward --layers bn --stages {BN_LADDER} --tune", 2.1, "chapter 14's ladder", True),
     _bench("bn-backward", f"--op batchnorm_backward --layers bn --stages {BN_LADDER} --activation relu --tune", 3,
            "chapter 14's ladder"),
@@ -289,9 +290,9 @@ PLAN = [
            "--tag blocked", 0.9, "chapter 15: stage 06 beside stages 03, 04 and cuDNN, at the tiles just searched", True),
     _bench("wgrad-blocked-vgg16", "--op conv_wgrad --layers vgg16 --stages igemm,winograd,igemm_blocked "
            "--tag blocked", 3.1, "chapter 15: the same on VGG-16", True),
-    # stage 04's transforms through local memory, recorded pairs: neither, the output transform's
-    # stores alone (STORE_LOCAL), both (the x patches on every layer: LOAD_LOCAL_W=1). Recorded
-    # 2026-11-30 as LOAD_LOCAL=0/1, the switch that LOAD_LOCAL_W now sets by the width of x
+    # stage 04's transforms through local memory, recorded pairs: neither (the x patches on no
+    # layer: LOAD_LOCAL_W=1 << 20), the output transform's stores alone (STORE_LOCAL), both (the x
+    # patches on every layer: LOAD_LOCAL_W=1), all six in one call so that they share a machine
     *(_bench(f"wgrad-local{a}{b}-{layers}", f"--op conv_wgrad --layers {layers} --stages winograd "
              f"--defines LOAD_LOCAL_W={1 if a else 1 << 20},STORE_LOCAL={b} --tag local{a}{b}", minutes,
              "chapter 15: stage 04's x patches and taps through local memory, a recorded step", True)

@@ -68,27 +68,30 @@ TIMING_CASES = [(*_events([12.0, 3.1, 2.9, 0.52, 0.50, 0.55, 0.49, 0.51, 0.90, 0
                 (*_events(_RNG_MS), 5)]
 
 
+def _durations(start_ns, end_ns, warmup):
+    """Each timed launch's own end minus its own start, in ms."""
+    return (np.asarray(end_ns) - np.asarray(start_ns))[warmup:] / 1e6
+
+
+def _stats(ms):
+    """(median, first quartile, third quartile): np.percentile's default method."""
+    return float(np.median(ms)), float(np.percentile(ms, 25)), float(np.percentile(ms, 75))
+
+
 def _summary(start_ns, end_ns, warmup):
-    d = (np.asarray(end_ns) - np.asarray(start_ns))[warmup:] / 1e6
-    return float(np.median(d)), float(np.percentile(d, 25)), float(np.percentile(d, 75))
-
-
-def _durations(start_ns, end_ns, warmup, scale=1e-6):
-    return (np.asarray(end_ns) - np.asarray(start_ns))[warmup:] * scale
+    return _stats(_durations(start_ns, end_ns, warmup))
 
 
 TIMING_MISTAKES = [
     ("the warm-up launches are in your statistics: leave out the first `warmup` launches",
      lambda s, e, w: _summary(s, e, 0)),
     ("the mean is pulled by one slow launch; report the median",
-     lambda s, e, w: (lambda d: (float(d.mean()), float(np.percentile(d, 25)), float(np.percentile(d, 75))))(
-         _durations(s, e, w))),
+     lambda s, e, w: (lambda d: (float(d.mean()), *_stats(d)[1:]))(_durations(s, e, w))),
     ("a nanosecond is 1e-6 of a millisecond (1e-3 gives microseconds)",
      lambda s, e, w: tuple(v * 1000 for v in _summary(s, e, w))),
     ("a launch's time is its own end minus its own start: the gap before the next launch is the host's, "
      "not the kernel's",
-     lambda s, e, w: (lambda d: (float(np.median(d)), float(np.percentile(d, 25)), float(np.percentile(d, 75))))(
-         (np.diff(np.append(np.asarray(s), e[-1])))[w:] / 1e6)),
+     lambda s, e, w: _stats(np.diff(np.append(np.asarray(s), e[-1]))[w:] / 1e6)),
     ("the spread is the inter-quartile range, the 25th and 75th percentiles, not the fastest and slowest launch",
      lambda s, e, w: (lambda d: (float(np.median(d)), float(d.min()), float(d.max())))(_durations(s, e, w))),
     ("the quartiles are of the launches' times, not the median plus or minus a standard deviation",
@@ -97,7 +100,8 @@ TIMING_MISTAKES = [
 ]
 
 
-@exercise(closes=("engine.timing:Timing", "chapters.exercises.ch00:_summary", "chapters.exercises.ch00:_durations"))
+@exercise(closes=("engine.timing:Timing", "chapters.exercises.ch00:_summary", "chapters.exercises.ch00:_durations",
+                   "chapters.exercises.ch00:_stats"))
 def check_timing_summary(answer_fn) -> bool:
     """Chapter 00: (start_ns, end_ns, warmup) of every launch's profiling events -> (median, first
     quartile, third quartile) of the launches after the warm-up, in milliseconds."""
